@@ -1,0 +1,25 @@
+/**
+ * Builds dist/flagsvc: one executable with the runtime, migrations, first-party plugins and
+ * UI assets inside. Usage: bun scripts/build.ts [--outfile PATH]
+ */
+import { mkdirSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+
+const root = join(import.meta.dir, "..");
+const i = process.argv.indexOf("--outfile");
+const outfile = resolve(root, i > 0 ? process.argv[i + 1]! : "dist/flagsvc");
+mkdirSync(dirname(outfile), { recursive: true });
+
+const started = performance.now();
+const proc = Bun.spawnSync(
+  [
+    process.execPath, "build", "--compile", "--minify", "--bytecode", "--format=esm",
+    // The binary must not pick up .env or bunfig.toml from whatever folder it runs in.
+    "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
+    "src/main.ts", "--outfile", outfile,
+  ],
+  { cwd: root, stdout: "inherit", stderr: "inherit" },
+);
+if (proc.exitCode !== 0) process.exit(proc.exitCode ?? 1);
+const mb = (statSync(outfile).size / 1024 / 1024).toFixed(1);
+console.log(`built ${outfile} (${mb} MB) in ${((performance.now() - started) / 1000).toFixed(1)} s`);

@@ -1,0 +1,15 @@
+/** What every module receives: configuration, storage, time, logging. Built once at start. */
+import type { Config } from "./config";
+import type { Store } from "./db/client";
+import type { Clock } from "./lib/clock";
+import type { Logger } from "./lib/log";
+import type { Scheduler } from "./lib/scheduler";
+
+export interface AppContext extends Store {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  scheduler: Scheduler;
+  /** Monotonic start, for uptime. */
+  startedAt: number;
+}

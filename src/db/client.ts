@@ -1,0 +1,36 @@
+/** Opens the SQLite database with the pragmas the service relies on. */
+import { Database } from "bun:sqlite";
+import { chmodSync, existsSync } from "node:fs";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import * as schema from "./schema";
+
+export type Db = BunSQLiteDatabase<typeof schema>;
+
+export interface Store {
+  sqlite: Database;
+  db: Db;
+}
+
+export const DB_FILE = "flagsvc.db";
+
+export function openDatabase(file: string, opts: { readonly?: boolean } = {}): Store {
+  const isNew = !opts.readonly && !existsSync(file);
+  const sqlite = opts.readonly ? new Database(file, { readonly: true }) : new Database(file, { create: true });
+  // It holds key hashes and session tokens: owner only. The WAL and shm files take this mode.
+  if (isNew) chmodSync(file, 0o600);
+  if (!opts.readonly) {
+    sqlite.run("PRAGMA journal_mode = WAL");
+    sqlite.run("PRAGMA synchronous = NORMAL");
+  }
+  sqlite.run("PRAGMA busy_timeout = 5000");
+  sqlite.run("PRAGMA foreign_keys = ON");
+  return { sqlite, db: drizzle({ client: sqlite, schema }) };
+}
+
+/**
+ * Runs `fn` in a transaction (a savepoint when already inside one), so that services compose:
+ * drizzle's own `db.transaction` cannot nest. Queries inside use `store.db` as usual.
+ */
+export function transaction<T>(store: Store, fn: () => T): T {
+  return store.sqlite.transaction(fn)();
+}

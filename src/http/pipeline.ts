@@ -1,0 +1,138 @@
+/**
+ * The cross-cutting request pipeline, applied to every route of the app:
+ *   request id -> HTTPS-behind-proxy check -> body size limit -> JSON body parser
+ *   -> (route) -> error mapping -> access log.
+ * Auth and rate limiting join here as their own plugins (src/http/auth.ts, rate-limit.ts).
+ * Everything on this path is constant work per request: no I/O, no per-request compilation.
+ */
+import { Elysia } from "elysia";
+import type { Logger } from "../lib/log";
+import { ApiError, MAX_BODY_BYTES, payloadTooLarge, validationDetails, validationError } from "./errors";
+
+export interface PipelineOptions {
+  log: Logger;
+  /** TLS terminates here (HSTS on every response), or at a proxy (`SVC_BEHIND_PROXY`). */
+  behindProxy: boolean;
+  /** The app's routes, read on the first 404 to tell "unknown path" from "wrong method". */
+  routes: () => readonly { method: string; path: string }[];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Session ids double as bearer tokens in CE: never let one reach a log line. */
+export function redactPath(path: string): string {
+  return path.includes("sess_") ? path.replace(/sess_[A-Za-z0-9]+/g, "sess_[redacted]") : path;
+}
+
+export function pipeline(opts: PipelineOptions) {
+  const { log, behindProxy } = opts;
+  const allowedMethods = methodTable(opts.routes);
+
+  return new Elysia({ name: "flagsvc/pipeline" })
+    .headers({
+      ...(behindProxy ? {} : { "strict-transport-security": "max-age=31536000" }),
+      "x-content-type-options": "nosniff",
+      "cache-control": "no-store",
+    })
+    .onRequest((c) => {
+      const incoming = c.request.headers.get("x-request-id");
+      const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+      Object.assign(c, { requestId, startedAt: performance.now() });
+      c.set.headers["x-request-id"] = requestId;
+      if (behindProxy) {
+        if (c.request.headers.get("x-forwarded-proto") !== "https") {
+          throw new ApiError(403, "HTTPS_REQUIRED", "HTTPS is required: send requests through the TLS proxy");
+        }
+        c.set.headers["strict-transport-security"] = "max-age=31536000";
+      }
+      const length = c.request.headers.get("content-length");
+      if (length !== null && Number(length) > MAX_BODY_BYTES) throw payloadTooLarge();
+    })
+    .onParse(async ({ request, contentType }) => {
+      const text = await readBody(request);
+      if (text.trim() === "") return null;
+      if (!/^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType ?? "")) {
+        throw validationError("Content-Type must be application/json");
+      }
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw validationError("Request body is not valid JSON");
+      }
+    })
+    .onError(({ code, error, set, request, path }) => {
+      let err: ApiError;
+      if (error instanceof ApiError) err = error;
+      else if (code === "VALIDATION") {
+        err = validationError("Invalid request", validationDetails(error.type, error.all as never));
+      } else if (code === "PARSE") {
+        err = error.cause instanceof ApiError ? error.cause : validationError("Request body could not be read");
+      } else if (code === "NOT_FOUND") {
+        const allow = allowedMethods(path, request.method);
+        err = allow
+          ? new ApiError(405, "METHOD_NOT_ALLOWED", `Method ${request.method} is not allowed on ${path}`, undefined, { allow })
+          : new ApiError(404, "NOT_FOUND", `No route for ${request.method} ${path}`);
+      } else {
+        const requestId = (set.headers["x-request-id"] as string | undefined) ?? "";
+        log.error("unhandled error", {
+          requestId,
+          method: request.method,
+          path: redactPath(path),
+          error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+        });
+        err = new ApiError(500, "INTERNAL_ERROR", `Internal error; request id ${requestId}`);
+      }
+      set.status = err.status;
+      if (err.headers) Object.assign(set.headers, err.headers);
+      return err.body();
+    })
+    .onAfterResponse((c) => {
+      if (!log.enabled("info")) return;
+      const { requestId, startedAt } = c as unknown as { requestId: string; startedAt: number };
+      const value = (c as { responseValue?: unknown }).responseValue;
+      const status = value instanceof Response ? value.status : c.set.status;
+      log.info("request", {
+        method: c.request.method,
+        path: redactPath(c.path),
+        status: typeof status === "number" ? status : String(status),
+        durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
+        requestId,
+      });
+    })
+    .as("global");
+}
+
+/** Reads the body as text, refusing (413) past MAX_BODY_BYTES without buffering the rest. */
+async function readBody(request: Request): Promise<string> {
+  if (request.body === null) return "";
+  if (request.headers.get("content-length") !== null) return request.text(); // length already checked
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_BODY_BYTES) {
+      await reader.cancel();
+      throw payloadTooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** `path, method -> "GET, PATCH"` when the path exists under other methods, else null. */
+function methodTable(routes: PipelineOptions["routes"]) {
+  let table: { pattern: RegExp; method: string }[] | undefined;
+  return (path: string, method: string): string | null => {
+    table ??= routes()
+      .filter((r) => r.method !== "ALL")
+      .map((r) => ({
+        method: r.method,
+        pattern: new RegExp(`^${r.path.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/:[^/]+/g, "[^/]+").replace(/\*/g, ".*")}/?$`),
+      }));
+    const methods = new Set(table.filter((r) => r.method !== method && r.pattern.test(path)).map((r) => r.method));
+    return methods.size > 0 ? [...methods].sort().join(", ") : null;
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * Structured logger. JSON lines when not on a terminal, a compact human format on one.
+ * Lines are buffered and written once per event-loop turn, so a busy server does not pay
+ * one write(2) per request. Callers must never pass secrets in fields (keys, passwords,
+ * tokens, Authorization headers): the logger does not know what a secret is.
+ */
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export type LogFormat = "pretty" | "json";
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export interface Logger {
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+  enabled(level: LogLevel): boolean;
+  /** Write everything buffered now (before exit). */
+  flush(): void;
+}
+
+export interface LoggerOptions {
+  level: LogLevel;
+  format: LogFormat;
+  /** Where whole chunks of lines go; default standard output. */
+  write?: (chunk: string) => void;
+  now?: () => number;
+}
+
+export function createLogger(opts: LoggerOptions): Logger {
+  const min = RANK[opts.level];
+  const write = opts.write ?? ((chunk: string) => process.stdout.write(chunk));
+  const now = opts.now ?? Date.now;
+  let buffer = "";
+  let scheduled = false;
+
+  const flush = () => {
+    scheduled = false;
+    if (buffer === "") return;
+    const chunk = buffer;
+    buffer = "";
+    write(chunk);
+  };
+
+  const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
+    if (RANK[level] < min) return;
+    buffer += (opts.format === "json" ? jsonLine : prettyLine)(now(), level, msg, fields) + "\n";
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+
+  return {
+    debug: (m, f) => emit("debug", m, f),
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+    enabled: (level) => RANK[level] >= min,
+    flush,
+  };
+}
+
+function jsonLine(time: number, level: LogLevel, msg: string, fields?: LogFields): string {
+  return JSON.stringify({ time: new Date(time).toISOString(), level, msg, ...fields });
+}
+
+function prettyLine(time: number, level: LogLevel, msg: string, fields?: LogFields): string {
+  let line = `${new Date(time).toISOString().slice(11, 23)} ${level.toUpperCase().padEnd(5)} ${msg}`;
+  if (fields) {
+    for (const [k, v] of Object.entries(fields)) {
+      if (v === undefined) continue;
+      const s = String(v);
+      line += ` ${k}=${/[\s"=]/.test(s) ? JSON.stringify(s) : s}`;
+    }
+  }
+  return line;
+}

@@ -1,0 +1,258 @@
+/**
+ * The `flagsvc` command line: serve (default), migrate, backup, healthcheck, version, help.
+ * Exit codes: 0 success, 1 failure at run time, 2 bad usage or configuration.
+ */
+import { existsSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { ConfigError, describeOptions, isBooleanConfigFlag, isConfigFlag, loadConfig, type Config } from "./config";
+import { DB_FILE, openDatabase } from "./db/client";
+import { SchemaTooNewError } from "./db/migrate";
+import { createLogger } from "./lib/log";
+import { openStore, StartupError, startServer, type RunningServer } from "./server";
+import { VERSION } from "./version";
+
+class UsageError extends Error {}
+
+interface Command {
+  usage: string;
+  summary: string;
+  /** Whether the configuration options apply (shown in its --help). */
+  config: boolean;
+  run(args: string[], config: () => Config): Promise<number> | number;
+}
+
+const COMMANDS: Record<string, Command> = {
+  serve: {
+    usage: "flagsvc [serve] [options]",
+    summary: "Migrate the database, bootstrap on first start, serve HTTPS (the default command)",
+    config: true,
+    run: (args, config) => {
+      noPositionals(args);
+      return serve(config());
+    },
+  },
+  migrate: {
+    usage: "flagsvc migrate [--data-dir DIR]",
+    summary: "Apply pending database migrations, then exit",
+    config: true,
+    run: (args, config) => {
+      noPositionals(args);
+      const store = openStore(config());
+      console.log(store.applied > 0 ? `applied ${store.applied} migration(s); the schema is up to date` : "the schema is up to date");
+      store.sqlite.close();
+      return 0;
+    },
+  },
+  backup: {
+    usage: "flagsvc backup FILE [--data-dir DIR]",
+    summary: "Write a consistent copy of the database to FILE (safe while the server runs)",
+    config: true,
+    run: (args, config) => backup(args, config()),
+  },
+  healthcheck: {
+    usage: "flagsvc healthcheck [--port PORT] [--host HOST]",
+    summary: "Ask the local server's GET /v1/health; exit 0 when it answers 200 (for container health checks)",
+    config: true,
+    run: (args, config) => {
+      noPositionals(args);
+      return healthcheck(config());
+    },
+  },
+  version: {
+    usage: "flagsvc version",
+    summary: "Print the version",
+    config: false,
+    run: (args) => {
+      noPositionals(args);
+      console.log(`flagsvc ${VERSION}`);
+      return 0;
+    },
+  },
+  help: {
+    usage: "flagsvc help [COMMAND]",
+    summary: "Show help for flagsvc or one command",
+    config: false,
+    run: (args) => {
+      const name = args[0];
+      if (name !== undefined && !(name in COMMANDS)) throw new UsageError(`unknown command "${name}"`);
+      console.log(name ? commandHelp(name) : mainHelp());
+      return 0;
+    },
+  },
+};
+
+function noPositionals(args: string[]) {
+  if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
+}
+
+function mainHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  return [
+    `flagsvc ${VERSION}: self-hosted feature-flag service`,
+    "",
+    "Usage: flagsvc [COMMAND] [options]",
+    "",
+    "Commands:",
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    "",
+    "Run `flagsvc COMMAND --help` for a command's options. Every option is also an environment",
+    "variable; a flag wins over its variable.",
+  ].join("\n");
+}
+
+function commandHelp(name: string): string {
+  const c = COMMANDS[name]!;
+  return [`Usage: ${c.usage}`, "", c.summary, ...(c.config ? ["", "Options (flag, variable, meaning):", describeOptions()] : [])].join("\n");
+}
+
+/** Splits argv into command, positionals, config flags and --help. */
+export function parseArgs(argv: string[]) {
+  const flags = new Map<string, string | true>();
+  const positionals: string[] = [];
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--help" || arg === "-h") {
+      help = true;
+    } else if (arg === "--") {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    } else if (arg.startsWith("--")) {
+      const eq = arg.indexOf("=");
+      const name = eq >= 0 ? arg.slice(0, eq) : arg;
+      if (!isConfigFlag(name)) throw new UsageError(`unknown option ${name}`);
+      if (eq >= 0) flags.set(name, arg.slice(eq + 1));
+      else if (isBooleanConfigFlag(name)) flags.set(name, true);
+      else if (i + 1 < argv.length) flags.set(name, argv[++i]!);
+      else throw new UsageError(`option ${name} needs a value`);
+    } else if (arg.startsWith("-") && arg !== "-") {
+      throw new UsageError(`unknown option ${arg}`);
+    } else {
+      positionals.push(arg);
+    }
+  }
+  const first = positionals[0];
+  const command = first === undefined ? "serve" : first;
+  if (!(command in COMMANDS)) throw new UsageError(`unknown command "${command}"`);
+  return { command, explicit: first !== undefined, args: positionals.slice(1), flags, help };
+}
+
+async function serve(config: Config): Promise<number> {
+  const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  let server: RunningServer;
+  try {
+    server = await startServer(config, { log });
+  } catch (e) {
+    log.flush();
+    throw e;
+  }
+  printBanner(server);
+  return new Promise<number>((done) => {
+    let signals = 0;
+    const onSignal = (signal: string) => {
+      if (++signals > 1) {
+        log.warn("second signal: exiting now", { signal });
+        log.flush();
+        process.exit(1);
+      }
+      log.info("shutting down", { signal });
+      server.stop().then(
+        () => done(0),
+        (e) => {
+          log.error("shutdown failed", { error: String(e) });
+          log.flush();
+          done(1);
+        },
+      );
+    };
+    process.on("SIGTERM", () => onSignal("SIGTERM"));
+    process.on("SIGINT", () => onSignal("SIGINT"));
+  });
+}
+
+function printBanner(server: RunningServer) {
+  server.ctx.log.flush();
+  const { config } = server.ctx;
+  const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
+  const base = `${server.tls ? "https" : "http"}://${shownHost.includes(":") ? `[${shownHost}]` : shownHost}:${server.port}`;
+  const lines = [
+    `flagsvc ${VERSION} (${config.edition}) is ready`,
+    `  API    ${base}/v1`,
+    `  Docs   ${base}/v1/docs`,
+    `  Data   ${config.dataDir}`,
+    ...(server.tls?.source === "configured" ? [] : server.tls ? [`  TLS    self-signed certificate ${server.tls.certFile} (curl --cacert it, or -k)`] : []),
+    ...(server.bannerLines.length > 0 ? ["", ...server.bannerLines.map((l) => `  ${l}`)] : []),
+    "",
+    server.firstStart
+      ? "  Credentials: no login users or keys exist in this version yet; the identity module adds the first admin user and key here."
+      : "  Credentials were printed at first start; none are shown again.",
+  ];
+  const rule = "-".repeat(Math.min(100, Math.max(...lines.map((l) => l.length))));
+  process.stdout.write([rule, ...lines, rule, ""].join("\n"));
+}
+
+function backup(args: string[], config: Config): number {
+  if (args.length !== 1) throw new UsageError("backup needs exactly one FILE argument");
+  const target = resolve(args[0]!);
+  if (existsSync(target)) throw new UsageError(`${target} already exists; choose a new file`);
+  const source = join(config.dataDir, DB_FILE);
+  if (!existsSync(source)) throw new StartupError(`no database at ${source}`);
+  const { sqlite } = openDatabase(source);
+  try {
+    sqlite.prepare("VACUUM INTO ?").run(target);
+  } finally {
+    sqlite.close();
+  }
+  const copy = openDatabase(target, { readonly: true });
+  try {
+    const check = copy.sqlite.query("PRAGMA integrity_check").get() as { integrity_check: string };
+    if (check.integrity_check !== "ok") throw new StartupError(`the backup failed its integrity check: ${check.integrity_check}`);
+  } finally {
+    copy.sqlite.close();
+  }
+  console.log(`backup written to ${target} (${statSync(target).size} bytes)`);
+  return 0;
+}
+
+async function healthcheck(config: Config): Promise<number> {
+  const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host === "::" ? "[::1]" : config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `${config.behindProxy ? "http" : "https"}://${host}:${config.port}/v1/health`;
+  try {
+    const res = await fetch(url, {
+      headers: config.behindProxy ? { "x-forwarded-proto": "https" } : {},
+      tls: { rejectUnauthorized: false },
+      signal: AbortSignal.timeout(5_000),
+    });
+    console.log(`${res.status} ${await res.text()}`);
+    return res.status === 200 ? 0 : 1;
+  } catch (e) {
+    console.error(`flagsvc: ${url}: ${(e as Error).message}`);
+    return 1;
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    const { command, explicit, args, flags, help } = parseArgs(argv);
+    if (help) {
+      console.log(explicit && command !== "help" ? commandHelp(command) : mainHelp());
+      return 0;
+    }
+    return await COMMANDS[command]!.run(args, () => loadConfig(process.env, flags, Boolean(process.stdout.isTTY)));
+  } catch (e) {
+    if (e instanceof ConfigError || e instanceof UsageError) {
+      console.error(`flagsvc: ${e.message}`);
+      return 2;
+    }
+    if (e instanceof SchemaTooNewError || e instanceof StartupError) {
+      console.error(`flagsvc: ${e.message}`);
+      return 1;
+    }
+    console.error(`flagsvc: unexpected failure: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    return 1;
+  }
+}
+
+if (import.meta.main) {
+  process.exit(await main(process.argv.slice(2)));
+}

@@ -1,0 +1,120 @@
+/**
+ * App assembly (createApp: what tests drive with app.handle) and the running service
+ * (startServer: storage, bootstrap, TLS, listener, jobs, graceful stop).
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { Elysia } from "elysia";
+import { bootstrap } from "./bootstrap";
+import { ConfigError, type Config } from "./config";
+import type { AppContext } from "./context";
+import { DB_FILE, openDatabase } from "./db/client";
+import { migrate } from "./db/migrate";
+import { pipeline } from "./http/pipeline";
+import { systemClock, type Clock } from "./lib/clock";
+import { createLogger, type Logger } from "./lib/log";
+import { Scheduler } from "./lib/scheduler";
+import { docsRoutes } from "./modules/docs/routes";
+import { healthRoutes } from "./modules/health/routes";
+import { loadTls, type TlsMaterial } from "./tls";
+
+/** Bun's own ceiling: bodies past it get Bun's bare 413. Ours (1 MiB, JSON 413) is in the pipeline. */
+const SERVER_BODY_CEILING = 64 * 1024 * 1024;
+const DRAIN_MS = 10_000;
+
+export function createApp(ctx: AppContext) {
+  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING } });
+  return app
+    .use(pipeline({ log: ctx.log, behindProxy: ctx.config.behindProxy, routes: () => app.routes }))
+    .use(docsRoutes())
+    .use(healthRoutes(ctx));
+}
+
+export type App = ReturnType<typeof createApp>;
+
+/** Opens (creating) the data dir and database and brings the schema up to date. */
+export function openStore(config: Config) {
+  try {
+    mkdirSync(config.dataDir, { recursive: true, mode: 0o750 });
+  } catch (e) {
+    throw new ConfigError("SVC_DATA_DIR", "--data-dir", `cannot create ${config.dataDir}: ${(e as NodeJS.ErrnoException).code ?? e}`);
+  }
+  const store = openDatabase(join(config.dataDir, DB_FILE));
+  try {
+    const applied = migrate(store.sqlite);
+    return { ...store, applied };
+  } catch (e) {
+    store.sqlite.close();
+    throw e;
+  }
+}
+
+export function createContext(config: Config, deps: { log?: Logger; clock?: Clock } = {}): AppContext & { applied: number } {
+  const log = deps.log ?? createLogger({ level: config.logLevel, format: config.logFormat });
+  const store = openStore(config);
+  return { ...store, config, log, clock: deps.clock ?? systemClock, scheduler: new Scheduler(log), startedAt: performance.now() };
+}
+
+export interface RunningServer {
+  ctx: AppContext;
+  app: App;
+  port: number;
+  /** `https://HOST:PORT` as listened on. */
+  url: string;
+  tls: TlsMaterial | null;
+  firstStart: boolean;
+  bannerLines: string[];
+  /** Stop accepting, drain in-flight requests (10 s at most), stop jobs, close the database. */
+  stop(): Promise<void>;
+}
+
+export async function startServer(config: Config, deps: { log?: Logger; clock?: Clock } = {}): Promise<RunningServer> {
+  const ctx = createContext(config, deps);
+  const { log } = ctx;
+  try {
+    if (ctx.applied > 0) log.info("database migrated", { migrations: ctx.applied });
+    const { firstStart, lines } = bootstrap(ctx);
+    const tls = config.behindProxy ? null : await loadTls(config, ctx.clock.now());
+    if (tls?.source === "generated") log.info("generated a self-signed TLS certificate", { file: tls.certFile, expiresAt: tls.expiresAt.toISOString() });
+
+    const app = createApp(ctx);
+    try {
+      app.listen({ hostname: config.host, port: config.port, ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}) });
+    } catch (e) {
+      throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
+    }
+    const port = app.server!.port!;
+    const scheme = tls ? "https" : "http";
+    const url = `${scheme}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+    log.info(`listening on ${url}`, { edition: config.edition, behindProxy: config.behindProxy });
+
+    ctx.scheduler.every("db-optimize", "0 17 */6 * * *", () => {
+      ctx.sqlite.run("PRAGMA optimize");
+    });
+
+    let stopping: Promise<void> | undefined;
+    const stop = () =>
+      (stopping ??= (async () => {
+        const server = app.server!;
+        const drained = server.stop(false).then(() => true);
+        const timedOut = Bun.sleep(DRAIN_MS).then(() => false);
+        if (!(await Promise.race([drained, timedOut]))) {
+          log.warn("in-flight requests still open after 10 s; closing them");
+          await server.stop(true);
+        }
+        ctx.scheduler.stopAll();
+        ctx.sqlite.run("PRAGMA optimize");
+        ctx.sqlite.close();
+        log.info("stopped");
+        log.flush();
+      })());
+    return { ctx, app, port, url, tls, firstStart, bannerLines: lines, stop };
+  } catch (e) {
+    ctx.scheduler.stopAll();
+    ctx.sqlite.close();
+    throw e;
+  }
+}
+
+/** A failure to start that is not a configuration value (exit 1). */
+export class StartupError extends Error {}
