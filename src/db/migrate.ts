@@ -30,6 +30,12 @@ export const MIGRATIONS: readonly MigrationMeta[] = journal.entries.map((entry) 
   };
 });
 
+function appliedHashes(sqlite: Database): string[] {
+  const table = sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(MIGRATIONS_TABLE);
+  if (!table) return [];
+  return (sqlite.query(`SELECT hash FROM ${MIGRATIONS_TABLE}`).all() as { hash: string }[]).map((r) => r.hash);
+}
+
 export interface SchemaStatus {
   applied: number;
   pending: number;
@@ -37,16 +43,13 @@ export interface SchemaStatus {
   unknown: number;
 }
 
-export function schemaStatus(sqlite: Database): SchemaStatus {
-  const table = sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(MIGRATIONS_TABLE);
-  const hashes = table
-    ? (sqlite.query(`SELECT hash FROM ${MIGRATIONS_TABLE}`).all() as { hash: string }[]).map((r) => r.hash)
-    : [];
-  const known = new Set(MIGRATIONS.map((m) => m.hash));
+export function schemaStatus(sqlite: Database, migrations: readonly MigrationMeta[] = MIGRATIONS): SchemaStatus {
+  const hashes = appliedHashes(sqlite);
+  const known = new Set(migrations.map((m) => m.hash));
   const appliedSet = new Set(hashes);
   return {
     applied: hashes.length,
-    pending: MIGRATIONS.filter((m) => !appliedSet.has(m.hash)).length,
+    pending: migrations.filter((m) => !appliedSet.has(m.hash)).length,
     unknown: hashes.filter((h) => !known.has(h)).length,
   };
 }
@@ -56,12 +59,10 @@ export function schemaStatus(sqlite: Database): SchemaStatus {
  * SchemaTooNewError, having written nothing, on a database from a newer version.
  */
 export function migrate(sqlite: Database, migrations: readonly MigrationMeta[] = MIGRATIONS): number {
-  const before = schemaStatus(sqlite);
+  const before = schemaStatus(sqlite, migrations);
   if (before.unknown > 0) throw new SchemaTooNewError(before.unknown);
   if (before.pending === 0) return 0;
-  const applied = new Set(
-    before.applied > 0 ? (sqlite.query(`SELECT hash FROM ${MIGRATIONS_TABLE}`).all() as { hash: string }[]).map((r) => r.hash) : [],
-  );
+  const applied = new Set(appliedHashes(sqlite));
   const pending = migrations.filter((m) => !applied.has(m.hash));
   // Table rebuilds (drizzle-kit's way to alter SQLite columns) drop and re-create tables: with
   // foreign keys on, a dropped parent would cascade into its children, and the pragma is a

@@ -1,5 +1,5 @@
 /** Projects and their environments: storage operations (routes arrive with the identity issue). */
-import { count, eq } from "drizzle-orm";
+import { count, eq, sql } from "drizzle-orm";
 import { transaction, type Store } from "../../db/client";
 import { environments, projects } from "../../db/schema";
 import { iso, type Clock } from "../../lib/clock";
@@ -55,7 +55,7 @@ export function getProjectBySlug({ db }: Store, slug: string): Project | undefin
     .select({ id: environments.id, slug: environments.slug, name: environments.name, createdAt: environments.createdAt })
     .from(environments)
     .where(eq(environments.projectId, project.id))
-    .orderBy(environments.createdAt, environments.slug)
+    .orderBy(sql`rowid`) // the order they were added
     .all();
   return { ...project, environments: envs };
 }
