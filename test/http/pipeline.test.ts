@@ -1,0 +1,307 @@
+/**
+ * The cross-cutting pipeline through app.handle: error shapes of decisions §3, request ids,
+ * security headers, the body limit, the HTTPS-behind-proxy rule and the access log.
+ * Body-taking routes arrive with later modules; here a probe route with a strict schema is
+ * mounted on the real app so the global pipeline is exercised exactly as modules will use it.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { t } from "elysia";
+import { MAX_BODY_BYTES } from "../../src/http/errors";
+import type { App } from "../../src/server";
+import { testApp, type TestApp } from "../helpers";
+
+const withProbe = (app: App) =>
+  app
+    .post(
+      "/v1/probe/:id",
+      ({ body, params }) => ({ id: params.id, body }),
+      {
+        params: t.Object({ id: t.String({ pattern: "^[a-z]+$" }) }),
+        body: t.Object(
+          {
+            name: t.String({ minLength: 1 }),
+            count: t.Optional(t.Integer({ minimum: 1 })),
+            items: t.Optional(t.Array(t.Object({ key: t.String() }, { additionalProperties: false }))),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    )
+    .get("/v1/probe-query", ({ query }) => query, {
+      query: t.Object({ page: t.Optional(t.Integer({ minimum: 1 })) }, { additionalProperties: false }),
+    })
+    .get("/v1/probe-crash", () => {
+      throw new Error("secret internals at /srv/app.ts:42");
+    });
+
+let h: TestApp;
+beforeAll(() => {
+  h = testApp({}, withProbe);
+});
+afterAll(() => h.close());
+
+async function json(res: Response) {
+  expect(res.headers.get("content-type")).toContain("application/json");
+  return (await res.json()) as Record<string, any>;
+}
+
+describe("error shapes", () => {
+  test("unknown route: 404 NOT_FOUND as JSON", async () => {
+    const res = await h.request("GET", "/v1/no-such-thing");
+    expect(res.status).toBe(404);
+    expect(await json(res)).toEqual({ error: "NOT_FOUND", message: "No route for GET /v1/no-such-thing" });
+  });
+
+  test("known path, other method: 405 METHOD_NOT_ALLOWED with Allow", async () => {
+    const res = await h.request("DELETE", "/v1/health");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("GET");
+    const body = await json(res);
+    expect(body.error).toBe("METHOD_NOT_ALLOWED");
+    expect(typeof body.message).toBe("string");
+  });
+
+  test("a parameterised path matches for 405 too", async () => {
+    const res = await h.request("GET", "/v1/probe/abc");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+  });
+
+  test("validation failure: 400 VALIDATION_ERROR with details per field", async () => {
+    const res = await h.request("POST", "/v1/probe/abc", { body: { name: "", count: 0 } });
+    expect(res.status).toBe(400);
+    const body = await json(res);
+    expect(body.error).toBe("VALIDATION_ERROR");
+    expect(typeof body.message).toBe("string");
+    const paths = body.details.map((d: { path: string }) => d.path);
+    expect(paths).toContain("body.name");
+    expect(paths).toContain("body.count");
+    for (const d of body.details) expect(typeof d.message).toBe("string");
+  });
+
+  test("a missing required field is reported once, as Required", async () => {
+    const res = await h.request("POST", "/v1/probe/abc", { body: {} });
+    const body = await json(res);
+    expect(body.details).toEqual([{ path: "body.name", message: "Required" }]);
+  });
+
+  test("unknown body fields are rejected, nested ones too", async () => {
+    const top = await h.request("POST", "/v1/probe/abc", { body: { name: "x", nmae: "typo" } });
+    expect(top.status).toBe(400);
+    expect((await json(top)).details).toEqual([{ path: "body.nmae", message: "Unknown field" }]);
+    const nested = await h.request("POST", "/v1/probe/abc", { body: { name: "x", items: [{ key: "a", extra: 1 }] } });
+    expect(nested.status).toBe(400);
+    expect((await json(nested)).details).toEqual([{ path: "body.items[0].extra", message: "Unknown field" }]);
+  });
+
+  test("a valid body passes through unchanged", async () => {
+    const res = await h.request("POST", "/v1/probe/abc", { body: { name: "x", count: 2, items: [{ key: "k" }] } });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toEqual({ id: "abc", body: { name: "x", count: 2, items: [{ key: "k" }] } });
+  });
+
+  test("bad path parameter: 400 with a params path", async () => {
+    const res = await h.request("POST", "/v1/probe/ABC", { body: { name: "x" } });
+    expect(res.status).toBe(400);
+    expect((await json(res)).details[0].path).toBe("params.id");
+  });
+
+  test("bad and unknown query values: 400", async () => {
+    for (const q of ["page=0", "page=abc", "pgae=2"]) {
+      const res = await h.request("GET", `/v1/probe-query?${q}`);
+      expect(res.status).toBe(400);
+      const body = await json(res);
+      expect(body.error).toBe("VALIDATION_ERROR");
+      expect(body.details[0].path).toStartWith("query");
+    }
+    expect((await h.request("GET", "/v1/probe-query?page=2")).status).toBe(200);
+  });
+
+  test("malformed JSON: 400 VALIDATION_ERROR", async () => {
+    const res = await h.request("POST", "/v1/probe/abc", { body: '{"name": "x",' });
+    expect(res.status).toBe(400);
+    expect(await json(res)).toEqual({ error: "VALIDATION_ERROR", message: "Request body is not valid JSON" });
+  });
+
+  test("a non-JSON content type with a body: 400", async () => {
+    const res = await h.request("POST", "/v1/probe/abc", { body: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(res.status).toBe(400);
+    expect(await json(res)).toEqual({ error: "VALIDATION_ERROR", message: "Content-Type must be application/json" });
+  });
+
+  test("a missing body on a route that needs one: 400", async () => {
+    const res = await h.request("POST", "/v1/probe/abc");
+    expect(res.status).toBe(400);
+    expect((await json(res)).error).toBe("VALIDATION_ERROR");
+  });
+
+  test("body over 1 MiB by Content-Length: 413 PAYLOAD_TOO_LARGE", async () => {
+    const big = JSON.stringify({ name: "x".repeat(MAX_BODY_BYTES) });
+    const res = await h.request("POST", "/v1/probe/abc", { body: big });
+    expect(res.status).toBe(413);
+    expect((await json(res)).error).toBe("PAYLOAD_TOO_LARGE");
+  });
+
+  test("chunked body over 1 MiB: 413, without reading it all", async () => {
+    let pulled = 0;
+    const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+    const stream = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulled += chunk.byteLength;
+        if (pulled > 8 * MAX_BODY_BYTES) c.close();
+        else c.enqueue(chunk);
+      },
+    });
+    const req = new Request("http://localhost/v1/probe/abc", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: stream,
+      // @ts-expect-error Bun supports duplex for streamed request bodies
+      duplex: "half",
+    });
+    expect(req.headers.get("content-length")).toBeNull();
+    const res = await h.app.handle(req);
+    expect(res.status).toBe(413);
+    expect((await json(res)).error).toBe("PAYLOAD_TOO_LARGE");
+    expect(pulled).toBeLessThan(2 * MAX_BODY_BYTES);
+  });
+
+  test("exactly 1 MiB is accepted", async () => {
+    const pad = MAX_BODY_BYTES - JSON.stringify({ name: "" }).length;
+    const body = JSON.stringify({ name: "y".repeat(pad) });
+    expect(Buffer.byteLength(body)).toBe(MAX_BODY_BYTES);
+    expect((await h.request("POST", "/v1/probe/abc", { body })).status).toBe(200);
+  });
+
+  test("unexpected failure: 500 INTERNAL_ERROR, no stack in the body, logged with the request id", async () => {
+    const res = await h.request("GET", "/v1/probe-crash", { headers: { "x-request-id": "crash-1" } });
+    expect(res.status).toBe(500);
+    const text = await res.text();
+    expect(JSON.parse(text)).toEqual({ error: "INTERNAL_ERROR", message: "Internal error; request id crash-1" });
+    expect(text).not.toContain("secret internals");
+    expect(text).not.toContain("app.ts");
+    const logged = h.logs().find((l) => l.msg === "unhandled error");
+    expect(logged?.requestId).toBe("crash-1");
+    expect(String(logged?.error)).toContain("secret internals");
+  });
+});
+
+describe("headers on every response", () => {
+  const cases: [string, string][] = [
+    ["GET", "/v1/health"],
+    ["GET", "/v1/missing"],
+    ["PUT", "/v1/health"],
+    ["GET", "/v1/probe-crash"],
+  ];
+  for (const [method, path] of cases) {
+    test(`${method} ${path}: X-Request-Id, HSTS, nosniff`, async () => {
+      const res = await h.request(method, path);
+      expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      expect(res.headers.get("strict-transport-security")).toBe("max-age=31536000");
+      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    });
+  }
+
+  test("a sane incoming X-Request-Id is kept, an insane one replaced", async () => {
+    const kept = await h.request("GET", "/v1/health", { headers: { "x-request-id": "abc.DEF_1-2:3" } });
+    expect(kept.headers.get("x-request-id")).toBe("abc.DEF_1-2:3");
+    const replaced = await h.request("GET", "/v1/health", { headers: { "x-request-id": "bad id<script>" } });
+    expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    const long = await h.request("GET", "/v1/health", { headers: { "x-request-id": "a".repeat(129) } });
+    expect(long.headers.get("x-request-id")).not.toBe("a".repeat(129));
+  });
+});
+
+describe("access log", () => {
+  test("one line per request with method, path, status, duration and request id; no credentials", async () => {
+    const secret = "svc_sk_eval_abcdefghijklmnopqrstuvwxyz123456";
+    await h.request("GET", "/v1/health", { headers: { authorization: `Bearer ${secret}`, "x-request-id": "log-1" } });
+    await h.request("GET", "/v1/testing/sessions/sess_TOKENtoken123", { headers: { "x-service-session": "sess_TOKENtoken123", "x-request-id": "log-2" } });
+    await new Promise((r) => setImmediate(r));
+    const lines = h.logs();
+    const first = lines.filter((l) => l.requestId === "log-1" && l.msg === "request");
+    expect(first).toHaveLength(1);
+    expect(first[0]).toMatchObject({ method: "GET", path: "/v1/health", status: 200, level: "info" });
+    expect(typeof first[0]!.durationMs).toBe("number");
+    const second = lines.find((l) => l.requestId === "log-2" && l.msg === "request");
+    expect(second).toMatchObject({ status: 404, path: "/v1/testing/sessions/sess_[redacted]" });
+    const all = JSON.stringify(lines);
+    expect(all).not.toContain(secret);
+    expect(all).not.toContain("TOKENtoken123");
+    expect(all.toLowerCase()).not.toContain("authorization");
+  });
+});
+
+describe("behind a TLS-terminating proxy", () => {
+  let p: TestApp;
+  beforeAll(() => {
+    p = testApp({ SVC_BEHIND_PROXY: "true" });
+  });
+  afterAll(() => p.close());
+
+  test("without X-Forwarded-Proto https: 403 HTTPS_REQUIRED, with a request id", async () => {
+    for (const headers of [{}, { "x-forwarded-proto": "http" }] as Record<string, string>[]) {
+      const res = await p.request("GET", "/v1/health", { headers });
+      expect(res.status).toBe(403);
+      expect((await json(res)).error).toBe("HTTPS_REQUIRED");
+      expect(res.headers.get("x-request-id")).toBeTruthy();
+      expect(res.headers.get("strict-transport-security")).toBeNull();
+    }
+  });
+
+  test("with X-Forwarded-Proto https: served, with HSTS", async () => {
+    const res = await p.request("GET", "/v1/health", { headers: { "x-forwarded-proto": "https" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("strict-transport-security")).toBe("max-age=31536000");
+  });
+});
+
+describe("health", () => {
+  test("200 with status, version, edition, uptime when the database answers", async () => {
+    const res = await h.request("GET", "/v1/health");
+    expect(res.status).toBe(200);
+    const body = await json(res);
+    expect(body).toEqual({ status: "ok", version: expect.stringMatching(/^\d+\.\d+\.\d+/), edition: "ce", uptimeSeconds: expect.any(Number) });
+  });
+
+  test("503 when the database does not answer", async () => {
+    const broken = testApp({ SVC_EDITION: "pro" });
+    try {
+      broken.ctx.sqlite.close();
+      const res = await broken.request("GET", "/v1/health");
+      expect(res.status).toBe(503);
+      const body = await json(res);
+      expect(body.status).toBe("unavailable");
+      expect(body.edition).toBe("pro");
+      expect(typeof body.message).toBe("string");
+    } finally {
+      broken.close();
+    }
+  });
+});
+
+describe("API docs", () => {
+  test("openapi.json describes the routes with response schemas", async () => {
+    const res = await h.request("GET", "/v1/openapi.json");
+    expect(res.status).toBe(200);
+    const doc = await json(res);
+    expect(doc.openapi).toMatch(/^3\./);
+    expect(doc.info.title).toBe("flagsvc API");
+    const health = doc.paths["/v1/health"].get;
+    expect(Object.keys(health.responses)).toEqual(expect.arrayContaining(["200", "503"]));
+    expect(doc.paths["/v1/docs"]).toBeUndefined();
+  });
+
+  test("the reference page loads only local resources", async () => {
+    const res = await h.request("GET", "/v1/docs");
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    const sources = [...html.matchAll(/\b(?:src|href)=["']([^"']+)["']/g)].map((m) => m[1]);
+    expect(sources).toEqual(["/v1/docs/scalar.js"]);
+    expect(html).toContain('"url":"/v1/openapi.json"');
+    const script = await h.request("GET", "/v1/docs/scalar.js");
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toContain("javascript");
+    expect((await script.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000);
+  });
+});
