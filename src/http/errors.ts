@@ -3,8 +3,6 @@
  * plus `details: [{ path, message }]` for validation. Handlers throw ApiError (or a helper
  * below); Elysia's own validation, parse and not-found errors are mapped here too.
  */
-import { t, type TSchema } from "elysia";
-
 export type ErrorCode =
   | "VALIDATION_ERROR"
   | "UNAUTHORIZED"
@@ -54,37 +52,6 @@ export const notFound = (what = "Resource") => new ApiError(404, "NOT_FOUND", `$
 export const conflict = (message: string) => new ApiError(409, "CONFLICT", message);
 export const payloadTooLarge = () =>
   new ApiError(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${MAX_BODY_BYTES} bytes`);
-
-// ---- schemas for the OpenAPI document ------------------------------------------------------
-
-export const ErrorBody = t.Object(
-  {
-    error: t.String({ description: "Machine-readable code, e.g. VALIDATION_ERROR" }),
-    message: t.String(),
-    details: t.Optional(t.Array(t.Object({ path: t.String(), message: t.String() }))),
-    retryAfter: t.Optional(t.Integer({ description: "Seconds until the rate-limit window resets (429 only)" })),
-  },
-  { $id: "#/components/schemas/Error", title: "Error" },
-);
-
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: "VALIDATION_ERROR: bad body, query or path value",
-  401: "UNAUTHORIZED: credential missing, malformed, unknown, revoked or expired",
-  403: "FORBIDDEN, PRO_EDITION_REQUIRED or HTTPS_REQUIRED",
-  404: "NOT_FOUND",
-  409: "CONFLICT",
-  413: "PAYLOAD_TOO_LARGE: body over 1 MiB",
-  429: "RATE_LIMITED",
-  500: "INTERNAL_ERROR",
-  503: "Service unavailable",
-};
-
-/** `response` entries for the error statuses a route can answer, for its OpenAPI operation. */
-export function errorResponses(...statuses: number[]): Record<number, TSchema> {
-  const out: Record<number, TSchema> = {};
-  for (const s of statuses) out[s] = t.Ref(ErrorBody, { description: ERROR_DESCRIPTIONS[s] });
-  return out;
-}
 
 // ---- mapping Elysia's validation errors ------------------------------------------------------
 

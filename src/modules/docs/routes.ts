@@ -27,6 +27,22 @@ export const docsRoutes = () =>
         documentation: {
           info: { title: "flagsvc API", version: VERSION, description: DESCRIPTION },
           components: {
+            schemas: {
+              Error: {
+                type: "object",
+                required: ["error", "message"],
+                properties: {
+                  error: { type: "string", description: "VALIDATION_ERROR, UNAUTHORIZED, FORBIDDEN, PRO_EDITION_REQUIRED, HTTPS_REQUIRED, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, PAYLOAD_TOO_LARGE, RATE_LIMITED or INTERNAL_ERROR" },
+                  message: { type: "string" },
+                  details: {
+                    type: "array",
+                    description: "VALIDATION_ERROR only: one entry per problem; path reads like body.variants[0].key or query.page",
+                    items: { type: "object", required: ["path", "message"], properties: { path: { type: "string" }, message: { type: "string" } } },
+                  },
+                  retryAfter: { type: "integer", description: "RATE_LIMITED only: seconds until the window resets" },
+                },
+              },
+            },
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "API key, admin key or login JWT" },
             },
