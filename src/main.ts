@@ -2,7 +2,7 @@
  * The `flagsvc` command line: serve (default), migrate, backup, healthcheck, version, help.
  * Exit codes: 0 success, 1 failure at run time, 2 bad usage or configuration.
  */
-import { existsSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ConfigError, describeOptions, isBooleanConfigFlag, isConfigFlag, loadConfig, type Config } from "./config";
 import { DB_FILE, openDatabase } from "./db/client";
@@ -12,6 +12,8 @@ import { openStore, StartupError, startServer, type RunningServer } from "./serv
 import { VERSION } from "./version";
 
 class UsageError extends Error {}
+
+const BOOLEAN_WORDS = new Set(["true", "false", "1", "0", "yes", "no", "on", "off"]);
 
 interface Command {
   usage: string;
@@ -122,7 +124,11 @@ export function parseArgs(argv: string[]) {
       const name = eq >= 0 ? arg.slice(0, eq) : arg;
       if (!isConfigFlag(name)) throw new UsageError(`unknown option ${name}`);
       if (eq >= 0) flags.set(name, arg.slice(eq + 1));
-      else if (isBooleanConfigFlag(name)) flags.set(name, true);
+      else if (isBooleanConfigFlag(name)) {
+        // `--behind-proxy` alone is true; `--behind-proxy false` takes the value.
+        const next = argv[i + 1]?.toLowerCase();
+        flags.set(name, next !== undefined && BOOLEAN_WORDS.has(next) ? argv[++i]! : true);
+      }
       else if (i + 1 < argv.length) flags.set(name, argv[++i]!);
       else throw new UsageError(`option ${name} needs a value`);
     } else if (arg.startsWith("-") && arg !== "-") {
@@ -197,9 +203,18 @@ function backup(args: string[], config: Config): number {
   if (existsSync(target)) throw new UsageError(`${target} already exists; choose a new file`);
   const source = join(config.dataDir, DB_FILE);
   if (!existsSync(source)) throw new StartupError(`no database at ${source}`);
+  try {
+    // Owner-only like the database itself; VACUUM INTO accepts an empty existing file.
+    closeSync(openSync(target, "wx", 0o600));
+  } catch (e) {
+    throw new StartupError(`cannot create ${target}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
   const { sqlite } = openDatabase(source);
   try {
     sqlite.prepare("VACUUM INTO ?").run(target);
+  } catch (e) {
+    rmSync(target, { force: true });
+    throw new StartupError(`backup failed: ${(e as Error).message}`);
   } finally {
     sqlite.close();
   }

@@ -18,10 +18,9 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): S
   const sqlite = opts.readonly ? new Database(file, { readonly: true }) : new Database(file, { create: true });
   // It holds key hashes and session tokens: owner only. The WAL and shm files take this mode.
   if (isNew) chmodSync(file, 0o600);
-  if (!opts.readonly) {
-    sqlite.run("PRAGMA journal_mode = WAL");
-    sqlite.run("PRAGMA synchronous = NORMAL");
-  }
+  // No pragma here writes to the file: a database that is about to be refused (written by a
+  // newer version) must stay byte for byte as it was. WAL is switched on by migrate().
+  if (!opts.readonly) sqlite.run("PRAGMA synchronous = NORMAL");
   sqlite.run("PRAGMA busy_timeout = 5000");
   sqlite.run("PRAGMA foreign_keys = ON");
   return { sqlite, db: drizzle({ client: sqlite, schema }) };

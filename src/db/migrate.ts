@@ -55,12 +55,14 @@ export function schemaStatus(sqlite: Database, migrations: readonly MigrationMet
 }
 
 /**
- * Applies pending migrations in one transaction; returns how many ran. Throws
- * SchemaTooNewError, having written nothing, on a database from a newer version.
+ * Switches the database to WAL and applies pending migrations in one transaction; returns how
+ * many ran. Throws SchemaTooNewError, having written nothing, on a database from a newer version.
  */
 export function migrate(sqlite: Database, migrations: readonly MigrationMeta[] = MIGRATIONS): number {
   const before = schemaStatus(sqlite, migrations);
   if (before.unknown > 0) throw new SchemaTooNewError(before.unknown);
+  // Persistent, and the first write to the file: only once the schema is known to be ours.
+  sqlite.run("PRAGMA journal_mode = WAL");
   if (before.pending === 0) return 0;
   const applied = new Set(appliedHashes(sqlite));
   const pending = migrations.filter((m) => !applied.has(m.hash));

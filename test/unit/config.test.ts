@@ -99,6 +99,8 @@ describe("flags", () => {
     expect(parseArgs([]).command).toBe("serve");
     expect(parseArgs(["--port", "1"]).command).toBe("serve");
     expect(parseArgs(["migrate", "--help"]).help).toBe(true);
+    expect(loadConfig({}, parseArgs(["--behind-proxy", "false", "--port", "1"]).flags)).toMatchObject({ behindProxy: false, port: 1 });
+    expect(parseArgs(["--behind-proxy", "migrate"])).toMatchObject({ command: "migrate", flags: new Map([["--behind-proxy", true]]) });
   });
 
   test("parseArgs refuses unknown commands and options, and a flag without its value", () => {

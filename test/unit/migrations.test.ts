@@ -32,6 +32,7 @@ describe("embedded migrations", () => {
 
   test("pragmas read back as set", () => {
     const { sqlite } = openDatabase(freshFile());
+    migrate(sqlite);
     expect(sqlite.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
     expect(sqlite.query("PRAGMA foreign_keys").get()).toEqual({ foreign_keys: 1 });
     expect(sqlite.query("PRAGMA busy_timeout").get()).toEqual({ timeout: 5000 });
@@ -69,6 +70,20 @@ describe("migrate", () => {
     expect(old.query("SELECT slug FROM environments").all()).toEqual([{ slug: "prod" }]);
     old.close();
     fresh.close();
+  });
+
+  test("a database written by a newer version is refused byte for byte untouched, even in rollback-journal mode", () => {
+    const file = freshFile();
+    const setup = openDatabase(file).sqlite;
+    migrate(setup);
+    setup.run("PRAGMA journal_mode = DELETE");
+    setup.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('f00d', 9999999999999)");
+    setup.close();
+    const bytes = readFileSync(file);
+    const { sqlite } = openDatabase(file);
+    expect(() => migrate(sqlite)).toThrow(SchemaTooNewError);
+    sqlite.close();
+    expect(readFileSync(file).equals(bytes)).toBe(true);
   });
 
   test("a database written by a newer version is refused and left untouched", () => {
