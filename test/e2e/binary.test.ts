@@ -1,0 +1,316 @@
+/**
+ * End-to-end tests of the compiled binary: first start, restart, signals, TLS, configuration
+ * errors, schema-version refusal, backup, behind-proxy mode, healthcheck and version.
+ * Each test drives real processes through test/e2e/binary.ts.
+ */
+import { test, expect, beforeAll, afterAll } from "bun:test";
+import { Database } from "bun:sqlite";
+import { X509Certificate } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { connect as netConnect } from "node:net";
+import { connect as tlsConnect } from "node:tls";
+import { join } from "node:path";
+import { binaryPath, cleanup, freePort, PACKAGE_VERSION, runBinary, selfSignedPem, startBinary, tempDir } from "./binary";
+
+const CREATED_PROJECT = 'Created project "default" with environments development, staging, production.';
+/** The banner's last content line: once it is out, the whole banner is. */
+const BANNER_END = /Credential/;
+/** Per test: above the helper's own limits (15 s to start, 15 s to stop), so they report first. */
+const T = 30_000;
+
+beforeAll(async () => {
+  await binaryPath();
+}, 120_000);
+
+afterAll(() => {
+  cleanup();
+});
+
+const tlsFiles = (cwd: string) => ({
+  db: join(cwd, "data", "flagsvc.db"),
+  cert: join(cwd, "data", "tls", "cert.pem"),
+  key: join(cwd, "data", "tls", "key.pem"),
+});
+
+/** DER of the certificate the server presents on 127.0.0.1:port, verified against `ca` for `servername`. */
+function servedCertificate(port: number, ca: string, servername = "localhost"): Promise<Buffer> {
+  return new Promise((done, fail) => {
+    const socket = tlsConnect({ host: "127.0.0.1", port, ca, servername }, () => {
+      const raw = socket.getPeerCertificate().raw;
+      socket.end();
+      done(raw);
+    });
+    socket.once("error", fail);
+  });
+}
+
+/** Sends a plain-HTTP request over raw TCP; resolves to whatever came back before close (or 3 s). */
+function plainHttpExchange(port: number): Promise<string> {
+  return new Promise((done) => {
+    let received = "";
+    const socket = netConnect({ host: "127.0.0.1", port }, () => {
+      socket.write("GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      done(received);
+    }, 3_000);
+    socket.on("data", (d) => (received += d.toString("latin1")));
+    const end = () => {
+      clearTimeout(timer);
+      done(received);
+    };
+    socket.on("close", end);
+    socket.on("error", end);
+  });
+}
+
+/** Every table's schema and rows, as one comparable value. */
+function dumpDatabase(file: string): unknown {
+  const db = new Database(file, { readonly: true });
+  try {
+    const objects = db.query("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").all() as { type: string; name: string }[];
+    const rows: Record<string, unknown[]> = {};
+    for (const o of objects) if (o.type === "table") rows[o.name] = db.query(`SELECT * FROM "${o.name}" ORDER BY rowid`).all();
+    return { objects, rows };
+  } finally {
+    db.close();
+  }
+}
+
+// ---- first start, restart, signals ----------------------------------------------------------
+
+let firstDir: string;
+let firstCert: string;
+
+test("first start creates the database, a TLS certificate with a 0600 key, and the default project", async () => {
+  firstDir = tempDir();
+  const files = tlsFiles(firstDir);
+  const srv = await startBinary({ cwd: firstDir });
+  await srv.waitFor(BANNER_END);
+
+  expect(srv.scheme).toBe("https");
+  expect(existsSync(files.db)).toBe(true);
+  expect(statSync(files.db).mode & 0o777).toBe(0o600);
+  expect(existsSync(files.cert)).toBe(true);
+  expect(existsSync(files.key)).toBe(true);
+  expect(statSync(files.key).mode & 0o777).toBe(0o600);
+  expect(srv.stdout()).toContain(CREATED_PROJECT);
+
+  firstCert = readFileSync(files.cert, "utf8");
+  const res = await fetch(`${srv.url}/v1/health`, { tls: { ca: firstCert } });
+  expect(res.status).toBe(200);
+  expect(await res.json()).toMatchObject({ status: "ok", version: PACKAGE_VERSION, edition: "ce" });
+
+  expect(await srv.stop("SIGTERM")).toBe(0);
+}, T);
+
+test("restart reuses the certificate and does not bootstrap again", async () => {
+  const files = tlsFiles(firstDir);
+  const srv = await startBinary({ cwd: firstDir });
+  await srv.waitFor(BANNER_END);
+
+  expect(readFileSync(files.cert, "utf8")).toBe(firstCert);
+  const served = await servedCertificate(srv.port, firstCert);
+  expect(served.equals(new X509Certificate(firstCert).raw)).toBe(true);
+  expect(srv.stdout()).toContain("is ready");
+  expect(srv.stdout()).not.toContain("Created project");
+  expect(statSync(files.key).mode & 0o777).toBe(0o600);
+
+  expect(await srv.stop()).toBe(0);
+}, T);
+
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  test(`${signal} stops the server gracefully with exit code 0`, async () => {
+    const srv = await startBinary();
+    const res = await fetch(`${srv.url}/v1/health`, { tls: { rejectUnauthorized: false } });
+    expect(res.status).toBe(200);
+    expect(await srv.stop(signal)).toBe(0);
+    expect(srv.output()).toContain(`"signal":"${signal}"`);
+    expect(srv.output()).toContain('"msg":"stopped"');
+  }, T);
+}
+
+test("plain HTTP to the HTTPS port gets no HTTP answer, and the server keeps serving", async () => {
+  const srv = await startBinary();
+  const reply = await plainHttpExchange(srv.port);
+  expect(reply.startsWith("HTTP/")).toBe(false);
+  expect(reply).not.toContain("HTTP/1.1 ");
+  let fetchFailed = false;
+  try {
+    await fetch(`http://127.0.0.1:${srv.port}/v1/health`, { signal: AbortSignal.timeout(3_000) });
+  } catch {
+    fetchFailed = true;
+  }
+  expect(fetchFailed).toBe(true);
+  const ca = readFileSync(tlsFiles(srv.cwd).cert, "utf8");
+  const res = await fetch(`${srv.url}/v1/health`, { tls: { ca } });
+  expect(res.status).toBe(200);
+  expect(await srv.stop()).toBe(0);
+}, T);
+
+// ---- configuration errors -------------------------------------------------------------------
+
+interface BadConfig {
+  name: string;
+  args?: string[];
+  env?: (dir: string) => Record<string, string>;
+  /** Every string the single stderr line must contain. */
+  names: string[];
+}
+
+const BAD_CONFIGS: BadConfig[] = [
+  { name: "SVC_PORT=abc", env: () => ({ SVC_PORT: "abc" }), names: ["SVC_PORT", "--port", '"abc"'] },
+  { name: "--port 70000", args: ["--port", "70000"], names: ["SVC_PORT", "--port", "70000"] },
+  { name: "SVC_EDITION=gold", env: () => ({ SVC_EDITION: "gold" }), names: ["SVC_EDITION", "--edition", "gold"] },
+  {
+    name: "unreadable SVC_TLS_CERT (missing file) with SVC_TLS_KEY",
+    env: (dir) => ({ SVC_TLS_CERT: join(dir, "no-such-cert.pem"), SVC_TLS_KEY: join(dir, "key.pem") }),
+    names: ["SVC_TLS_CERT", "--tls-cert", "no-such-cert.pem"],
+  },
+  {
+    name: "unreadable SVC_TLS_CERT (a folder) with SVC_TLS_KEY",
+    env: (dir) => ({ SVC_TLS_CERT: join(dir, "a-folder"), SVC_TLS_KEY: join(dir, "key.pem") }),
+    names: ["SVC_TLS_CERT", "--tls-cert", "a-folder"],
+  },
+  {
+    name: "SVC_TLS_CERT without SVC_TLS_KEY",
+    env: (dir) => ({ SVC_TLS_CERT: join(dir, "cert.pem") }),
+    names: ["SVC_TLS_KEY", "--tls-key", "SVC_TLS_CERT"],
+  },
+  { name: "an unknown flag", args: ["--no-such-flag", "1"], names: ["--no-such-flag"] },
+];
+
+for (const bad of BAD_CONFIGS) {
+  test(`bad configuration (${bad.name}): exit 2 and one stderr line naming it`, async () => {
+    const dir = tempDir();
+    // Valid PEM files next to the bad value, so only the value under test is wrong.
+    const pem = await selfSignedPem();
+    writeFileSync(join(dir, "cert.pem"), pem.cert);
+    writeFileSync(join(dir, "key.pem"), pem.key, { mode: 0o600 });
+    mkdirSync(join(dir, "a-folder"));
+    // SVC_PORT=0 so that, should a bad value be accepted, the server starts somewhere harmless
+    // (and the test fails on its exit code); a case's own SVC_PORT or --port wins over it.
+    const r = await runBinary(bad.args ?? [], { cwd: dir, env: { SVC_PORT: "0", ...bad.env?.(dir) }, timeoutMs: 10_000 });
+    expect(r.exitCode).toBe(2);
+    const lines = r.stderr.split("\n").filter((l) => l.trim() !== "");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.startsWith("flagsvc: ")).toBe(true);
+    for (const name of bad.names) expect(lines[0]).toContain(name);
+    expect(r.stdout).not.toContain("listening on");
+  }, T);
+}
+
+// ---- a database from a newer version --------------------------------------------------------
+
+test("a database holding an unknown migration is refused by serve and migrate, and left unchanged", async () => {
+  const dir = tempDir();
+  const created = await runBinary(["migrate"], { cwd: dir });
+  expect(created.exitCode).toBe(0);
+  const file = join(dir, "data", "flagsvc.db");
+
+  const db = new Database(file);
+  db.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)", ["f".repeat(64), 4_102_444_800_000]);
+  db.close();
+  const before = dumpDatabase(file);
+  const bytesBefore = readFileSync(file);
+  expect(JSON.stringify(before)).toContain("f".repeat(64));
+
+  for (const args of [["serve", "--port", "0"], ["migrate"]]) {
+    const r = await runBinary(args, { cwd: dir, timeoutMs: 10_000 });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toContain("newer flagsvc");
+    expect(r.stdout).not.toContain("listening on");
+    expect(dumpDatabase(file)).toEqual(before);
+    expect(readFileSync(file).equals(bytesBefore)).toBe(true);
+  }
+}, T);
+
+// ---- backup ---------------------------------------------------------------------------------
+
+test("backup while the server runs writes a SQLite copy holding the default project", async () => {
+  const dir = tempDir();
+  const srv = await startBinary({ cwd: dir });
+  await srv.waitFor(BANNER_END);
+
+  const r = await runBinary(["backup", "copy.db"], { cwd: dir });
+  expect(r.exitCode).toBe(0);
+  const copy = join(dir, "copy.db");
+  expect(existsSync(copy)).toBe(true);
+  expect(statSync(copy).mode & 0o777).toBe(0o600); // like the database: it holds secrets
+
+  const db = new Database(copy, { readonly: true });
+  try {
+    expect(db.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+    const tables = (db.query("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name);
+    expect(tables).toContain("projects");
+    const projects = db.query("SELECT slug FROM projects").all() as { slug: string }[];
+    expect(projects.map((p) => p.slug)).toContain("default");
+    const envs = db.query("SELECT e.slug FROM environments e JOIN projects p ON p.id = e.project_id WHERE p.slug = 'default' ORDER BY e.slug").all();
+    expect(envs).toEqual([{ slug: "development" }, { slug: "production" }, { slug: "staging" }]);
+  } finally {
+    db.close();
+  }
+
+  // It never overwrites.
+  const again = await runBinary(["backup", "copy.db"], { cwd: dir });
+  expect(again.exitCode).not.toBe(0);
+
+  // A folder that does not exist: one line, exit 1, no stack trace.
+  const nowhere = await runBinary(["backup", join(dir, "missing", "x.db")], { cwd: dir });
+  expect(nowhere.exitCode).toBe(1);
+  expect(nowhere.stderr.trim().split("\n")).toHaveLength(1);
+  expect(nowhere.stderr).toMatch(/^flagsvc: cannot create .*ENOENT/);
+
+  // The server is unaffected.
+  const res = await fetch(`${srv.url}/v1/health`, { tls: { rejectUnauthorized: false } });
+  expect(res.status).toBe(200);
+  expect(await srv.stop()).toBe(0);
+}, T);
+
+// ---- behind a proxy, healthcheck ------------------------------------------------------------
+
+test("behind a proxy: plain HTTP, 403 HTTPS_REQUIRED without X-Forwarded-Proto, 200 with it; healthcheck exits 0", async () => {
+  const dir = tempDir();
+  const srv = await startBinary({ cwd: dir, args: ["--behind-proxy"] });
+  expect(srv.scheme).toBe("http");
+  expect(existsSync(join(dir, "data", "tls"))).toBe(false);
+
+  const denied = await fetch(`${srv.url}/v1/health`);
+  expect(denied.status).toBe(403);
+  expect(((await denied.json()) as { error: string }).error).toBe("HTTPS_REQUIRED");
+
+  const allowed = await fetch(`${srv.url}/v1/health`, { headers: { "X-Forwarded-Proto": "https" } });
+  expect(allowed.status).toBe(200);
+  expect(((await allowed.json()) as { status: string }).status).toBe("ok");
+
+  const viaEnv = await runBinary(["healthcheck", "--port", String(srv.port)], { cwd: dir, env: { SVC_BEHIND_PROXY: "true" } });
+  expect(viaEnv.exitCode).toBe(0);
+  const viaFlag = await runBinary(["healthcheck", "--port", String(srv.port), "--behind-proxy"], { cwd: dir });
+  expect(viaFlag.exitCode).toBe(0);
+
+  expect(await srv.stop()).toBe(0);
+}, T);
+
+test("healthcheck exits 0 against the TLS server and 1 when nothing listens", async () => {
+  const srv = await startBinary();
+  const up = await runBinary(["healthcheck", "--port", String(srv.port)], { cwd: srv.cwd });
+  expect(up.exitCode).toBe(0);
+  expect(up.stdout).toContain("200");
+  expect(await srv.stop()).toBe(0);
+
+  const port = await freePort();
+  const down = await runBinary(["healthcheck", "--port", String(port)], { timeoutMs: 10_000 });
+  expect(down.exitCode).toBe(1);
+  const downProxy = await runBinary(["healthcheck", "--port", String(port), "--behind-proxy"], { timeoutMs: 10_000 });
+  expect(downProxy.exitCode).toBe(1);
+}, T);
+
+// ---- version --------------------------------------------------------------------------------
+
+test("version prints flagsvc and the package.json version", async () => {
+  const r = await runBinary(["version"]);
+  expect(r.exitCode).toBe(0);
+  expect(r.stdout).toBe(`flagsvc ${PACKAGE_VERSION}\n`);
+  expect(r.stderr).toBe("");
+}, T);
