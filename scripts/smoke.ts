@@ -10,11 +10,10 @@
  */
 import { X509Certificate } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { connect as tlsConnect } from "node:tls";
 import type { Subprocess } from "bun";
+import { drain, plainHttpExchange, servedCertificate } from "./lib/proc";
 
 const ROOT = resolve(import.meta.dir, "..");
 const binary = process.argv[2] ? resolve(process.argv[2]) : join(ROOT, "dist", "flagsvc");
@@ -91,17 +90,6 @@ interface Server {
   waitFor: (pattern: RegExp, limitMs?: number) => Promise<RegExpMatchArray>;
 }
 
-async function drain(stream: ReadableStream<Uint8Array>, sink: (text: string) => void) {
-  const decoder = new TextDecoder();
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    sink(decoder.decode(value, { stream: true }));
-  }
-  sink(decoder.decode());
-}
-
 async function start(): Promise<Server> {
   const proc = Bun.spawn([binary, "serve", "--port", "0"], { cwd: dir, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   children.add(proc);
@@ -144,43 +132,6 @@ function tail(text: string, max = 600): string {
 }
 
 const get = (url: string, init: BunFetchRequestInit = {}) => fetch(url, { signal: AbortSignal.timeout(REQUEST_LIMIT_MS), ...init });
-
-/** The certificate (DER) the server presents on 127.0.0.1:port, verified against `ca` as `servername`. */
-function servedCertificate(port: number, ca: string, servername = "localhost"): Promise<Buffer> {
-  return new Promise((done, fail) => {
-    const socket = tlsConnect({ host: "127.0.0.1", port, ca, servername, timeout: REQUEST_LIMIT_MS }, () => {
-      const raw = socket.getPeerCertificate().raw;
-      socket.end();
-      done(raw);
-    });
-    socket.once("timeout", () => {
-      socket.destroy();
-      fail(new Error("TLS handshake timed out"));
-    });
-    socket.once("error", fail);
-  });
-}
-
-/** A plain-HTTP request over raw TCP; resolves to whatever came back before the close (or 3 s). */
-function plainHttpExchange(port: number): Promise<string> {
-  return new Promise((done) => {
-    let received = "";
-    const socket = netConnect({ host: "127.0.0.1", port }, () => {
-      socket.write("GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    });
-    const end = () => {
-      clearTimeout(timer);
-      done(received);
-    };
-    const timer = setTimeout(() => {
-      socket.destroy();
-      done(received);
-    }, 3_000);
-    socket.on("data", (d) => (received += d.toString("latin1")));
-    socket.on("close", end);
-    socket.on("error", end);
-  });
-}
 
 // ---- the checks ------------------------------------------------------------------------------
 

@@ -11,10 +11,10 @@
  * could not run).
  */
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { baseEnv, freePort } from "../lib/proc";
 
 const TARGET_MS = 80;
 const ROOT = resolve(import.meta.dir, "..", "..");
@@ -58,19 +58,8 @@ process.on("exit", cleanup);
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
 
 // Only the variables the binary needs; SVC_* from the caller's shell must not steer it.
-const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? dir, SVC_LOG_FORMAT: "json" };
+const env = baseEnv({ SVC_LOG_FORMAT: "json" });
 const dataDir = join(dir, "data");
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => done(port));
-    });
-  });
-}
 
 function spawn(port: number) {
   const proc = Bun.spawn([binary, "serve", "--port", String(port), "--data-dir", dataDir], {

@@ -7,10 +7,9 @@ import { test, expect, beforeAll, afterAll } from "bun:test";
 import { Database } from "bun:sqlite";
 import { X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { connect as netConnect } from "node:net";
-import { connect as tlsConnect } from "node:tls";
 import { join } from "node:path";
 import { binaryPath, cleanup, freePort, PACKAGE_VERSION, runBinary, selfSignedPem, startBinary, tempDir } from "./binary";
+import { plainHttpExchange, servedCertificate } from "../../scripts/lib/proc";
 
 const CREATED_PROJECT = 'Created project "default" with environments development, staging, production.';
 /** The banner's last content line: once it is out, the whole banner is. */
@@ -31,39 +30,6 @@ const tlsFiles = (cwd: string) => ({
   cert: join(cwd, "data", "tls", "cert.pem"),
   key: join(cwd, "data", "tls", "key.pem"),
 });
-
-/** DER of the certificate the server presents on 127.0.0.1:port, verified against `ca` for `servername`. */
-function servedCertificate(port: number, ca: string, servername = "localhost"): Promise<Buffer> {
-  return new Promise((done, fail) => {
-    const socket = tlsConnect({ host: "127.0.0.1", port, ca, servername }, () => {
-      const raw = socket.getPeerCertificate().raw;
-      socket.end();
-      done(raw);
-    });
-    socket.once("error", fail);
-  });
-}
-
-/** Sends a plain-HTTP request over raw TCP; resolves to whatever came back before close (or 3 s). */
-function plainHttpExchange(port: number): Promise<string> {
-  return new Promise((done) => {
-    let received = "";
-    const socket = netConnect({ host: "127.0.0.1", port }, () => {
-      socket.write("GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      done(received);
-    }, 3_000);
-    socket.on("data", (d) => (received += d.toString("latin1")));
-    const end = () => {
-      clearTimeout(timer);
-      done(received);
-    };
-    socket.on("close", end);
-    socket.on("error", end);
-  });
-}
 
 /** Every table's schema and rows, as one comparable value. */
 function dumpDatabase(file: string): unknown {

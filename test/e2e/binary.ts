@@ -10,10 +10,12 @@
  * temporary folder removed when the test process exits, whatever happened.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { baseEnv, drain } from "../../scripts/lib/proc";
+
+export { baseEnv, freePort } from "../../scripts/lib/proc";
 
 export const ROOT = resolve(import.meta.dir, "..", "..");
 export const PACKAGE_VERSION: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version;
@@ -67,41 +69,6 @@ export function binaryPath(): Promise<string> {
     if (code !== 0) throw new Error(`building the binary failed (exit ${code}):\n${out}${err}`);
     return outfile;
   })());
-}
-
-/** PATH and HOME of the test process, plus `extra`; nothing else (no SVC_* from the developer). */
-export function baseEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const key of ["PATH", "HOME"]) {
-    const value = process.env[key];
-    if (value !== undefined) env[key] = value;
-  }
-  for (const [key, value] of Object.entries(extra)) if (value !== undefined) env[key] = value;
-  return env;
-}
-
-/** A TCP port nothing listens on right now (on 127.0.0.1). */
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
-
-/** Reads a child's stream into `sink` chunk by chunk, as text. */
-async function drain(stream: ReadableStream<Uint8Array>, sink: (text: string) => void): Promise<void> {
-  const decoder = new TextDecoder();
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    sink(decoder.decode(value, { stream: true }));
-  }
-  sink(decoder.decode());
 }
 
 // ---- a running server -----------------------------------------------------------------------
