@@ -12,4 +12,6 @@ export interface AppContext extends Store {
   scheduler: Scheduler;
   /** Monotonic start, for uptime. */
   startedAt: number;
+  /** Stops the jobs, closes the database and releases the data-dir lock. */
+  close(): void;
 }

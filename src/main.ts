@@ -6,7 +6,7 @@ import { closeSync, existsSync, openSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ConfigError, describeOptions, isBooleanConfigFlag, isConfigFlag, loadConfig, type Config } from "./config";
 import { DB_FILE, openDatabase } from "./db/client";
-import { SchemaTooNewError } from "./db/migrate";
+import { OperatorError } from "./lib/errors";
 import { createLogger } from "./lib/log";
 import { openStore, StartupError, startServer, type RunningServer } from "./server";
 import { VERSION } from "./version";
@@ -40,8 +40,8 @@ const COMMANDS: Record<string, Command> = {
     run: (args, config) => {
       noPositionals(args);
       const store = openStore(config());
+      store.close();
       console.log(store.applied > 0 ? `applied ${store.applied} migration(s); the schema is up to date` : "the schema is up to date");
-      store.sqlite.close();
       return 0;
     },
   },
@@ -145,35 +145,44 @@ export function parseArgs(argv: string[]) {
 
 async function serve(config: Config): Promise<number> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
-  let server: RunningServer;
+  // Signal handlers come first: a SIGTERM during start-up, or right after the banner, must
+  // still shut down cleanly rather than meet the runtime's default (exit 143).
+  let server: RunningServer | undefined;
+  let stopRequested = false;
+  let signals = 0;
+  let finish!: (code: number) => void;
+  const finished = new Promise<number>((resolve) => (finish = resolve));
+  const stop = () =>
+    server!.stop().then(
+      () => finish(0),
+      (e) => {
+        log.error("shutdown failed", { error: String(e) });
+        log.flush();
+        finish(1);
+      },
+    );
+  const onSignal = (signal: string) => {
+    if (++signals > 1) {
+      log.warn("second signal: exiting now", { signal });
+      log.flush();
+      process.exit(1);
+    }
+    log.info("shutting down", { signal });
+    if (server) void stop();
+    else stopRequested = true;
+  };
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  process.on("SIGINT", () => onSignal("SIGINT"));
+
   try {
     server = await startServer(config, { log });
   } catch (e) {
     log.flush();
     throw e;
   }
-  printBanner(server);
-  return new Promise<number>((done) => {
-    let signals = 0;
-    const onSignal = (signal: string) => {
-      if (++signals > 1) {
-        log.warn("second signal: exiting now", { signal });
-        log.flush();
-        process.exit(1);
-      }
-      log.info("shutting down", { signal });
-      server.stop().then(
-        () => done(0),
-        (e) => {
-          log.error("shutdown failed", { error: String(e) });
-          log.flush();
-          done(1);
-        },
-      );
-    };
-    process.on("SIGTERM", () => onSignal("SIGTERM"));
-    process.on("SIGINT", () => onSignal("SIGINT"));
-  });
+  if (stopRequested) void stop();
+  else printBanner(server);
+  return finished;
 }
 
 function printBanner(server: RunningServer) {
@@ -188,10 +197,6 @@ function printBanner(server: RunningServer) {
     `  Data   ${config.dataDir}`,
     ...(server.tls?.source === "configured" ? [] : server.tls ? [`  TLS    self-signed certificate ${server.tls.certFile} (curl --cacert it, or -k)`] : []),
     ...(server.bannerLines.length > 0 ? ["", ...server.bannerLines.map((l) => `  ${l}`)] : []),
-    "",
-    server.firstStart
-      ? "  Credentials: no login users or keys exist in this version yet; the identity module adds the first admin user and key here."
-      : "  Credentials were printed at first start; none are shown again.",
   ];
   const rule = "-".repeat(Math.min(100, Math.max(...lines.map((l) => l.length))));
   process.stdout.write([rule, ...lines, rule, ""].join("\n"));
@@ -221,7 +226,10 @@ function backup(args: string[], config: Config): number {
   const copy = openDatabase(target, { readonly: true });
   try {
     const check = copy.sqlite.query("PRAGMA integrity_check").get() as { integrity_check: string };
-    if (check.integrity_check !== "ok") throw new StartupError(`the backup failed its integrity check: ${check.integrity_check}`);
+    if (check.integrity_check !== "ok") {
+      rmSync(target, { force: true });
+      throw new StartupError(`the copy failed its integrity check (${check.integrity_check}); nothing was kept`);
+    }
   } finally {
     copy.sqlite.close();
   }
@@ -230,6 +238,7 @@ function backup(args: string[], config: Config): number {
 }
 
 async function healthcheck(config: Config): Promise<number> {
+  if (config.port === 0) throw new UsageError("healthcheck needs the server's port: set --port or SVC_PORT (0 means any free port)");
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host === "::" ? "[::1]" : config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `${config.behindProxy ? "http" : "https"}://${host}:${config.port}/v1/health`;
   try {
@@ -259,7 +268,7 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`flagsvc: ${e.message}`);
       return 2;
     }
-    if (e instanceof SchemaTooNewError || e instanceof StartupError) {
+    if (e instanceof OperatorError) {
       console.error(`flagsvc: ${e.message}`);
       return 1;
     }

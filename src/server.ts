@@ -9,7 +9,9 @@ import { bootstrap } from "./bootstrap";
 import { ConfigError, type Config } from "./config";
 import type { AppContext } from "./context";
 import { DB_FILE, openDatabase } from "./db/client";
+import { lockDataDir } from "./db/lock";
 import { migrate } from "./db/migrate";
+import { OperatorError } from "./lib/errors";
 import { pipeline } from "./http/pipeline";
 import { systemClock, type Clock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/log";
@@ -18,8 +20,12 @@ import { docsRoutes } from "./modules/docs/routes";
 import { healthRoutes } from "./modules/health/routes";
 import { loadTls, type TlsMaterial } from "./tls";
 
-/** Bun's own ceiling: bodies past it get Bun's bare 413. Ours (1 MiB, JSON 413) is in the pipeline. */
-const SERVER_BODY_CEILING = 64 * 1024 * 1024;
+/**
+ * Bun's own limit answers with a bare 413 before our pipeline runs, so it is set out of reach:
+ * the pipeline refuses bodies over 1 MiB itself (JSON 413) by Content-Length before reading,
+ * or by counting a chunked body, and nothing is buffered.
+ */
+const SERVER_BODY_CEILING = Number.MAX_SAFE_INTEGER;
 const DRAIN_MS = 10_000;
 
 export function createApp(ctx: AppContext) {
@@ -32,19 +38,33 @@ export function createApp(ctx: AppContext) {
 
 export type App = ReturnType<typeof createApp>;
 
-/** Opens (creating) the data dir and database and brings the schema up to date. */
+/**
+ * Locks the data dir (creating it), opens the database and brings the schema up to date.
+ * `close()` closes the database and releases the lock.
+ */
 export function openStore(config: Config) {
   try {
     mkdirSync(config.dataDir, { recursive: true, mode: 0o750 });
   } catch (e) {
     throw new ConfigError("SVC_DATA_DIR", "--data-dir", `cannot create ${config.dataDir}: ${(e as NodeJS.ErrnoException).code ?? e}`);
   }
-  const store = openDatabase(join(config.dataDir, DB_FILE));
+  const lock = lockDataDir(config.dataDir);
+  let store: ReturnType<typeof openDatabase> | undefined;
   try {
+    store = openDatabase(join(config.dataDir, DB_FILE));
     const applied = migrate(store.sqlite);
-    return { ...store, applied };
+    const { sqlite } = store;
+    return {
+      ...store,
+      applied,
+      close() {
+        sqlite.close();
+        lock.release();
+      },
+    };
   } catch (e) {
-    store.sqlite.close();
+    store?.sqlite.close();
+    lock.release();
     throw e;
   }
 }
@@ -52,7 +72,19 @@ export function openStore(config: Config) {
 export function createContext(config: Config, deps: { log?: Logger; clock?: Clock } = {}): AppContext & { applied: number } {
   const log = deps.log ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const store = openStore(config);
-  return { ...store, config, log, clock: deps.clock ?? systemClock, scheduler: new Scheduler(log), startedAt: performance.now() };
+  const scheduler = new Scheduler(log);
+  return {
+    ...store,
+    config,
+    log,
+    clock: deps.clock ?? systemClock,
+    scheduler,
+    startedAt: performance.now(),
+    close() {
+      scheduler.stopAll();
+      store.close();
+    },
+  };
 }
 
 export interface RunningServer {
@@ -62,7 +94,6 @@ export interface RunningServer {
   /** `https://HOST:PORT` as listened on. */
   url: string;
   tls: TlsMaterial | null;
-  firstStart: boolean;
   bannerLines: string[];
   /** Stop accepting, drain in-flight requests (10 s at most), stop jobs, close the database. */
   stop(): Promise<void>;
@@ -73,13 +104,14 @@ export async function startServer(config: Config, deps: { log?: Logger; clock?: 
   const { log } = ctx;
   try {
     if (ctx.applied > 0) log.info("database migrated", { migrations: ctx.applied });
-    const { firstStart, lines } = bootstrap(ctx);
+    const { lines } = bootstrap(ctx);
     const tls = config.behindProxy ? null : await loadTls(config, ctx.clock.now());
     if (tls?.source === "generated") log.info("generated a self-signed TLS certificate", { file: tls.certFile, expiresAt: tls.expiresAt.toISOString() });
 
     const app = createApp(ctx);
     try {
-      app.listen({ hostname: config.host, port: config.port, ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}) });
+      // reusePort off: a second process on a taken port must fail, not share the traffic.
+      app.listen({ hostname: config.host, port: config.port, reusePort: false, ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}) });
     } catch (e) {
       throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
     }
@@ -102,19 +134,17 @@ export async function startServer(config: Config, deps: { log?: Logger; clock?: 
           log.warn("in-flight requests still open after 10 s; closing them");
           await server.stop(true);
         }
-        ctx.scheduler.stopAll();
         ctx.sqlite.run("PRAGMA optimize");
-        ctx.sqlite.close();
+        ctx.close();
         log.info("stopped");
         log.flush();
       })());
-    return { ctx, app, port, url, tls, firstStart, bannerLines: lines, stop };
+    return { ctx, app, port, url, tls, bannerLines: lines, stop };
   } catch (e) {
-    ctx.scheduler.stopAll();
-    ctx.sqlite.close();
+    ctx.close();
     throw e;
   }
 }
 
 /** A failure to start that is not a configuration value (exit 1). */
-export class StartupError extends Error {}
+export class StartupError extends OperatorError {}

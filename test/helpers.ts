@@ -70,12 +70,7 @@ export function testApp(env: Record<string, string> = {}, extend?: (app: App) =>
       return app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
     },
     close() {
-      ctx.scheduler.stopAll();
-      try {
-        ctx.sqlite.close();
-      } catch {
-        // already closed by the test
-      }
+      ctx.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

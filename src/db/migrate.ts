@@ -6,11 +6,12 @@
  */
 import type { Database } from "bun:sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
+import { OperatorError } from "../lib/errors";
 import { journal, migrationSql } from "./migrations";
 
 const MIGRATIONS_TABLE = "__drizzle_migrations";
 
-export class SchemaTooNewError extends Error {
+export class SchemaTooNewError extends OperatorError {
   constructor(readonly unknownMigrations: number) {
     super(
       `the database was written by a newer flagsvc (${unknownMigrations} migration(s) unknown to this version); ` +

@@ -8,12 +8,13 @@ import { Database } from "bun:sqlite";
 import { X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { connect as tlsConnect } from "node:tls";
 import { binaryPath, cleanup, freePort, PACKAGE_VERSION, runBinary, selfSignedPem, startBinary, tempDir } from "./binary";
 import { plainHttpExchange, servedCertificate } from "../../scripts/lib/proc";
 
 const CREATED_PROJECT = 'Created project "default" with environments development, staging, production.';
-/** The banner's last content line: once it is out, the whole banner is. */
-const BANNER_END = /Credential/;
+/** The banner is framed by two rules of dashes: once the second is out, the whole banner is. */
+const BANNER_END = /^-{20,}$[\s\S]*^-{20,}$/m;
 /** Per test: above the helper's own limits (15 s to start, 15 s to stop), so they report first. */
 const T = 30_000;
 
@@ -273,6 +274,73 @@ test("healthcheck exits 0 against the TLS server and 1 when nothing listens", as
 }, T);
 
 // ---- version --------------------------------------------------------------------------------
+
+// ---- one process per data dir, one per port ----------------------------------------------------
+
+test("a second server or a migrate on a data dir in use is refused; a crash leaves no stale lock", async () => {
+  const dir = tempDir();
+  const first = await startBinary({ cwd: dir });
+  await first.waitFor(BANNER_END);
+
+  const second = await runBinary(["serve", "--port", "0"], { cwd: dir });
+  expect(second.exitCode).toBe(1);
+  expect(second.stderr.trim()).toMatch(/^flagsvc: another flagsvc process is using .*data.*; stop it first$/);
+  const migrating = await runBinary(["migrate"], { cwd: dir });
+  expect(migrating.exitCode).toBe(1);
+  expect(migrating.stderr).toContain("another flagsvc process is using");
+  // backup reads a consistent snapshot and needs no lock
+  expect((await runBinary(["backup", "b.db"], { cwd: dir })).exitCode).toBe(0);
+
+  // kill -9: the kernel drops the lock with the process
+  first.proc.kill("SIGKILL");
+  await first.proc.exited;
+  const again = await startBinary({ cwd: dir });
+  await again.waitFor(BANNER_END);
+  expect(again.output()).not.toContain(CREATED_PROJECT);
+  expect(await again.stop()).toBe(0);
+  expect((await runBinary(["migrate"], { cwd: dir })).exitCode).toBe(0);
+}, T);
+
+test("a port already in use stops the second server with exit 1", async () => {
+  const first = await startBinary({});
+  const second = await runBinary(["serve", "--port", String(first.port)], {});
+  expect(second.exitCode).toBe(1);
+  expect(second.stderr).toContain(`cannot listen on 0.0.0.0:${first.port}`);
+  const res = await fetch(`${first.url}/v1/health`, { tls: { rejectUnauthorized: false } });
+  expect(res.status).toBe(200);
+  expect(await first.stop()).toBe(0);
+}, T);
+
+test("a body declared far over 1 MiB gets the JSON 413 with a request id, unread", async () => {
+  const srv = await startBinary({});
+  const answer = await new Promise<string>((done, fail) => {
+    let received = "";
+    const socket = tlsConnect({ host: "127.0.0.1", port: srv.port, rejectUnauthorized: false }, () => {
+      socket.write(
+        "POST /v1/health HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200000000\r\n\r\n{\"a\":",
+      );
+    });
+    socket.on("data", (d) => {
+      received += d.toString("latin1");
+      if (received.includes("\r\n\r\n") && received.includes("}")) {
+        socket.destroy();
+        done(received);
+      }
+    });
+    socket.on("error", fail);
+    setTimeout(() => done(received), 5_000);
+  });
+  expect(answer).toStartWith("HTTP/1.1 413");
+  expect(answer.toLowerCase()).toContain("x-request-id:");
+  expect(answer).toContain('"error":"PAYLOAD_TOO_LARGE"');
+  expect(await srv.stop()).toBe(0);
+}, T);
+
+test("healthcheck without a real port is a usage error", async () => {
+  const r = await runBinary(["healthcheck", "--port", "0"]);
+  expect(r.exitCode).toBe(2);
+  expect(r.stderr).toContain("healthcheck needs the server's port");
+}, T);
 
 test("version prints flagsvc and the package.json version", async () => {
   const r = await runBinary(["version"]);

@@ -4,6 +4,8 @@ import { X509Certificate } from "node:crypto";
 import { readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { bootstrap } from "../../src/bootstrap";
+import { DataDirLockedError } from "../../src/db/lock";
+import { createContext } from "../../src/server";
 import { loadConfig } from "../../src/config";
 import { newId, randomBase62 } from "../../src/lib/ids";
 import { createLogger } from "../../src/lib/log";
@@ -23,6 +25,7 @@ describe("bootstrap", () => {
       expect(project.createdAt).toBe("2026-11-22T10:00:00.000Z");
 
       const again = bootstrap(h.ctx);
+      // The second start prints nothing (no secret, nothing created).
       expect(again).toEqual({ firstStart: false, lines: [] });
       expect(h.ctx.sqlite.query("SELECT COUNT(*) AS n FROM projects").get()).toEqual({ n: 1 });
     } finally {
@@ -34,8 +37,22 @@ describe("bootstrap", () => {
     const h = testApp();
     try {
       h.ctx.sqlite.run("DELETE FROM projects");
-      expect(bootstrap(h.ctx).lines).toEqual([]);
+      expect(bootstrap(h.ctx)).toEqual({ firstStart: false, lines: [] });
       expect(h.ctx.sqlite.query("SELECT COUNT(*) AS n FROM projects").get()).toEqual({ n: 0 });
+    } finally {
+      h.close();
+    }
+  });
+});
+
+describe("data-dir lock", () => {
+  test("a second context on a data dir in use is refused until the first closes", () => {
+    const h = testApp();
+    try {
+      expect(() => createContext(h.ctx.config)).toThrow(DataDirLockedError);
+      h.ctx.close();
+      const second = createContext(h.ctx.config);
+      second.close();
     } finally {
       h.close();
     }
