@@ -29,7 +29,16 @@ const defaultProject: BootstrapStep = {
   },
 };
 
-export const BOOTSTRAP_STEPS: BootstrapStep[] = [defaultProject];
+/** Where credentials come from. The identity module replaces this step with the first admin user and key. */
+const credentials: BootstrapStep = {
+  name: "credentials",
+  run: (_ctx, firstStart) =>
+    firstStart
+      ? ["Credentials: none exist yet. Login users and API keys arrive with the identity module;", "until then this version serves only /v1/health and the API docs."]
+      : [],
+};
+
+export const BOOTSTRAP_STEPS: BootstrapStep[] = [defaultProject, credentials];
 
 export interface BootstrapResult {
   firstStart: boolean;

@@ -76,15 +76,15 @@ function describe(e: ValueErrorLike): string {
 }
 
 /**
- * Turns Elysia's ValidationError (`type` is body, query, params, headers or, for a single
- * coerced query value, property) into our details. Paths read `body.variants[0].key`.
+ * Turns the value errors of one part of the request (`where`: body, query, params, headers, or
+ * the path of a single value, e.g. `query.page`) into our details: `body.variants[0].key`.
  */
-export function validationDetails(type: string, errors: ValueErrorLike[]): ErrorDetail[] {
+export function validationDetails(where: string, errors: ValueErrorLike[]): ErrorDetail[] {
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];
   for (const e of errors) {
     const segments = e.path.split("/").filter(Boolean);
-    let path = type === "property" ? "query" : type;
+    let path = where;
     for (const s of segments) path += /^\d+$/.test(s) ? `[${s}]` : `.${s}`;
     const message = describe(e);
     const key = `${path}\u0000${message}`;

@@ -18,6 +18,8 @@ export interface PipelineOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** application/json or application/<something>+json, with or without parameters. */
+const JSON_TYPE = /^application\/(?:[a-z0-9.!#$&^_-]+\+)?json\s*(?:;|$)/i;
 
 /** Session ids double as bearer tokens in CE: never let one reach a log line. */
 export function redactPath(path: string): string {
@@ -51,7 +53,7 @@ export function pipeline(opts: PipelineOptions) {
     .onParse(async ({ request, contentType }) => {
       const text = await readBody(request);
       if (text.trim() === "") return null;
-      if (!/^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType ?? "")) {
+      if (!JSON_TYPE.test(contentType ?? "")) {
         throw validationError("Content-Type must be application/json");
       }
       try {
@@ -64,7 +66,9 @@ export function pipeline(opts: PipelineOptions) {
       let err: ApiError;
       if (error instanceof ApiError) err = error;
       else if (code === "VALIDATION") {
-        err = validationError("Invalid request", validationDetails(error.type, error.all as never));
+        // A single coerced query value ("property") arrives without its name: find it by value.
+        const where = error.type === "property" ? `query.${queryKeyOf(request.url, error.value)}` : error.type;
+        err = validationError("Invalid request", validationDetails(where, error.all as never));
       } else if (code === "PARSE") {
         err = error.cause instanceof ApiError ? error.cause : validationError("Request body could not be read");
       } else if (code === "NOT_FOUND") {
@@ -100,6 +104,12 @@ export function pipeline(opts: PipelineOptions) {
       });
     })
     .as("global");
+}
+
+/** The query parameter whose raw value decodes to `value` (error path only). */
+function queryKeyOf(url: string, value: unknown): string {
+  for (const [key, raw] of new URL(url).searchParams) if (raw === String(value)) return key;
+  return "?";
 }
 
 /** Reads the body as text, refusing (413) past MAX_BODY_BYTES without buffering the rest. */
