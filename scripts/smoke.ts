@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
-import { drain, plainHttpExchange, servedCertificate } from "./lib/proc";
+import { BANNER_END, drain, plainHttpExchange, servedCertificate } from "./lib/proc";
 
 const ROOT = resolve(import.meta.dir, "..");
 const binary = process.argv[2] ? resolve(process.argv[2]) : join(ROOT, "dist", "flagsvc");
@@ -232,7 +232,7 @@ async function run() {
     assert(firstServed !== undefined && served.equals(firstServed), "a different certificate is served");
   });
   await check("restart: the banner has no Created-project line", async () => {
-    await again!.waitFor(/Credentials/, 3_000);
+    await again!.waitFor(BANNER_END, 3_000);
     assert(!again!.output().includes("Created project"), "the project was created again");
   });
   await check("restart: data/flagsvc.db is still there", () => {

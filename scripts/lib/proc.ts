@@ -5,6 +5,9 @@
 import { createServer, connect as netConnect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 
+/** flagsvc frames its start banner with two rules of dashes: once the second is out, all of it is. */
+export const BANNER_END = /^-{20,}$[\s\S]*^-{20,}$/m;
+
 /** PATH and HOME of this process plus `extra`; nothing else (no SVC_* from the caller's shell). */
 export function baseEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
   const env: Record<string, string> = {};

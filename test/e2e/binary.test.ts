@@ -10,11 +10,9 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import { binaryPath, cleanup, freePort, PACKAGE_VERSION, runBinary, selfSignedPem, startBinary, tempDir } from "./binary";
-import { plainHttpExchange, servedCertificate } from "../../scripts/lib/proc";
+import { BANNER_END, plainHttpExchange, servedCertificate } from "../../scripts/lib/proc";
 
 const CREATED_PROJECT = 'Created project "default" with environments development, staging, production.';
-/** The banner is framed by two rules of dashes: once the second is out, the whole banner is. */
-const BANNER_END = /^-{20,}$[\s\S]*^-{20,}$/m;
 /** Per test: above the helper's own limits (15 s to start, 15 s to stop), so they report first. */
 const T = 30_000;
 
