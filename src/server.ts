@@ -99,7 +99,14 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export async function startServer(config: Config, deps: { log?: Logger; clock?: Clock } = {}): Promise<RunningServer> {
+export interface ServerDeps {
+  log?: Logger;
+  clock?: Clock;
+  /** Mounts more routes on the app, in place (tests: routes that hold a request open). */
+  extend?: (app: App) => void;
+}
+
+export async function startServer(config: Config, deps: ServerDeps = {}): Promise<RunningServer> {
   const ctx = createContext(config, deps);
   const { log } = ctx;
   try {
@@ -109,6 +116,7 @@ export async function startServer(config: Config, deps: { log?: Logger; clock?: 
     if (tls?.source === "generated") log.info("generated a self-signed TLS certificate", { file: tls.certFile, expiresAt: tls.expiresAt.toISOString() });
 
     const app = createApp(ctx);
+    deps.extend?.(app);
     try {
       // reusePort off: a second process on a taken port must fail, not share the traffic.
       app.listen({ hostname: config.host, port: config.port, reusePort: false, ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}) });
