@@ -136,9 +136,11 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     const stop = () =>
       (stopping ??= (async () => {
         const server = app.server!;
-        const drained = server.stop(false).then(() => true);
-        const timedOut = Bun.sleep(DRAIN_MS).then(() => false);
-        if (!(await Promise.race([drained, timedOut]))) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const timedOut = new Promise<false>((resolve) => (timer = setTimeout(resolve, DRAIN_MS, false)));
+        const drained = await Promise.race([server.stop(false).then(() => true), timedOut]);
+        clearTimeout(timer);
+        if (!drained) {
           log.warn("in-flight requests still open after 10 s; closing them");
           await server.stop(true);
         }

@@ -17,6 +17,12 @@ export interface PipelineOptions {
   routes: () => readonly { method: string; path: string }[];
 }
 
+/** What onRequest leaves on the request's context for the access log. */
+interface RequestState {
+  requestId: string;
+  startedAt: number;
+}
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** application/json or application/<something>+json, with or without parameters. */
 const JSON_TYPE = /^application\/(?:[a-z0-9.!#$&^_-]+\+)?json\s*(?:;|$)/i;
@@ -39,7 +45,9 @@ export function pipeline(opts: PipelineOptions) {
     .onRequest((c) => {
       const incoming = c.request.headers.get("x-request-id");
       const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
-      Object.assign(c, { requestId, startedAt: performance.now() });
+      const state = c as unknown as RequestState;
+      state.requestId = requestId;
+      state.startedAt = performance.now();
       c.set.headers["x-request-id"] = requestId;
       if (behindProxy) {
         if (c.request.headers.get("x-forwarded-proto") !== "https") {
@@ -92,7 +100,7 @@ export function pipeline(opts: PipelineOptions) {
     })
     .onAfterResponse((c) => {
       if (!log.enabled("info")) return;
-      const { requestId, startedAt } = c as unknown as { requestId: string; startedAt: number };
+      const { requestId, startedAt } = c as unknown as RequestState;
       const value = (c as { responseValue?: unknown }).responseValue;
       const status = value instanceof Response ? value.status : c.set.status;
       log.info("request", {
