@@ -1,10 +1,19 @@
 /**
  * Writes src/db/migrations/index.ts: every migration of meta/_journal.json imported as text,
  * so that `bun build --compile` embeds them (the stock folder-reading migrate() cannot work
- * inside a compiled binary). Run by `npm run db:generate` after drizzle-kit.
+ * inside a compiled binary). `npm run db:generate -- --name NAME` runs drizzle-kit generate
+ * with those options first, then this.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+
+// `npm run db:generate -- --name NAME`: run drizzle-kit generate first, with the given options.
+const generate = process.argv.indexOf("--generate");
+if (generate >= 0) {
+  const kit = join(import.meta.dir, "../node_modules/.bin/drizzle-kit");
+  const run = Bun.spawnSync([kit, "generate", ...process.argv.slice(generate + 1)], { stdout: "inherit", stderr: "inherit" });
+  if (run.exitCode !== 0) process.exit(run.exitCode ?? 1);
+}
 
 const dir = join(import.meta.dir, "../src/db/migrations");
 const journal = JSON.parse(readFileSync(join(dir, "meta/_journal.json"), "utf8")) as { entries: { tag: string }[] };

@@ -1,6 +1,8 @@
 /** What every module receives: configuration, storage, time, logging. Built once at start. */
 import type { Config } from "./config";
 import type { Store } from "./db/client";
+import type { CredentialRegistry } from "./http/credentials";
+import type { RateLimiter } from "./http/rate-limit";
 import type { Clock } from "./lib/clock";
 import type { Logger } from "./lib/log";
 import type { Scheduler } from "./lib/scheduler";
@@ -10,6 +12,9 @@ export interface AppContext extends Store {
   clock: Clock;
   log: Logger;
   scheduler: Scheduler;
+  /** Every accepted credential, in memory. */
+  credentials: CredentialRegistry;
+  limiter: RateLimiter;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** Stops the jobs, closes the database and releases the data-dir lock. */

@@ -12,12 +12,20 @@ import { DB_FILE, openDatabase } from "./db/client";
 import { lockDataDir } from "./db/lock";
 import { migrate } from "./db/migrate";
 import { OperatorError } from "./lib/errors";
+import { accessGuard, admitter } from "./http/auth";
+import { CredentialRegistry, jwtSecret } from "./http/credentials";
 import { pipeline } from "./http/pipeline";
+import { RateLimiter } from "./http/rate-limit";
 import { systemClock, type Clock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/log";
 import { Scheduler } from "./lib/scheduler";
+import { adminKeysRoutes } from "./modules/admin-keys/routes";
+import { apiKeysRoutes } from "./modules/api-keys/routes";
+import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
 import { healthRoutes } from "./modules/health/routes";
+import { projectsRoutes } from "./modules/projects/routes";
+import { usersRoutes } from "./modules/users/routes";
 import { loadTls, type TlsMaterial } from "./tls";
 
 /**
@@ -31,9 +39,15 @@ const DRAIN_MS = 10_000;
 export function createApp(ctx: AppContext) {
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING } });
   return app
-    .use(pipeline({ log: ctx.log, behindProxy: ctx.config.behindProxy, routes: () => app.routes }))
+    .use(pipeline({ log: ctx.log, behindProxy: ctx.config.behindProxy, routes: () => app.routes, admit: admitter(ctx) }))
+    .use(accessGuard())
     .use(docsRoutes())
-    .use(healthRoutes(ctx));
+    .use(healthRoutes(ctx))
+    .use(authRoutes(ctx))
+    .use(usersRoutes(ctx))
+    .use(adminKeysRoutes(ctx))
+    .use(projectsRoutes(ctx))
+    .use(apiKeysRoutes(ctx));
 }
 
 export type App = ReturnType<typeof createApp>;
@@ -73,12 +87,15 @@ export function createContext(config: Config, deps: { log?: Logger; clock?: Cloc
   const log = deps.log ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const store = openStore(config);
   const scheduler = new Scheduler(log);
+  const clock = deps.clock ?? systemClock;
   return {
     ...store,
     config,
     log,
-    clock: deps.clock ?? systemClock,
+    clock,
     scheduler,
+    credentials: new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock)),
+    limiter: new RateLimiter(config.rateLimits, clock),
     startedAt: performance.now(),
     close() {
       scheduler.stopAll();
@@ -131,6 +148,11 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     ctx.scheduler.every("db-optimize", "0 17 */6 * * *", () => {
       ctx.sqlite.run("PRAGMA optimize");
     });
+    // Keys and users written by `flagsvc admin ...` in another process.
+    ctx.scheduler.every("credentials-reload", "* * * * * *", () => {
+      if (ctx.credentials.pollExternalChanges()) log.info("credentials reloaded after an external change");
+    });
+    ctx.scheduler.every("credentials-last-used", "*/30 * * * * *", () => ctx.credentials.flushLastUsed());
 
     let stopping: Promise<void> | undefined;
     const stop = () =>
@@ -144,6 +166,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
           log.warn("in-flight requests still open after 10 s; closing them");
           await server.stop(true);
         }
+        ctx.credentials.flushLastUsed();
         ctx.sqlite.run("PRAGMA optimize");
         ctx.close();
         log.info("stopped");

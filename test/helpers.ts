@@ -10,6 +10,12 @@ import { loadConfig } from "../src/config";
 import type { AppContext } from "../src/context";
 import type { Clock } from "../src/lib/clock";
 import { createLogger } from "../src/lib/log";
+import { eq } from "drizzle-orm";
+import { adminKeys, apiKeys, environments, projects } from "../src/db/schema";
+import type { Scope } from "../src/http/access";
+import { iso } from "../src/lib/clock";
+import { newId } from "../src/lib/ids";
+import { generateSecret } from "../src/lib/secrets";
 import { createApp, createContext, type App } from "../src/server";
 
 export function tempDir(prefix = "flagsvc-test-"): string {
@@ -78,3 +84,27 @@ export function testApp(env: Record<string, string> = {}, extend?: (app: App) =>
 
 /** Waits for the logger's setImmediate flush. */
 export const tick = () => new Promise((r) => setImmediate(r));
+
+/** Stores an admin key straight in the database (as the services do) and returns its secret. */
+export function seedAdminKey(ctx: AppContext, name = "test admin"): string {
+  const { secret, hash, keyPrefix } = generateSecret("svc_admin_");
+  ctx.db.insert(adminKeys).values({ id: newId("key"), name, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) }).run();
+  ctx.credentials.reload();
+  return secret;
+}
+
+/** Stores a project API key straight in the database and returns its id and secret. */
+export function seedApiKey(ctx: AppContext, scope: Scope, projectSlug = "default", environment = "development"): { id: string; secret: string } {
+  const project = ctx.db.select().from(projects).where(eq(projects.slug, projectSlug)).get()!;
+  const env = ctx.db.select().from(environments).where(eq(environments.projectId, project.id)).all().find((e) => e.slug === environment)!;
+  const { secret, hash, keyPrefix } = generateSecret(`svc_sk_${scope}_`);
+  const id = newId("key");
+  ctx.db
+    .insert(apiKeys)
+    .values({ id, projectId: project.id, environmentId: env.id, name: `${scope} key`, scope, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) })
+    .run();
+  ctx.credentials.reload();
+  return { id, secret };
+}
+
+export const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });

@@ -3,7 +3,7 @@
  * with `npm run db:generate` (drizzle-kit) and embedded into the binary (src/db/migrations).
  * Timestamps are ISO 8601 UTC text with milliseconds: readable, and they sort as they compare.
  */
-import { sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const projects = sqliteTable("projects", {
   id: text("id").primaryKey(),
@@ -32,4 +32,57 @@ export const settings = sqliteTable("settings", {
   key: text("key").primaryKey(),
   value: text("value").notNull(),
   updatedAt: text("updated_at").notNull(),
+});
+
+/** Login users (decisions §4). Emails are stored lower-case; passwords as argon2id hashes. */
+export const users = sqliteTable("users", {
+  id: text("id").primaryKey(),
+  email: text("email").notNull().unique(),
+  passwordHash: text("password_hash").notNull(),
+  role: text("role", { enum: ["admin", "editor", "viewer"] }).notNull(),
+  createdAt: text("created_at").notNull(),
+  updatedAt: text("updated_at").notNull(),
+});
+
+/** Instance-wide admin keys `svc_admin_...`, stored only as SHA-256 hashes. */
+export const adminKeys = sqliteTable("admin_keys", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  keyHash: text("key_hash").notNull().unique(),
+  keyPrefix: text("key_prefix").notNull(),
+  createdAt: text("created_at").notNull(),
+  lastUsedAt: text("last_used_at"),
+});
+
+/**
+ * Project API keys `svc_sk_{scope}_...`, bound to one project and environment, stored only as
+ * SHA-256 hashes. After a rotation with a grace period the previous hash stays valid until
+ * `previous_expires_at`. Deleting the environment or project deletes (revokes) the key.
+ */
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    environmentId: text("environment_id")
+      .notNull()
+      .references(() => environments.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    scope: text("scope", { enum: ["eval", "test", "mgmt", "full"] }).notNull(),
+    keyHash: text("key_hash").notNull().unique(),
+    keyPrefix: text("key_prefix").notNull(),
+    previousHash: text("previous_hash"),
+    previousExpiresAt: text("previous_expires_at"),
+    createdAt: text("created_at").notNull(),
+    lastUsedAt: text("last_used_at"),
+  },
+  (table) => [index("api_keys_project").on(table.projectId), index("api_keys_environment").on(table.environmentId)],
+);
+
+/** Login tokens revoked by logout, kept until they would have expired anyway. */
+export const revokedTokens = sqliteTable("revoked_tokens", {
+  jti: text("jti").primaryKey(),
+  expiresAt: text("expires_at").notNull(),
 });

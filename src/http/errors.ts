@@ -48,6 +48,9 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 export const validationError = (message: string, details?: ErrorDetail[]) =>
   new ApiError(400, "VALIDATION_ERROR", message, details);
+export const notFound = (what: string) => new ApiError(404, "NOT_FOUND", `${what} not found`);
+export const conflict = (message: string) => new ApiError(409, "CONFLICT", message);
+export const forbidden = (message: string) => new ApiError(403, "FORBIDDEN", message);
 export const payloadTooLarge = () =>
   new ApiError(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${MAX_BODY_BYTES} bytes`);
 

@@ -1,8 +1,8 @@
 /**
  * The cross-cutting request pipeline, applied to every route of the app:
- *   request id -> HTTPS-behind-proxy check -> body size limit -> JSON body parser
- *   -> (route) -> error mapping -> access log.
- * Auth and rate limiting join here as their own plugins (src/http/auth.ts, rate-limit.ts).
+ *   request id -> credential and rate limit (auth.ts) -> HTTPS-behind-proxy check
+ *   -> body size limit -> JSON body parser -> access guard (per route) -> (route)
+ *   -> error mapping -> access log.
  * Everything on this path is constant work per request: no I/O, no per-request compilation.
  */
 import { Elysia } from "elysia";
@@ -15,6 +15,8 @@ export interface PipelineOptions {
   behindProxy: boolean;
   /** The app's routes, read on the first 404 to tell "unknown path" from "wrong method". */
   routes: () => readonly { method: string; path: string }[];
+  /** Credential and rate limit, right after the request id: its headers go on every response. */
+  admit: (c: never) => Promise<void>;
 }
 
 /** What onRequest leaves on the request's context for the access log. */
@@ -42,13 +44,14 @@ export function pipeline(opts: PipelineOptions) {
       "x-content-type-options": "nosniff",
       "cache-control": "no-store",
     })
-    .onRequest((c) => {
+    .onRequest(async (c) => {
       const incoming = c.request.headers.get("x-request-id");
       const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
       const state = c as unknown as RequestState;
       state.requestId = requestId;
       state.startedAt = performance.now();
       c.set.headers["x-request-id"] = requestId;
+      await opts.admit(c as never);
       if (behindProxy) {
         if (c.request.headers.get("x-forwarded-proto") !== "https") {
           throw new ApiError(403, "HTTPS_REQUIRED", "HTTPS is required: send requests through the TLS proxy");
