@@ -39,7 +39,7 @@ export const ACCESS = {
   /** GET /v1/projects and /v1/projects/{slug} (GET, PATCH, DELETE) */
   projects: { scopes: ["mgmt", "full"], adminKey: true, roles: { read: ALL_ROLES, write: ["admin"] } },
   /** POST /v1/projects: admin key or admin JWT only */
-  projectCreate: { scopes: NONE, adminKey: true, roles: { read: NONE, write: ["admin"] } },
+  projectCreate: { scopes: NONE, adminKey: true, roles: { read: ["admin"], write: ["admin"] } },
   /** /v1/projects/{slug}/environments */
   environments: { scopes: ["mgmt", "full"], adminKey: true, roles: { read: ALL_ROLES, write: ["admin"] } },
   /** flags and their states */

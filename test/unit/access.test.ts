@@ -1,0 +1,155 @@
+/**
+ * The access table of decisions §4, cell by cell, against `decide` (the one place that reads
+ * it), and the credential registry's memory-only resolution.
+ */
+import { describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
+import { DB_FILE } from "../../src/db/client";
+import { decide, MESSAGES, type AccessGroup, type Principal, type Role, type Scope } from "../../src/http/access";
+import { iso } from "../../src/lib/clock";
+import { newId } from "../../src/lib/ids";
+import { generateSecret } from "../../src/lib/secrets";
+import { bearer, seedAdminKey, seedApiKey, testApp } from "../helpers";
+
+const key = (scope: Scope, projectSlug = "default"): Principal => ({
+  kind: "apiKey",
+  id: "key_x",
+  scope,
+  projectId: "proj_x",
+  projectSlug,
+  environmentId: "env_x",
+  environmentSlug: "development",
+});
+const user = (role: Role): Principal => ({ kind: "user", id: "usr_x", email: "u@x", role, jti: "j", expiresAt: 0 });
+const ADMIN_KEY: Principal = { kind: "adminKey", id: "key_admin" };
+
+type Cell = "yes" | "read" | "-";
+/** Rows: endpoint groups. Columns: eval, test, mgmt, full, admin key, JWT admin, editor, viewer. */
+const TABLE: Record<AccessGroup, [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell]> = {
+  evaluate: ["yes", "yes", "-", "yes", "-", "-", "-", "-"],
+  testing: ["-", "yes", "-", "yes", "-", "-", "-", "-"],
+  projects: ["-", "-", "yes", "yes", "yes", "yes", "read", "read"],
+  projectCreate: ["-", "-", "-", "-", "yes", "yes", "-", "-"],
+  environments: ["-", "-", "yes", "yes", "yes", "yes", "read", "read"],
+  flags: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read"],
+  apiKeys: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read"],
+  webhooks: ["-", "-", "yes", "yes", "yes", "yes", "yes", "-"],
+  admin: ["-", "-", "-", "-", "yes", "yes", "-", "-"],
+  session: ["-", "-", "-", "-", "-", "yes", "yes", "yes"],
+};
+const COLUMNS: [string, Principal][] = [
+  ["eval", key("eval")],
+  ["test", key("test")],
+  ["mgmt", key("mgmt")],
+  ["full", key("full")],
+  ["admin key", ADMIN_KEY],
+  ["JWT admin", user("admin")],
+  ["JWT editor", user("editor")],
+  ["JWT viewer", user("viewer")],
+];
+
+describe("decide: every cell of the access table", () => {
+  for (const [group, cells] of Object.entries(TABLE) as [AccessGroup, Cell[]][]) {
+    cells.forEach((cell, i) => {
+      const [name, principal] = COLUMNS[i]!;
+      test(`${group} × ${name}: ${cell}`, () => {
+        const read = decide(principal, group, "GET", "default");
+        const write = decide(principal, group, "POST", "default");
+        expect(read.allow).toBe(cell !== "-");
+        expect(write.allow).toBe(cell === "yes");
+        for (const d of [read, write]) {
+          if (d.allow) continue;
+          expect(d.status).toBe(403);
+          if (principal.kind === "apiKey") expect(d.message).toBe(MESSAGES.scope);
+        }
+      });
+    });
+  }
+
+  test("no credential: 401 with the spec's message (keys) or the token message", () => {
+    expect(decide(null, "flags", "GET")).toEqual({ allow: false, status: 401, message: "Invalid or expired API key" });
+    expect(decide(null, "flags", "GET", undefined, "token")).toEqual({ allow: false, status: 401, message: "Invalid or expired token" });
+  });
+
+  test("a key on another project's path: 403", () => {
+    for (const scope of ["mgmt", "full"] as const) {
+      expect(decide(key(scope, "default"), "flags", "GET", "other")).toEqual({ allow: false, status: 403, message: MESSAGES.otherProject });
+    }
+    // Admin keys and users are instance-wide.
+    expect(decide(ADMIN_KEY, "flags", "GET", "other").allow).toBe(true);
+    expect(decide(user("editor"), "flags", "POST", "other").allow).toBe(true);
+  });
+});
+
+describe("credential registry", () => {
+  test("resolves from memory: keys by hash, unknown and malformed credentials fail", async () => {
+    const h = testApp();
+    try {
+      const { id, secret } = seedApiKey(h.ctx, "eval");
+      const r = await h.ctx.credentials.resolve(`Bearer ${secret}`);
+      expect(r.principal).toMatchObject({ kind: "apiKey", id, scope: "eval", projectSlug: "default", environmentSlug: "development" });
+      expect((await h.ctx.credentials.resolve(`bearer ${secret}`)).principal?.id).toBe(id);
+      for (const bad of [`Bearer ${secret}x`, `Basic ${secret}`, secret, "Bearer ", "Bearer a.b.c"]) {
+        expect((await h.ctx.credentials.resolve(bad)).principal).toBeNull();
+      }
+      expect(await h.ctx.credentials.resolve(null)).toEqual({ principal: null, failure: "missing" });
+    } finally {
+      h.close();
+    }
+  });
+
+  test("lastUsedAt is kept in memory and written by the flush, not per request", async () => {
+    const h = testApp();
+    try {
+      const { id, secret } = seedApiKey(h.ctx, "eval");
+      const admin = seedAdminKey(h.ctx);
+      h.clock.ms = Date.parse("2026-11-22T11:00:00.000Z");
+      await h.request("GET", "/v1/health", { headers: bearer(secret) });
+      await h.request("GET", "/v1/health", { headers: bearer(admin) });
+      const stored = () => h.ctx.sqlite.query("SELECT last_used_at FROM api_keys WHERE id = ?").get(id) as { last_used_at: string | null };
+      expect(stored().last_used_at).toBeNull();
+      expect(h.ctx.credentials.lastUsedAt(id)).toBe(h.clock.ms);
+      h.ctx.credentials.flushLastUsed();
+      expect(stored().last_used_at).toBe("2026-11-22T11:00:00.000Z");
+      expect(h.ctx.sqlite.query("SELECT last_used_at FROM admin_keys").get()).toEqual({ last_used_at: "2026-11-22T11:00:00.000Z" });
+    } finally {
+      h.close();
+    }
+  });
+
+  test("a key written by another process is picked up by pollExternalChanges", async () => {
+    const h = testApp();
+    try {
+      const other = new Database(join(h.dir, DB_FILE));
+      const { secret, hash, keyPrefix } = generateSecret("svc_admin_");
+      other.run("INSERT INTO admin_keys (id, name, key_hash, key_prefix, created_at) VALUES (?, 'cli', ?, ?, ?)", [newId("key"), hash, keyPrefix, iso(0)]);
+      other.close();
+      expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal).toBeNull();
+      expect(h.ctx.credentials.pollExternalChanges()).toBe(true);
+      expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal?.kind).toBe("adminKey");
+      expect(h.ctx.credentials.pollExternalChanges()).toBe(false);
+    } finally {
+      h.close();
+    }
+  });
+
+  test("issued tokens resolve until revoked or expired", async () => {
+    const h = testApp();
+    try {
+      const id = newId("usr");
+      h.ctx.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, 'a@b.c', 'x', 'editor', 'x', 'x')", [id]);
+      h.ctx.credentials.reload();
+      const { token, expiresAt } = await h.ctx.credentials.issueToken(id, "editor");
+      const ok = await h.ctx.credentials.resolve(`Bearer ${token}`);
+      expect(ok.principal).toMatchObject({ kind: "user", id, role: "editor", expiresAt });
+      h.ctx.credentials.revoke((ok.principal as { jti: string }).jti, expiresAt);
+      expect(await h.ctx.credentials.resolve(`Bearer ${token}`)).toEqual({ principal: null, failure: "token" });
+      const second = (await h.ctx.credentials.issueToken(id, "editor")).token;
+      h.clock.advance(3600_000);
+      expect((await h.ctx.credentials.resolve(`Bearer ${second}`)).principal).toBeNull();
+    } finally {
+      h.close();
+    }
+  });
+});
