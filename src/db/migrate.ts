@@ -7,6 +7,7 @@
 import type { Database } from "bun:sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { OperatorError } from "../lib/errors";
+import { sha256Hex } from "../lib/secrets";
 import { journal, migrationSql } from "./migrations";
 
 const MIGRATIONS_TABLE = "__drizzle_migrations";
@@ -27,7 +28,7 @@ export const MIGRATIONS: readonly MigrationMeta[] = journal.entries.map((entry) 
     sql: text.split("--> statement-breakpoint"),
     bps: entry.breakpoints,
     folderMillis: entry.when,
-    hash: new Bun.CryptoHasher("sha256").update(text).digest("hex"),
+    hash: sha256Hex(text),
   };
 });
 

@@ -10,7 +10,7 @@ export const KEY_RANDOM_LENGTH = 32;
 const SHOWN_RANDOM = 6;
 
 export function sha256Hex(text: string): string {
-  return new Bun.CryptoHasher("sha256").update(text).digest("hex");
+  return Bun.SHA256.hash(text, "hex");
 }
 
 export function generateSecret(prefix: string): { secret: string; hash: string; keyPrefix: string } {

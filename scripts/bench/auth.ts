@@ -1,0 +1,81 @@
+/**
+ * Cost of authentication, rate limiting and authorization per request.
+ * Two HTTPS servers in this process, built from the same blocks (pipeline, one trivial
+ * route, the same TLS certificate): "guarded" resolves an eval key, counts it against the
+ * rate limiter and checks the route's access group; "bare" skips all three. wrk drives each
+ * in turn, alternating, and the figures are compared within this one run.
+ * Target: the guarded route keeps at least 90 % of the bare route's throughput.
+ * Usage: bun scripts/bench/auth.ts [--seconds N] [--rounds N]
+ */
+import { rmSync } from "node:fs";
+import { Elysia } from "elysia";
+import { bootstrap } from "../../src/bootstrap";
+import { loadConfig } from "../../src/config";
+import { accessGuard, admitter } from "../../src/http/auth";
+import { pipeline } from "../../src/http/pipeline";
+import { createLogger } from "../../src/lib/log";
+import { createContext } from "../../src/server";
+import { loadTls } from "../../src/tls";
+import { seedApiKey, tempDir } from "../../test/helpers";
+import { ensureWrk, runWrk } from "../lib/wrk";
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const seconds = arg("--seconds", 5);
+const rounds = arg("--rounds", 3);
+
+ensureWrk();
+const dir = tempDir("flagsvc-bench-auth-");
+const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "warn", SVC_RATE_LIMITS: "eval:100000000" });
+const log = createLogger({ level: "warn", format: "json" });
+const ctx = createContext(config, { log });
+bootstrap(ctx);
+const tls = await loadTls(config);
+const key = seedApiKey(ctx, "eval").secret;
+const body = { ok: true };
+
+const options = { normalize: false } as const;
+type Routes = readonly { method: string; path: string }[];
+const guardedApp = new Elysia(options);
+const guarded = guardedApp
+  .use(pipeline({ log, behindProxy: false, routes: (): Routes => guardedApp.routes, admit: admitter(ctx) }))
+  .use(accessGuard())
+  .get("/bench", () => body, { access: "evaluate" })
+  .listen({ hostname: "127.0.0.1", port: 0, reusePort: false, tls: { cert: tls.cert, key: tls.key } });
+const bareApp = new Elysia(options);
+const bare = bareApp
+  .use(pipeline({ log, behindProxy: false, routes: (): Routes => bareApp.routes, admit: async () => {} }))
+  .get("/bench", () => body)
+  .listen({ hostname: "127.0.0.1", port: 0, reusePort: false, tls: { cert: tls.cert, key: tls.key } });
+
+const servers = { bare: bare.server!.port!, guarded: guarded.server!.port! };
+const check = await fetch(`https://127.0.0.1:${servers.guarded}/bench`, { headers: { authorization: `Bearer ${key}` }, tls: { rejectUnauthorized: false } });
+if (check.status !== 200) throw new Error(`the guarded route answered ${check.status}`);
+const refused = await fetch(`https://127.0.0.1:${servers.guarded}/bench`, { tls: { rejectUnauthorized: false } });
+if (refused.status !== 401) throw new Error(`the guarded route without a key answered ${refused.status}`);
+
+console.log(`wrk -t1 -c50 -d${seconds}s, ${rounds} rounds alternating, GET /bench with an eval key`);
+const results: Record<keyof typeof servers, number[]> = { bare: [], guarded: [] };
+for (let round = 1; round <= rounds; round++) {
+  for (const name of ["bare", "guarded"] as const) {
+    const r = await runWrk({ url: `https://127.0.0.1:${servers[name]}/bench`, seconds, headers: { authorization: `Bearer ${key}` } });
+    if (r.non2xx > 0) throw new Error(`${name}: ${r.non2xx} non-2xx answers`);
+    results[name].push(r.rps);
+    console.log(`  round ${round} ${name.padEnd(7)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms`);
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const b = median(results.bare);
+const g = median(results.guarded);
+const ratio = g / b;
+console.log(`bare     median ${Math.round(b)} req/s`);
+console.log(`guarded  median ${Math.round(g)} req/s`);
+console.log(`guarded / bare = ${(ratio * 100).toFixed(1)} % (cost ${((1 - ratio) * 100).toFixed(1)} %; target: cost under 10 %: ${ratio >= 0.9 ? "met" : "NOT met"})`);
+
+guarded.stop(true);
+bare.stop(true);
+ctx.close();
+rmSync(dir, { recursive: true, force: true });
+process.exit(0);

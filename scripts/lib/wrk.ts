@@ -1,0 +1,52 @@
+/** Runs wrk (Debian package `wrk`) and reads its figures. Only 127.0.0.1 is a legal target. */
+
+export function ensureWrk(): void {
+  if (Bun.which("wrk")) return;
+  console.log("wrk is missing: installing the Debian package");
+  const install = Bun.spawnSync(["bash", "-c", "apt-get update -qq && apt-get install -y -qq wrk"], { stdout: "inherit", stderr: "inherit" });
+  if (install.exitCode !== 0 || !Bun.which("wrk")) throw new Error("cannot install wrk (apt-get install wrk)");
+}
+
+export interface WrkResult {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+}
+
+const LUA_BODY = `
+wrk.method = os.getenv("WRK_METHOD") or "GET"
+local body = os.getenv("WRK_BODY")
+if body and body ~= "" then wrk.body = body; wrk.headers["Content-Type"] = "application/json" end
+`;
+
+export async function runWrk(opts: {
+  url: string;
+  seconds: number;
+  connections?: number;
+  headers?: Record<string, string>;
+  method?: string;
+  body?: string;
+}): Promise<WrkResult> {
+  if (!new URL(opts.url).hostname.startsWith("127.0.0.1")) throw new Error("load tests target 127.0.0.1 only");
+  const script = `/tmp/flagsvc-wrk-${process.pid}.lua`;
+  await Bun.write(script, LUA_BODY);
+  const args = ["wrk", "-t1", `-c${opts.connections ?? 50}`, `-d${opts.seconds}s`, "--latency", "-s", script];
+  for (const [k, v] of Object.entries(opts.headers ?? {})) args.push("-H", `${k}: ${v}`);
+  args.push(opts.url);
+  const proc = Bun.spawn(args, { stdout: "pipe", stderr: "pipe", env: { ...process.env, WRK_METHOD: opts.method ?? "GET", WRK_BODY: opts.body ?? "" } });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`wrk failed (${code}): ${err || out}`);
+  const ms = (label: string) => {
+    const m = out.match(new RegExp(`^\\s*${label}\\s+([\\d.]+)(us|ms|s)`, "m"));
+    if (!m) return NaN;
+    const v = Number(m[1]);
+    return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
+  };
+  return {
+    rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN),
+    p50Ms: ms("50%"),
+    p99Ms: ms("99%"),
+    non2xx: Number(out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0),
+  };
+}
