@@ -6,3 +6,23 @@
 import { Type, type IntegerOptions } from "@sinclair/typebox";
 
 export const ResponseInt = (options?: IntegerOptions) => Type.Integer(options);
+
+/** An integer in a request body: plain TypeBox, so `"60"` is a 400 rather than coerced. */
+export const BodyInt = (options?: IntegerOptions) => Type.Integer(options);
+
+/** Slugs of decisions §2: kebab-case, 1 to 64 characters. */
+export const SLUG_PATTERN = "^[a-z0-9]+(-[a-z0-9]+)*$";
+export const Slug = (description = "kebab-case, 1 to 64 characters") =>
+  Type.String({
+    pattern: SLUG_PATTERN,
+    minLength: 1,
+    maxLength: 64,
+    description,
+    error: "Must be kebab-case (a-z, 0-9, single hyphens between), 1 to 64 characters",
+  });
+
+/**
+ * The OpenAPI entry of a 204 route, for `detail.responses`. A `response: { 204: t.Void() }`
+ * schema would come out as `content: { type: "void" }`, which is not valid OpenAPI.
+ */
+export const noContent = (description = "Done; no body") => ({ 204: { description } });

@@ -1,5 +1,79 @@
-/** Project API keys: routes. */
+/** Project API keys: routes (decisions §4). */
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
+import { principalOf } from "../../http/auth";
+import { noContent } from "../../http/schema";
+import { validationError } from "../../http/errors";
+import { ApiKeyList, ApiKeyWithSecret, KeyParams, MAX_GRACE_SECONDS, NewApiKey, ProjectParams, RotateBody } from "./model";
+import { createApiKey, deleteApiKey, listApiKeys, rotateApiKey } from "./service";
 
-export const apiKeysRoutes = (_ctx: AppContext) => new Elysia({ name: "flagsvc/api-keys" });
+const TAGS = ["API keys"];
+const WHO =
+  "mgmt and full keys (their own project only), admin keys, login JWTs (read: any role; write: admin and editor). A mgmt key cannot create, rotate or delete full keys (403 FORBIDDEN).";
+
+export const apiKeysRoutes = (ctx: AppContext) =>
+  new Elysia({ name: "flagsvc/api-keys" })
+    .get("/v1/projects/:slug/api-keys", ({ params }) => ({ apiKeys: listApiKeys(ctx, params.slug) }), {
+      access: "apiKeys",
+      params: ProjectParams,
+      response: { 200: ApiKeyList },
+      detail: {
+        tags: TAGS,
+        summary: "List a project's API keys",
+        description: `Oldest first. Never includes the secret \`key\`. \`lastUsedAt\` is the last authenticated use (null: never). Who: ${WHO}`,
+      },
+    })
+    .post(
+      "/v1/projects/:slug/api-keys",
+      (c) => c.status(201, createApiKey(ctx, principalOf(c), c.params.slug, c.body)),
+      {
+        access: "apiKeys",
+        params: ProjectParams,
+        body: NewApiKey,
+        response: { 201: ApiKeyWithSecret },
+        detail: {
+          tags: TAGS,
+          summary: "Create an API key",
+          description: `\`name\` 1 to 200 characters; \`scope\` eval, test, mgmt or full; \`environment\` the slug of one of the project's environments (an unknown one is 400 VALIDATION_ERROR at \`body.environment\`). The key \`svc_sk_{scope}_\` + 32 base62 characters is in this response only; the service keeps its SHA-256. It works from the next request on. Who: ${WHO}`,
+        },
+      },
+    )
+    .post(
+      "/v1/api-keys/:keyId/rotate",
+      (c) => {
+        const body = c.body as unknown;
+        if (body !== undefined && body !== null && (typeof body !== "object" || Array.isArray(body))) {
+          throw validationError("Invalid request", [{ path: "body", message: "Expected object" }]);
+        }
+        const grace = c.body?.gracePeriodSeconds ?? 0;
+        return rotateApiKey(ctx, principalOf(c), c.params.keyId, grace);
+      },
+      {
+        access: "apiKeys",
+        params: KeyParams,
+        body: RotateBody,
+        response: { 200: ApiKeyWithSecret },
+        detail: {
+          tags: TAGS,
+          summary: "Rotate an API key",
+          description: `Issues a new secret for the same key (id, name, scope and environment stay); the new \`key\` is in this response only. Optional body \`{ "gracePeriodSeconds": 0..${MAX_GRACE_SECONDS} }\` (default 0): the old secret keeps working for that long, then 401; with 0 it is refused at once. Rotating again ends any earlier grace: only the secret just replaced stays valid. API-key callers may only rotate keys of their own project (403). Unknown key 404. Who: ${WHO}`,
+        },
+      },
+    )
+    .delete(
+      "/v1/api-keys/:keyId",
+      (c) => {
+        deleteApiKey(ctx, principalOf(c), c.params.keyId);
+        return c.status(204);
+      },
+      {
+        access: "apiKeys",
+        params: KeyParams,
+        detail: {
+          tags: TAGS,
+          summary: "Delete (revoke) an API key",
+          responses: noContent("Deleted"),
+          description: `The key is refused (401) from the next request on, including any rotated-out secret still in its grace period. API-key callers may only delete keys of their own project (403); a key may delete itself. Unknown key 404. Who: ${WHO}`,
+        },
+      },
+    );

@@ -1,0 +1,72 @@
+/** Projects and environments: request and response schemas. */
+import { t } from "elysia";
+import { Slug } from "../../http/schema";
+
+export const NAME_MAX = 200;
+/** How many environments `POST /v1/projects` accepts at once. */
+export const MAX_ENVIRONMENTS_ON_CREATE = 50;
+
+export const Name = () =>
+  t.String({ minLength: 1, maxLength: NAME_MAX, error: `Must be a string of 1 to ${NAME_MAX} characters` });
+
+const Timestamp = (description: string) => t.String({ format: "date-time", description });
+
+export const Environment = t.Object(
+  {
+    id: t.String({ description: "env_..." }),
+    slug: t.String(),
+    name: t.String(),
+    createdAt: Timestamp("ISO 8601 UTC with milliseconds"),
+  },
+  { title: "Environment" },
+);
+
+export const Project = t.Object(
+  {
+    id: t.String({ description: "proj_..." }),
+    slug: t.String(),
+    name: t.String(),
+    environments: t.Array(Environment, { description: "In the order they were added" }),
+    createdAt: Timestamp("ISO 8601 UTC with milliseconds"),
+    updatedAt: Timestamp("Changes when the project's own fields change"),
+  },
+  { title: "Project" },
+);
+
+export const ProjectList = t.Object({ projects: t.Array(Project) }, { title: "ProjectList" });
+export const EnvironmentList = t.Object({ environments: t.Array(Environment) }, { title: "EnvironmentList" });
+
+export const NewEnvironment = t.Object(
+  { slug: Slug("Environment slug: kebab-case, 1 to 64 characters, unique in the project"), name: Name() },
+  { additionalProperties: false, title: "NewEnvironment" },
+);
+
+export const NewProject = t.Object(
+  {
+    slug: Slug("Project slug: kebab-case, 1 to 64 characters, unique, immutable"),
+    name: Name(),
+    environments: t.Optional(
+      t.Array(NewEnvironment, {
+        minItems: 1,
+        maxItems: MAX_ENVIRONMENTS_ON_CREATE,
+        description: `1 to ${MAX_ENVIRONMENTS_ON_CREATE} environments with distinct slugs; omitted: development, staging, production`,
+      }),
+    ),
+  },
+  { additionalProperties: false, title: "NewProject" },
+);
+
+export const ProjectPatch = t.Object(
+  { name: t.Optional(Name()) },
+  { additionalProperties: false, title: "ProjectPatch" },
+);
+
+/**
+ * Path values are not shape-checked: a slug that names no project is a 404 whatever it looks
+ * like (and, for an API key, another project's 403 comes first).
+ */
+export const ProjectParams = t.Object({ slug: t.String({ description: "Project slug" }) });
+export const EnvironmentParams = t.Object({
+  slug: t.String({ description: "Project slug" }),
+  environment: t.String({ description: "Environment slug" }),
+});
