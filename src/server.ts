@@ -41,7 +41,7 @@ export function createApp(ctx: AppContext) {
   return app
     .use(pipeline({ log: ctx.log, behindProxy: ctx.config.behindProxy, routes: () => app.routes, admit: admitter(ctx) }))
     .use(accessGuard())
-    .use(docsRoutes())
+    .use(docsRoutes(() => app))
     .use(healthRoutes(ctx))
     .use(authRoutes(ctx))
     .use(usersRoutes(ctx))

@@ -71,8 +71,10 @@ export function principalOf(c: object): Principal {
 export const accessGuard = () =>
   new Elysia({ name: "flagsvc/access" })
     .macro({
+      // `transform` runs before validation: a caller without access learns nothing about the
+      // body it sent (401/403 come before 400).
       access: (group: AccessGroup) => ({
-        beforeHandle(c) {
+        transform(c) {
           const { auth } = c as unknown as AuthState;
           const slug = (c.params as Record<string, string> | undefined)?.slug;
           const d = decide(auth.principal, group, c.request.method, slug, auth.failure === "token" ? "token" : "key");

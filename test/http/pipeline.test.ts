@@ -295,6 +295,17 @@ describe("API docs", () => {
     const health = doc.paths["/v1/health"].get;
     expect(Object.keys(health.responses)).toEqual(expect.arrayContaining(["200", "503"]));
     expect(doc.paths["/v1/docs"]).toBeUndefined();
+    expect(doc.paths["/v1/openapi.json"]).toBeUndefined();
+  });
+
+  test("request bodies are documented as application/json with the route's schema", async () => {
+    const doc = await json(await h.request("GET", "/v1/openapi.json"));
+    const create = doc.paths["/v1/projects"].post.requestBody;
+    expect(create.required).toBe(true);
+    expect(create.content["application/json"].schema).toMatchObject({ type: "object", additionalProperties: false, required: ["slug", "name"] });
+    const rotate = doc.paths["/v1/api-keys/{keyId}/rotate"].post.requestBody;
+    expect(rotate.required).toBe(false);
+    expect(Object.keys(rotate.content)).toEqual(["application/json"]);
   });
 
   test("the reference page loads only local resources", async () => {

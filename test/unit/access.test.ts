@@ -103,7 +103,7 @@ describe("credential registry", () => {
     const h = testApp();
     try {
       const { id, secret } = seedApiKey(h.ctx, "eval");
-      const admin = seedAdminKey(h.ctx);
+      const admin = seedAdminKey(h.ctx, "flush test");
       h.clock.ms = Date.parse("2026-11-22T11:00:00.000Z");
       await h.request("GET", "/v1/health", { headers: bearer(secret) });
       await h.request("GET", "/v1/health", { headers: bearer(admin) });
@@ -112,7 +112,7 @@ describe("credential registry", () => {
       expect(h.ctx.credentials.lastUsedAt(id)).toBe(h.clock.ms);
       h.ctx.credentials.flushLastUsed();
       expect(stored().last_used_at).toBe("2026-11-22T11:00:00.000Z");
-      expect(h.ctx.sqlite.query("SELECT last_used_at FROM admin_keys").get()).toEqual({ last_used_at: "2026-11-22T11:00:00.000Z" });
+      expect(h.ctx.sqlite.query("SELECT last_used_at FROM admin_keys WHERE name = 'flush test'").get()).toEqual({ last_used_at: "2026-11-22T11:00:00.000Z" });
     } finally {
       h.close();
     }

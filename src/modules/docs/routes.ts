@@ -1,65 +1,108 @@
 /**
  * The API document (`GET /v1/openapi.json`) and its reference page (`GET /v1/docs`), served
  * entirely from the binary: the page's script is vendored, so it works air-gapped.
+ *
+ * The document comes from @elysiajs/openapi's generator over every route of the app. One
+ * thing is added here: request bodies. The generator lists a body's media types from named
+ * parsers only, and ours is a function (src/http/pipeline.ts: JSON with the 1 MiB limit), so
+ * each route's own body schema (TypeBox is JSON Schema) is put back as `application/json`.
  */
-import { openapi } from "@elysiajs/openapi";
-import { Elysia } from "elysia";
+import { toOpenAPISchema } from "@elysiajs/openapi";
+import { OptionalKind, type TSchema } from "@sinclair/typebox";
+import { Elysia, type AnyElysia } from "elysia";
 import { VERSION } from "../../version";
 import scalarScript from "./vendor/scalar-api-reference.js.asset" with { type: "file" };
 
+const SPEC_PATH = "/v1/openapi.json";
+const PAGE_PATH = "/v1/docs";
 const SCRIPT_PATH = "/v1/docs/scalar.js";
 
 const DESCRIPTION = `Self-hosted feature-flag service.
 
 Every request carries \`Authorization: Bearer <credential>\` (an API key \`svc_sk_{scope}_...\`, an admin key
-\`svc_admin_...\` or a login JWT), except \`GET /v1/health\` and these documentation routes.
+\`svc_admin_...\` or a login JWT), except \`GET /v1/health\`, \`POST /v1/auth/login\` and these documentation routes.
 Errors have the body \`{ "error": CODE, "message": TEXT }\`, plus \`details: [{ path, message }]\` for
-validation errors. Every response carries \`X-Request-Id\` (an incoming sane one is kept).
+validation errors. Every response carries \`X-Request-Id\` (an incoming sane one is kept) and
+\`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, \`X-RateLimit-Reset\`.
 Request bodies are JSON (\`Content-Type: application/json\`), at most 1 MiB; unknown fields are rejected.`;
 
-export const docsRoutes = () =>
-  new Elysia({ name: "flagsvc/docs" })
-    .use(
-      openapi({
-        path: "/v1/docs",
-        specPath: "/v1/openapi.json",
-        exclude: { paths: ["/v1/docs", SCRIPT_PATH, "/v1/openapi.json"] },
-        documentation: {
-          info: { title: "flagsvc API", version: VERSION, description: DESCRIPTION },
-          components: {
-            schemas: {
-              Error: {
-                type: "object",
-                required: ["error", "message"],
-                properties: {
-                  error: { type: "string", description: "VALIDATION_ERROR, UNAUTHORIZED, FORBIDDEN, PRO_EDITION_REQUIRED, HTTPS_REQUIRED, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, PAYLOAD_TOO_LARGE, RATE_LIMITED or INTERNAL_ERROR" },
-                  message: { type: "string" },
-                  details: {
-                    type: "array",
-                    description: "VALIDATION_ERROR only: one entry per problem; path reads like body.variants[0].key or query.page",
-                    items: { type: "object", required: ["path", "message"], properties: { path: { type: "string" }, message: { type: "string" } } },
-                  },
-                  retryAfter: { type: "integer", description: "RATE_LIMITED only: seconds until the window resets" },
-                },
-              },
-            },
-            securitySchemes: {
-              bearer: { type: "http", scheme: "bearer", description: "API key, admin key or login JWT" },
-            },
-          },
-          security: [{ bearer: [] }],
-        },
-        scalar: {
-          url: "/v1/openapi.json",
-          cdn: SCRIPT_PATH,
-          withDefaultFonts: false,
-          hideClientButton: true,
-          telemetry: false,
-        } as never,
-      }),
-    )
-    .get(SCRIPT_PATH, ({ set }) => {
-      set.headers["content-type"] = "text/javascript; charset=utf-8";
-      set.headers["cache-control"] = "public, max-age=86400";
-      return Bun.file(scalarScript);
-    });
+const ERROR_SCHEMA = {
+  type: "object",
+  required: ["error", "message"],
+  properties: {
+    error: {
+      type: "string",
+      description:
+        "VALIDATION_ERROR, UNAUTHORIZED, FORBIDDEN, PRO_EDITION_REQUIRED, HTTPS_REQUIRED, NOT_FOUND, METHOD_NOT_ALLOWED, CONFLICT, PAYLOAD_TOO_LARGE, RATE_LIMITED or INTERNAL_ERROR",
+    },
+    message: { type: "string" },
+    details: {
+      type: "array",
+      description: "VALIDATION_ERROR only: one entry per problem; path reads like body.variants[0].key or query.page",
+      items: { type: "object", required: ["path", "message"], properties: { path: { type: "string" }, message: { type: "string" } } },
+    },
+    retryAfter: { type: "integer", description: "RATE_LIMITED only: seconds until the window resets" },
+  },
+};
+
+type Operation = { requestBody?: unknown };
+
+function buildDocument(app: AnyElysia) {
+  const { paths, components } = toOpenAPISchema(app, { paths: [SPEC_PATH, PAGE_PATH, SCRIPT_PATH] }, undefined, undefined, "3.1.2");
+  for (const route of app.routes) {
+    const body = route.hooks?.body as TSchema | undefined;
+    const operation = (paths as Record<string, Record<string, Operation>>)[route.path.replace(/:([^/]+)/g, "{$1}")]?.[route.method.toLowerCase()];
+    if (body === undefined || typeof body !== "object" || operation === undefined) continue;
+    operation.requestBody = {
+      required: body[OptionalKind] !== "Optional",
+      content: { "application/json": { schema: JSON.parse(JSON.stringify(body)) } },
+    };
+  }
+  return {
+    openapi: "3.1.2",
+    info: { title: "flagsvc API", version: VERSION, description: DESCRIPTION },
+    security: [{ bearer: [] }],
+    paths,
+    components: {
+      ...components,
+      schemas: { ...components?.schemas, Error: ERROR_SCHEMA },
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "API key, admin key or login JWT" } },
+    },
+  };
+}
+
+const PAGE = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>flagsvc API</title>
+  </head>
+  <body>
+    <script id="api-reference" data-configuration='${JSON.stringify({
+      url: SPEC_PATH,
+      withDefaultFonts: false,
+      hideClientButton: true,
+      telemetry: false,
+    })}'></script>
+    <script src="${SCRIPT_PATH}"></script>
+  </body>
+</html>`;
+
+/** `root` gives the whole app: the document describes every route, built once on first use. */
+export const docsRoutes = (root: () => AnyElysia) => {
+  let document: ReturnType<typeof buildDocument> | undefined;
+  const hidden = { detail: { hide: true } };
+  return new Elysia({ name: "flagsvc/docs" })
+    .get(SPEC_PATH, () => (document ??= buildDocument(root())), hidden)
+    .get(PAGE_PATH, () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8" } }), hidden)
+    .get(
+      SCRIPT_PATH,
+      ({ set }) => {
+        set.headers["content-type"] = "text/javascript; charset=utf-8";
+        set.headers["cache-control"] = "public, max-age=86400";
+        return Bun.file(scalarScript);
+      },
+      hidden,
+    );
+};
