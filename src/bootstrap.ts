@@ -1,14 +1,16 @@
 /**
  * First start on an empty data dir (decisions §1): create what a new instance needs, once.
  * Each step runs in order inside one transaction and may add lines to the start banner;
- * a step that creates a secret prints it here, once. Later modules add their own steps
- * (the identity module adds the first admin user and admin key).
+ * a step that creates a secret prints it here, once. Later modules add their own steps.
  */
 import { eq } from "drizzle-orm";
 import type { AppContext } from "./context";
 import { transaction } from "./db/client";
 import { settings } from "./db/schema";
 import { iso } from "./lib/clock";
+import { randomBase62 } from "./lib/ids";
+import { countAdminKeys, createAdminKey } from "./modules/admin-keys/service";
+import { countUsers, hashPasswordSync, insertUser } from "./modules/users/service";
 import { countProjects, createProject, DEFAULT_ENVIRONMENTS } from "./modules/projects/service";
 
 export interface BootstrapStep {
@@ -18,6 +20,7 @@ export interface BootstrapStep {
 }
 
 const BOOTSTRAPPED_AT = "bootstrapped_at";
+const GENERATED_PASSWORD_LENGTH = 20;
 
 const defaultProject: BootstrapStep = {
   name: "default project",
@@ -29,13 +32,36 @@ const defaultProject: BootstrapStep = {
   },
 };
 
-/** Where credentials come from. The identity module replaces this step with the first admin user and key. */
+/**
+ * The first admin user (SVC_ADMIN_EMAIL / SVC_ADMIN_PASSWORD, the password generated when
+ * unset) when no user exists, and the first admin key (SVC_ADMIN_KEY, else generated) when no
+ * admin key exists. On the first start only, or later when neither a user nor an admin key
+ * exists (an instance bootstrapped by a version without identity, which nobody could enter).
+ * A generated secret is printed here, once; a configured one never is.
+ */
 const credentials: BootstrapStep = {
   name: "credentials",
-  run: (_ctx, firstStart) =>
-    firstStart
-      ? ["Credentials: none exist yet. Login users and API keys arrive with the identity module;", "until then this version serves only /v1/health and the API docs."]
-      : [],
+  run(ctx, firstStart) {
+    const noUser = countUsers(ctx) === 0;
+    const noKey = countAdminKeys(ctx) === 0;
+    if (!firstStart && !(noUser && noKey)) return [];
+    const lines: string[] = [];
+    let generated = false;
+    if (noUser) {
+      const password = ctx.config.adminPassword ?? randomBase62(GENERATED_PASSWORD_LENGTH);
+      const user = insertUser(ctx, ctx.clock, { email: ctx.config.adminEmail, passwordHash: hashPasswordSync(password), role: "admin" });
+      generated ||= ctx.config.adminPassword === undefined;
+      lines.push(`Admin login:  ${user.email} / ${ctx.config.adminPassword === undefined ? password : "(password from SVC_ADMIN_PASSWORD)"}`);
+    }
+    if (noKey) {
+      const key = createAdminKey(ctx, ctx.clock, { name: "bootstrap" }, ctx.config.adminKey);
+      generated ||= ctx.config.adminKey === undefined;
+      lines.push(`Admin key:    ${ctx.config.adminKey === undefined ? key.key : "(from SVC_ADMIN_KEY)"}`);
+    }
+    if (lines.length === 0) return [];
+    ctx.credentials.reload();
+    return generated ? [...lines, "Store these now: generated secrets are shown only this once."] : lines;
+  },
 };
 
 export const BOOTSTRAP_STEPS: BootstrapStep[] = [defaultProject, credentials];

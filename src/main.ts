@@ -1,12 +1,18 @@
 /**
- * The `flagsvc` command line: serve (default), migrate, backup, healthcheck, version, help.
+ * The `flagsvc` command line: serve (default), migrate, backup, admin (create-user,
+ * create-key), healthcheck, version, help.
  * Exit codes: 0 success, 1 failure at run time, 2 bad usage or configuration.
  */
 import { closeSync, existsSync, openSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ConfigError, describeOptions, isBooleanConfigFlag, isConfigFlag, loadConfig, type Config } from "./config";
-import { DB_FILE, openDatabase } from "./db/client";
+import { DB_FILE, openDatabase, type Store } from "./db/client";
+import { schemaStatus, SchemaTooNewError } from "./db/migrate";
+import { ApiError } from "./http/errors";
+import { systemClock } from "./lib/clock";
 import { OperatorError } from "./lib/errors";
+import { createAdminKey, validateNewAdminKey } from "./modules/admin-keys/service";
+import { createUser, validateNewUser } from "./modules/users/service";
 import { createLogger } from "./lib/log";
 import { openStore, StartupError, startServer, type RunningServer } from "./server";
 import { VERSION } from "./version";
@@ -15,13 +21,41 @@ class UsageError extends Error {}
 
 const BOOLEAN_WORDS = new Set(["true", "false", "1", "0", "yes", "no", "on", "off"]);
 
+/** A command's own options (`--email`), each taking a value, beside the configuration flags. */
+type Options = ReadonlyMap<string, string>;
+
 interface Command {
   usage: string;
   summary: string;
   /** Whether the configuration options apply (shown in its --help). */
   config: boolean;
-  run(args: string[], config: () => Config): Promise<number> | number;
+  /** Its own options: flag -> help text. */
+  options?: Record<string, string>;
+  /** Sub-commands (`flagsvc admin create-user`): the command itself only groups them. */
+  subcommands?: Record<string, Command>;
+  run(args: string[], config: () => Config, options: Options): Promise<number> | number;
 }
+
+const ADMIN_COMMANDS: Record<string, Command> = {
+  "create-user": {
+    usage: "flagsvc admin create-user --email EMAIL --password PASSWORD --role admin|editor|viewer [--data-dir DIR]",
+    summary: "Add a login user (works while the server runs; it notices within a second)",
+    config: true,
+    options: {
+      "--email": "Email address (stored lower-case, unique)",
+      "--password": "Password, at least 10 characters (mind your shell history)",
+      "--role": "admin, editor or viewer",
+    },
+    run: (args, config, options) => adminCreateUser(args, config(), options),
+  },
+  "create-key": {
+    usage: "flagsvc admin create-key [--name NAME] [--data-dir DIR]",
+    summary: "Create an admin key and print it (works while the server runs; it notices within a second)",
+    config: true,
+    options: { "--name": "A name to recognise the key by (default: cli)" },
+    run: (args, config, options) => adminCreateKey(args, config(), options),
+  },
+};
 
 const COMMANDS: Record<string, Command> = {
   serve: {
@@ -51,6 +85,15 @@ const COMMANDS: Record<string, Command> = {
     config: true,
     run: (args, config) => backup(args, config()),
   },
+  admin: {
+    usage: "flagsvc admin SUB-COMMAND [options]",
+    summary: "Manage credentials in the data dir: create-user, create-key",
+    config: false,
+    subcommands: ADMIN_COMMANDS,
+    run: () => {
+      throw new UsageError(`admin needs a sub-command: ${Object.keys(ADMIN_COMMANDS).join(", ")}`);
+    },
+  },
   healthcheck: {
     usage: "flagsvc healthcheck [--port PORT] [--host HOST]",
     summary: "Ask the local server's GET /v1/health; exit 0 when it answers 200 (for container health checks)",
@@ -71,13 +114,17 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   help: {
-    usage: "flagsvc help [COMMAND]",
+    usage: "flagsvc help [COMMAND [SUB-COMMAND]]",
     summary: "Show help for flagsvc or one command",
     config: false,
     run: (args) => {
-      const name = args[0];
-      if (name !== undefined && !(name in COMMANDS)) throw new UsageError(`unknown command "${name}"`);
-      console.log(name ? commandHelp(name) : mainHelp());
+      const [name, sub] = args;
+      if (name === undefined) {
+        console.log(mainHelp());
+        return 0;
+      }
+      resolveCommand(name, sub, false);
+      console.log(commandHelp(name, sub));
       return 0;
     },
   },
@@ -102,14 +149,55 @@ function mainHelp(): string {
   ].join("\n");
 }
 
-function commandHelp(name: string): string {
-  const c = COMMANDS[name]!;
-  return [`Usage: ${c.usage}`, "", c.summary, ...(c.config ? ["", "Options (flag, variable, meaning):", describeOptions()] : [])].join("\n");
+function commandHelp(name: string, sub?: string): string {
+  const c = sub === undefined ? COMMANDS[name]! : COMMANDS[name]!.subcommands![sub]!;
+  const own = Object.entries(c.options ?? {});
+  const width = Math.max(0, ...own.map(([f]) => f.length + " VALUE".length));
+  const subs = Object.entries(c.subcommands ?? {});
+  const subWidth = Math.max(0, ...subs.map(([n]) => n.length));
+  return [
+    `Usage: ${c.usage}`,
+    "",
+    c.summary,
+    ...(subs.length > 0
+      ? ["", "Sub-commands:", ...subs.map(([n, s]) => `  ${n.padEnd(subWidth)}  ${s.summary}`), "", `Run \`flagsvc ${name} SUB-COMMAND --help\` for its options.`]
+      : []),
+    ...(own.length > 0 ? ["", "Options:", ...own.map(([f, d]) => `  ${`${f} VALUE`.padEnd(width)}  ${d}`)] : []),
+    ...(c.config ? ["", "Configuration options (flag, variable, meaning):", describeOptions()] : []),
+  ].join("\n");
 }
 
-/** Splits argv into command, positionals, config flags and --help. */
+/** Every command's own options, across sub-commands: all take a value. */
+function ownOptionNames(commands: Record<string, Command> = COMMANDS, into = new Set<string>()): Set<string> {
+  for (const c of Object.values(commands)) {
+    for (const f of Object.keys(c.options ?? {})) into.add(f);
+    if (c.subcommands) ownOptionNames(c.subcommands, into);
+  }
+  return into;
+}
+
+/** The command (or sub-command) to run; throws UsageError for an unknown one. */
+function resolveCommand(name: string, sub: string | undefined, needSub: boolean): Command {
+  const c = COMMANDS[name];
+  if (c === undefined) throw new UsageError(`unknown command "${name}"`);
+  if (!c.subcommands) return c;
+  if (sub === undefined) {
+    if (needSub) throw new UsageError(`${name} needs a sub-command: ${Object.keys(c.subcommands).join(", ")} (see flagsvc ${name} --help)`);
+    return c;
+  }
+  const s = c.subcommands[sub];
+  if (s === undefined) throw new UsageError(`unknown ${name} sub-command "${sub}" (expected ${Object.keys(c.subcommands).join(" or ")})`);
+  return s;
+}
+
+/**
+ * Splits argv into command (and sub-command), positionals, config flags, the command's own
+ * options and --help.
+ */
 export function parseArgs(argv: string[]) {
   const flags = new Map<string, string | true>();
+  const options = new Map<string, string>();
+  const own = ownOptionNames();
   const positionals: string[] = [];
   let help = false;
   for (let i = 0; i < argv.length; i++) {
@@ -122,6 +210,12 @@ export function parseArgs(argv: string[]) {
     } else if (arg.startsWith("--")) {
       const eq = arg.indexOf("=");
       const name = eq >= 0 ? arg.slice(0, eq) : arg;
+      if (own.has(name)) {
+        if (eq >= 0) options.set(name, arg.slice(eq + 1));
+        else if (i + 1 < argv.length) options.set(name, argv[++i]!);
+        else throw new UsageError(`option ${name} needs a value`);
+        continue;
+      }
       if (!isConfigFlag(name)) throw new UsageError(`unknown option ${name}`);
       if (eq >= 0) flags.set(name, arg.slice(eq + 1));
       else if (isBooleanConfigFlag(name)) {
@@ -139,8 +233,15 @@ export function parseArgs(argv: string[]) {
   }
   const first = positionals[0];
   const command = first === undefined ? "serve" : first;
-  if (!(command in COMMANDS)) throw new UsageError(`unknown command "${command}"`);
-  return { command, explicit: first !== undefined, args: positionals.slice(1), flags, help };
+  const grouped = COMMANDS[command]?.subcommands !== undefined;
+  const sub = grouped ? positionals[1] : undefined;
+  const target = resolveCommand(command, sub, !help);
+  for (const name of options.keys()) {
+    if (!(target.options && name in target.options)) {
+      throw new UsageError(`unknown option ${name} for flagsvc ${command}${sub ? ` ${sub}` : ""}`);
+    }
+  }
+  return { command, sub, explicit: first !== undefined, args: positionals.slice(grouped && sub !== undefined ? 2 : 1), flags, options, help };
 }
 
 async function serve(config: Config): Promise<number> {
@@ -237,6 +338,71 @@ function backup(args: string[], config: Config): number {
   return 0;
 }
 
+// ---- admin: credentials written beside a running server ---------------------------------------
+
+/**
+ * Opens the database without the data-dir lock (the running server holds it) and without
+ * migrating: the schema must be exactly this version's. The server notices the write through
+ * SQLite's data_version within a second.
+ */
+async function withDatabase<T>(config: Config, fn: (store: Store) => Promise<T> | T): Promise<T> {
+  const file = join(config.dataDir, DB_FILE);
+  if (!existsSync(file)) throw new OperatorError(`no database at ${file}: run flagsvc migrate first (or start flagsvc serve once)`);
+  const store = openDatabase(file);
+  try {
+    const status = schemaStatus(store.sqlite);
+    if (status.unknown > 0) throw new SchemaTooNewError(status.unknown);
+    if (status.pending > 0) throw new OperatorError(`the database schema is not up to date (${status.pending} pending migration(s)): run flagsvc migrate first`);
+    return await fn(store);
+  } finally {
+    store.sqlite.close();
+  }
+}
+
+/** A service's refusal as one CLI line: 400 -> usage (exit 2, naming the options), else exit 1. */
+function cliError(e: unknown): unknown {
+  if (!(e instanceof ApiError)) return e;
+  if (e.status === 400) {
+    const problems = (e.details ?? []).map((d) => `${d.path.replace(/^body\.?/, "--") || "input"}: ${d.message}`);
+    return new UsageError(problems.length > 0 ? problems.join("; ") : e.message);
+  }
+  return new OperatorError(e.message);
+}
+
+function requireOptions(options: Options, names: string[], what: string): void {
+  const missing = names.filter((n) => !options.has(n));
+  if (missing.length > 0) throw new UsageError(`${what} needs ${missing.join(", ")}`);
+}
+
+async function adminCreateUser(args: string[], config: Config, options: Options): Promise<number> {
+  noPositionals(args);
+  requireOptions(options, ["--email", "--password", "--role"], "admin create-user");
+  const input = { email: options.get("--email")!, password: options.get("--password")!, role: options.get("--role")! };
+  try {
+    validateNewUser(input); // bad values are usage errors, before the database is touched
+    const user = await withDatabase(config, (store) => createUser(store, systemClock, input));
+    console.log(`created user ${user.id} ${user.email} (${user.role})`);
+    return 0;
+  } catch (e) {
+    throw cliError(e);
+  }
+}
+
+async function adminCreateKey(args: string[], config: Config, options: Options): Promise<number> {
+  noPositionals(args);
+  const input = { name: options.get("--name") ?? "cli" };
+  try {
+    validateNewAdminKey(input);
+    const created = await withDatabase(config, (store) => createAdminKey(store, systemClock, input));
+    // The key alone on stdout (KEY=$(flagsvc admin create-key)); the note on stderr.
+    console.log(created.key);
+    console.error(`created admin key ${created.id} "${created.name}"; it is shown only this once`);
+    return 0;
+  } catch (e) {
+    throw cliError(e);
+  }
+}
+
 async function healthcheck(config: Config): Promise<number> {
   if (config.port === 0) throw new UsageError("healthcheck needs the server's port: set --port or SVC_PORT (0 means any free port)");
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host === "::" ? "[::1]" : config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -257,12 +423,13 @@ async function healthcheck(config: Config): Promise<number> {
 
 export async function main(argv: string[]): Promise<number> {
   try {
-    const { command, explicit, args, flags, help } = parseArgs(argv);
+    const { command, sub, explicit, args, flags, options, help } = parseArgs(argv);
     if (help) {
-      console.log(explicit && command !== "help" ? commandHelp(command) : mainHelp());
+      console.log(explicit && command !== "help" ? commandHelp(command, sub) : mainHelp());
       return 0;
     }
-    return await COMMANDS[command]!.run(args, () => loadConfig(process.env, flags, Boolean(process.stdout.isTTY)));
+    const target = resolveCommand(command, sub, true);
+    return await target.run(args, () => loadConfig(process.env, flags, Boolean(process.stdout.isTTY)), options);
   } catch (e) {
     if (e instanceof ConfigError || e instanceof UsageError) {
       console.error(`flagsvc: ${e.message}`);

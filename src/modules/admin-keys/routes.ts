@@ -1,5 +1,62 @@
-/** Admin keys: routes. */
+/** Admin keys: routes (admin key or admin JWT). */
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
+import { noContent } from "../../http/schema";
+import { accessGuard } from "../../http/auth";
+import { AdminKeyList, AdminKeyParams, NewAdminKey, NewAdminKeyResult } from "./model";
+import { createAdminKey, deleteAdminKey, listAdminKeys } from "./service";
 
-export const adminKeysRoutes = (_ctx: AppContext) => new Elysia({ name: "flagsvc/admin-keys" });
+const TAGS = ["Admin keys"];
+const ADMIN_ONLY = "Admin key or a JWT with role admin.";
+
+export const adminKeysRoutes = (ctx: AppContext) =>
+  new Elysia({ name: "flagsvc/admin-keys" })
+    .use(accessGuard())
+    .get("/v1/admin-keys", () => ({ adminKeys: listAdminKeys(ctx, (id) => ctx.credentials.lastUsedAt(id)) }), {
+      access: "admin",
+      response: { 200: AdminKeyList },
+      detail: {
+        tags: TAGS,
+        summary: "List admin keys",
+        description: `${ADMIN_ONLY} Oldest first. The secret is never listed, only \`keyPrefix\`. \`lastUsedAt\` is null for a key never used.`,
+      },
+    })
+    .post(
+      "/v1/admin-keys",
+      ({ body, status }) => {
+        const created = createAdminKey(ctx, ctx.clock, body);
+        ctx.credentials.reload();
+        return status(201, created);
+      },
+      {
+        access: "admin",
+        body: NewAdminKey,
+        response: { 201: NewAdminKeyResult },
+        detail: {
+          tags: TAGS,
+          summary: "Create an admin key",
+          description: `${ADMIN_ONLY} \`name\` 1 to 100 characters. The response's \`key\` (\`svc_admin_\` + 32 base62 characters) is shown only here; only its SHA-256 is stored. The key works at once.`,
+        },
+      },
+    )
+    .delete(
+      "/v1/admin-keys/:keyId",
+      ({ params, status }) => {
+        deleteAdminKey(ctx, params.keyId);
+        ctx.credentials.forget([params.keyId]);
+        ctx.credentials.reload();
+        return status(204);
+      },
+      {
+        access: "admin",
+        params: AdminKeyParams,
+        detail: {
+          responses: noContent("Deleted"),
+          tags: TAGS,
+          summary: "Delete (revoke) an admin key",
+          description:
+            `${ADMIN_ONLY} The key gets 401 at once. A key may delete itself. ` +
+            "The last admin key can be deleted only while an admin user exists (409 CONFLICT otherwise), so the instance always keeps a way in.",
+        },
+      },
+    );

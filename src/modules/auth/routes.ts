@@ -1,5 +1,78 @@
 /** Login, logout, me: routes. */
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
+import { noContent } from "../../http/schema";
+import { accessGuard, principalOf } from "../../http/auth";
+import { iso } from "../../lib/clock";
+import { User } from "../users/model";
+import { LoginBody, LoginResult } from "./model";
+import { dummy, login, LoginThrottle } from "./service";
 
-export const authRoutes = (_ctx: AppContext) => new Elysia({ name: "flagsvc/auth" });
+const TAGS = ["Authentication"];
+
+/** The user of a `session` route (the access table admits login tokens only). */
+function sessionOf(c: object) {
+  const p = principalOf(c);
+  if (p.kind !== "user") throw new Error("session route reached without a login token");
+  return p;
+}
+
+export const authRoutes = (ctx: AppContext) => {
+  const throttle = new LoginThrottle(ctx.clock);
+  void dummy(); // ready before the first login with an unknown email
+  return new Elysia({ name: "flagsvc/auth" })
+    .use(accessGuard())
+    .post(
+      "/v1/auth/login",
+      async ({ body }) => {
+        const { token, expiresAt, user } = await login(ctx, throttle, body);
+        return { token, expiresAt: iso(expiresAt), user };
+      },
+      {
+        body: LoginBody,
+        response: { 200: LoginResult },
+        detail: {
+          tags: TAGS,
+          summary: "Log in with email and password",
+          description:
+            "No credential needed. Returns a JWT (HS256, valid 1 hour, claims `sub`, `role`, `exp`, `iat`, `jti`) to send as `Authorization: Bearer <token>`. " +
+            "Emails are compared lower-case. A wrong email and a wrong password get the same 401 `Invalid email or password` after the same work. " +
+            "After 10 failed logins for one email within 15 minutes of the first, that email gets 429 `RATE_LIMITED` (with `retryAfter` and `Retry-After`), even with the right password, until the 15 minutes have passed; a successful login clears the count.",
+          security: [],
+        },
+      },
+    )
+    .post(
+      "/v1/auth/logout",
+      (c) => {
+        const p = sessionOf(c);
+        ctx.credentials.revoke(p.jti, p.expiresAt);
+        return c.status(204);
+      },
+      {
+        access: "session",
+        detail: {
+          responses: noContent("Logged out"),
+          tags: TAGS,
+          summary: "Log out (revoke this token)",
+          description: "A login token only (keys get 403). The token is revoked until it would have expired: using it again gets 401 `Invalid or expired token`. Other tokens of the same user stay valid.",
+        },
+      },
+    )
+    .get(
+      "/v1/auth/me",
+      (c) => {
+        const p = sessionOf(c);
+        return { id: p.id, email: p.email, role: p.role };
+      },
+      {
+        access: "session",
+        response: { 200: User },
+        detail: {
+          tags: TAGS,
+          summary: "The logged-in user",
+          description: "A login token only (keys get 403). Returns `{ id, email, role }`, the role as it is now (a changed role applies at once).",
+        },
+      },
+    );
+};

@@ -1,0 +1,103 @@
+/**
+ * Login: password check with equal work for unknown emails, and the failed-login lockout
+ * (decisions §4): after 10 failures for one email within 15 minutes of the first, that email
+ * gets 429 until those 15 minutes have passed, whatever the password. Held in memory with the
+ * injected clock; entries are dropped once their window ends, and the table is capped.
+ */
+import type { AppContext } from "../../context";
+import { ApiError } from "../../http/errors";
+import type { Clock } from "../../lib/clock";
+import { randomBase62 } from "../../lib/ids";
+import { findUserForLogin, hashPassword, normalizeEmail, type UserRecord } from "../users/service";
+
+export const MAX_FAILURES = 10;
+export const LOCKOUT_WINDOW_MS = 15 * 60_000;
+/** Emails tracked at most; past it the oldest entry goes (memory stays bounded under a spray). */
+const MAX_TRACKED = 100_000;
+
+export const INVALID_LOGIN = "Invalid email or password";
+
+interface Failures {
+  first: number;
+  count: number;
+}
+
+export class LoginThrottle {
+  /** By email, in order of the first failure of the current window (so expired ones lead). */
+  private failures = new Map<string, Failures>();
+
+  constructor(private readonly clock: Clock) {}
+
+  private sweep(now: number): void {
+    for (const [email, f] of this.failures) {
+      if (now - f.first < LOCKOUT_WINDOW_MS) break;
+      this.failures.delete(email);
+    }
+  }
+
+  /** Seconds until `email` may try again, or 0 when it may now. */
+  retryAfter(email: string): number {
+    const now = this.clock.now();
+    this.sweep(now);
+    const f = this.failures.get(email);
+    if (f === undefined || f.count < MAX_FAILURES) return 0;
+    return Math.max(1, Math.ceil((f.first + LOCKOUT_WINDOW_MS - now) / 1000));
+  }
+
+  fail(email: string): void {
+    const now = this.clock.now();
+    this.sweep(now);
+    const f = this.failures.get(email);
+    if (f !== undefined) {
+      f.count++;
+      return;
+    }
+    if (this.failures.size >= MAX_TRACKED) this.failures.delete(this.failures.keys().next().value!);
+    this.failures.set(email, { first: now, count: 1 });
+  }
+
+  succeed(email: string): void {
+    this.failures.delete(email);
+  }
+
+  /** Emails tracked now (tests). */
+  size(): number {
+    return this.failures.size;
+  }
+}
+
+let dummyHash: Promise<string> | undefined;
+/** An argon2id hash of a random password, made once: unknown emails verify against it. */
+export const dummy = () => (dummyHash ??= hashPassword(randomBase62(32)));
+
+const unauthorized = () => new ApiError(401, "UNAUTHORIZED", INVALID_LOGIN);
+
+export async function login(
+  ctx: AppContext,
+  throttle: LoginThrottle,
+  input: { email: string; password: string },
+): Promise<{ token: string; expiresAt: number; user: UserRecord }> {
+  const email = normalizeEmail(input.email);
+  const wait = throttle.retryAfter(email);
+  if (wait > 0) {
+    throw new ApiError(
+      429,
+      "RATE_LIMITED",
+      `Too many failed logins for this email; retry after ${wait} s`,
+      undefined,
+      { "retry-after": String(wait) },
+      { retryAfter: wait },
+    );
+  }
+  const user = findUserForLogin(ctx, email);
+  // The same argon2id verification whether or not the email exists.
+  const ok = await Bun.password.verify(input.password, user?.passwordHash ?? (await dummy()));
+  if (!user || !ok) {
+    throttle.fail(email);
+    throw unauthorized();
+  }
+  throttle.succeed(email);
+  const { token, expiresAt } = await ctx.credentials.issueToken(user.id, user.role);
+  ctx.credentials.pollExternalChanges(); // a user just created by `flagsvc admin create-user`
+  return { token, expiresAt, user: { id: user.id, email: user.email, role: user.role } };
+}
