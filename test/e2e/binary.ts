@@ -47,7 +47,12 @@ export function cleanup(): void {
   for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
-process.on("exit", cleanup);
+/** The build is shared by every e2e file of the run: removed only when the test process exits. */
+let buildDir: string | undefined;
+process.on("exit", () => {
+  cleanup();
+  if (buildDir) rmSync(buildDir, { recursive: true, force: true });
+});
 
 // ---- the binary -----------------------------------------------------------------------------
 
@@ -58,7 +63,8 @@ export function binaryPath(): Promise<string> {
   return (built ??= (async () => {
     const given = process.env.FLAGSVC_E2E_BINARY;
     if (given) return resolve(given);
-    const outfile = join(tempDir("flagsvc-e2e-build-"), "flagsvc");
+    buildDir = mkdtempSync(join(tmpdir(), "flagsvc-e2e-build-"));
+    const outfile = join(buildDir, "flagsvc");
     const proc = Bun.spawn([process.execPath, "scripts/build.ts", "--outfile", outfile], {
       cwd: ROOT,
       stdout: "pipe",

@@ -7,7 +7,7 @@ import { users } from "../../src/db/schema";
 import { iso } from "../../src/lib/clock";
 import { newId } from "../../src/lib/ids";
 import { sha256Hex } from "../../src/lib/secrets";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
+import { bearer, seedAdminKey, testApp, type TestApp } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;

@@ -2,7 +2,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { X509Certificate } from "node:crypto";
 import { readFileSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { bootstrap } from "../../src/bootstrap";
 import { DataDirLockedError } from "../../src/db/lock";
 import { createContext } from "../../src/server";

@@ -1,0 +1,184 @@
+/**
+ * The access table of decisions §4 walked through HTTP: every endpoint that exists, with every
+ * kind of credential, expecting its success status or the exact 401/403 of the spec.
+ * Each credential column works in a project of its own (API keys are bound to it), so the
+ * destructive cells (delete key, delete project, logout) come last and touch nothing else.
+ * Evaluation and the Testing API arrive with their issues; their rows are checked against
+ * the table itself in test/unit/access.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { MESSAGES, type AccessGroup, type Role, type Scope } from "../../src/http/access";
+import { newId } from "../../src/lib/ids";
+import { createProject } from "../../src/modules/projects/service";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
+
+type Column = { name: string; kind: "key"; scope: Scope } | { name: string; kind: "admin" } | { name: string; kind: "user"; role: Role };
+const COLUMNS: Column[] = [
+  { name: "eval", kind: "key", scope: "eval" },
+  { name: "test", kind: "key", scope: "test" },
+  { name: "mgmt", kind: "key", scope: "mgmt" },
+  { name: "full", kind: "key", scope: "full" },
+  { name: "admin key", kind: "admin" },
+  { name: "JWT admin", kind: "user", role: "admin" },
+  { name: "JWT editor", kind: "user", role: "editor" },
+  { name: "JWT viewer", kind: "user", role: "viewer" },
+];
+
+/** Which columns may call a group: reads and writes (from decisions §4). */
+const ALLOWED: Record<Exclude<AccessGroup, "evaluate" | "testing">, { read: string[]; write: string[] }> = {
+  projects: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin"] },
+  projectCreate: { read: [], write: ["admin key", "JWT admin"] },
+  environments: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin"] },
+  flags: { read: [], write: [] },
+  apiKeys: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"] },
+  webhooks: { read: [], write: [] },
+  admin: { read: ["admin key", "JWT admin"], write: ["admin key", "JWT admin"] },
+  session: { read: ["JWT admin", "JWT editor", "JWT viewer"], write: ["JWT admin", "JWT editor", "JWT viewer"] },
+};
+
+interface Fixture {
+  slug: string;
+  headers: Record<string, string>;
+  rotateKeyId: string;
+  deleteKeyId: string;
+  userId: string;
+  adminKeyId: string;
+}
+
+interface Endpoint {
+  group: keyof typeof ALLOWED;
+  method: string;
+  path: (f: Fixture) => string;
+  body?: (f: Fixture) => unknown;
+  ok: number;
+}
+
+let serial = 0;
+const ENDPOINTS: Endpoint[] = [
+  { group: "projects", method: "GET", path: () => "/v1/projects", ok: 200 },
+  { group: "projectCreate", method: "POST", path: () => "/v1/projects", body: () => ({ slug: `made-${++serial}`, name: "Made" }), ok: 201 },
+  { group: "projects", method: "GET", path: (f) => `/v1/projects/${f.slug}`, ok: 200 },
+  { group: "projects", method: "PATCH", path: (f) => `/v1/projects/${f.slug}`, body: () => ({ name: "Renamed" }), ok: 200 },
+  { group: "environments", method: "GET", path: (f) => `/v1/projects/${f.slug}/environments`, ok: 200 },
+  { group: "environments", method: "POST", path: (f) => `/v1/projects/${f.slug}/environments`, body: () => ({ slug: "qa", name: "QA" }), ok: 201 },
+  { group: "environments", method: "DELETE", path: (f) => `/v1/projects/${f.slug}/environments/qa`, ok: 204 },
+  { group: "apiKeys", method: "GET", path: (f) => `/v1/projects/${f.slug}/api-keys`, ok: 200 },
+  { group: "apiKeys", method: "POST", path: (f) => `/v1/projects/${f.slug}/api-keys`, body: () => ({ name: "made", scope: "eval", environment: "development" }), ok: 201 },
+  { group: "apiKeys", method: "POST", path: (f) => `/v1/api-keys/${f.rotateKeyId}/rotate`, ok: 200 },
+  { group: "apiKeys", method: "DELETE", path: (f) => `/v1/api-keys/${f.deleteKeyId}`, ok: 204 },
+  { group: "admin", method: "GET", path: () => "/v1/users", ok: 200 },
+  { group: "admin", method: "POST", path: () => "/v1/users", body: () => ({ email: `made-${++serial}@example.com`, password: "a long password", role: "viewer" }), ok: 201 },
+  { group: "admin", method: "PATCH", path: (f) => `/v1/users/${f.userId}`, body: () => ({ role: "editor" }), ok: 200 },
+  { group: "admin", method: "DELETE", path: (f) => `/v1/users/${f.userId}`, ok: 204 },
+  { group: "admin", method: "GET", path: () => "/v1/admin-keys", ok: 200 },
+  { group: "admin", method: "POST", path: () => "/v1/admin-keys", body: () => ({ name: "made" }), ok: 201 },
+  { group: "admin", method: "DELETE", path: (f) => `/v1/admin-keys/${f.adminKeyId}`, ok: 204 },
+  { group: "session", method: "GET", path: () => "/v1/auth/me", ok: 200 },
+  { group: "projects", method: "DELETE", path: (f) => `/v1/projects/${f.slug}`, ok: 204 },
+  { group: "session", method: "POST", path: () => "/v1/auth/logout", ok: 204 },
+];
+
+let h: TestApp;
+
+function insertUser(role: Role, email: string): string {
+  const id = newId("usr");
+  h.ctx.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, ?, 'not-a-hash', ?, 'x', 'x')", [id, email, role]);
+  return id;
+}
+
+async function fixture(column: Column, i: number): Promise<Fixture> {
+  const slug = `column-${i}`;
+  createProject(h.ctx, h.clock, { slug, name: `Column ${i}` });
+  const rotateKeyId = seedApiKey(h.ctx, "eval", slug).id;
+  const deleteKeyId = seedApiKey(h.ctx, "eval", slug).id;
+  const userId = insertUser("viewer", `target-${i}@example.com`);
+  h.ctx.credentials.reload();
+  let secret: string;
+  if (column.kind === "key") secret = seedApiKey(h.ctx, column.scope, slug).secret;
+  else if (column.kind === "admin") secret = seedAdminKey(h.ctx, `column ${i}`);
+  else {
+    const id = insertUser(column.role, `column-${i}@example.com`);
+    h.ctx.credentials.reload();
+    secret = (await h.ctx.credentials.issueToken(id, column.role)).token;
+  }
+  // A spare admin key for the DELETE /v1/admin-keys cell, never the caller's own.
+  seedAdminKey(h.ctx, `spare ${i}`);
+  const spare = (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(`spare ${i}`) as { id: string }).id;
+  return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare };
+}
+
+beforeAll(() => {
+  h = testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
+  insertUser("admin", "keeper@example.com"); // so that no user delete or demotion hits "the last admin"
+  h.ctx.credentials.reload();
+});
+afterAll(() => h.close());
+
+COLUMNS.forEach((column, i) => {
+  describe(column.name, () => {
+    let f: Fixture;
+    beforeAll(async () => {
+      f = await fixture(column, i);
+    });
+    // Last come logout (which ends a JWT) and deleting the column's project (which revokes its
+    // keys): a key column logs out first, a JWT column deletes first.
+    const [deleteProject, logout] = ENDPOINTS.slice(-2) as [Endpoint, Endpoint];
+    const ordered = [...ENDPOINTS.slice(0, -2), ...(column.kind === "user" ? [deleteProject, logout] : [logout, deleteProject])];
+    for (const e of ordered) {
+      const write = e.method !== "GET";
+      const allowed = ALLOWED[e.group][write ? "write" : "read"].includes(column.name);
+      test(`${e.method} ${e.path({ slug: "{slug}", rotateKeyId: "{keyId}", deleteKeyId: "{keyId}", userId: "{userId}", adminKeyId: "{keyId}", headers: {} })}: ${allowed ? e.ok : 403}`, async () => {
+        const res = await h.request(e.method, e.path(f), { headers: f.headers, body: e.body?.(f) });
+        const text = await res.text();
+        if (allowed) {
+          expect({ status: res.status, text }).toEqual({ status: e.ok, text: expect.any(String) });
+        } else {
+          expect(res.status).toBe(403);
+          const body = JSON.parse(text);
+          expect(body.error).toBe("FORBIDDEN");
+          if (column.kind === "key") expect(body.message).toBe(MESSAGES.scope);
+          if (column.kind === "admin") expect(body.message).toBe(MESSAGES.adminKey);
+          if (column.kind === "user") expect(body.message).toBe(MESSAGES.role(column.role));
+        }
+      });
+    }
+  });
+});
+
+describe("without a valid credential", () => {
+  const f: Fixture = { slug: "default", headers: {}, rotateKeyId: "key_x", deleteKeyId: "key_x", userId: "usr_x", adminKeyId: "key_x" };
+  const cases: [string, Record<string, string>, string][] = [
+    ["no Authorization header", {}, "Invalid or expired API key"],
+    ["an unknown key", bearer("svc_sk_mgmt_0123456789abcdefghijklmnopqrstuv"), "Invalid or expired API key"],
+    ["a malformed value", { authorization: "Token abc" }, "Invalid or expired API key"],
+    ["a bad JWT", bearer("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"), "Invalid or expired token"],
+  ];
+  for (const [what, headers, message] of cases) {
+    test(`${what}: 401 UNAUTHORIZED on every protected endpoint`, async () => {
+      for (const e of ENDPOINTS) {
+        const res = await h.request(e.method, e.path(f), { headers, body: e.body?.(f) });
+        expect({ endpoint: `${e.method} ${e.path(f)}`, status: res.status }).toEqual({ endpoint: `${e.method} ${e.path(f)}`, status: 401 });
+        expect(await res.json()).toEqual({ error: "UNAUTHORIZED", message });
+      }
+    });
+  }
+});
+
+describe("keys of another project", () => {
+  test("403 FORBIDDEN on every project path, and on keys of another project", async () => {
+    for (const scope of ["mgmt", "full"] as const) {
+      const headers = bearer(seedApiKey(h.ctx, scope, "default").secret);
+      for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/api-keys"]) {
+        const res = await h.request("GET", path, { headers });
+        expect(res.status).toBe(403);
+        expect(await res.json()).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });
+      }
+      const foreign = seedApiKey(h.ctx, "eval", "column-1").id;
+      for (const [method, path] of [["POST", `/v1/api-keys/${foreign}/rotate`], ["DELETE", `/v1/api-keys/${foreign}`]]) {
+        const res = await h.request(method!, path!, { headers });
+        expect(res.status).toBe(403);
+        expect((await res.json()).error).toBe("FORBIDDEN");
+      }
+    }
+  });
+});
