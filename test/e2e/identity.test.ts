@@ -51,6 +51,7 @@ let email: string;
 let password: string;
 let adminKey: string;
 let cliKey: string;
+let evalKey: string;
 
 test("first start prints the admin login and key once; both work over HTTPS", async () => {
   cwd = tempDir();
@@ -82,6 +83,17 @@ test("first start prints the admin login and key once; both work over HTTPS", as
     const users = await api(srv, "GET", "/v1/users", { token: adminKey });
     expect(users.status).toBe(200);
     expect(((await users.json()) as { users: { email: string }[] }).users.map((u) => u.email)).toEqual([email]);
+
+    // An eval key made with the admin key is refused on management endpoints (403, the spec's message).
+    const created = await api(srv, "POST", "/v1/projects/default/api-keys", { token: adminKey, body: { name: "sdk", scope: "eval", environment: "production" } });
+    expect(created.status).toBe(201);
+    evalKey = ((await created.json()) as { key: string }).key;
+    expect(evalKey).toMatch(/^svc_sk_eval_[A-Za-z0-9]{32}$/);
+    for (const [method, path] of [["GET", "/v1/projects/default"], ["GET", "/v1/projects/default/api-keys"], ["POST", "/v1/projects/default/environments"]] as const) {
+      const refused = await api(srv, method, path, { token: evalKey, body: method === "POST" ? { slug: "qa", name: "QA" } : undefined });
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+    }
   } finally {
     expect(await srv.stop()).toBe(0);
   }
@@ -138,6 +150,9 @@ test("a restart prints no secret and keeps users and keys", async () => {
     expect((await login(srv, "ops@example.com", "ops password 1")).status).toBe(200);
     expect((await api(srv, "GET", "/v1/users", { token: adminKey })).status).toBe(200);
     expect((await api(srv, "GET", "/v1/users", { token: cliKey })).status).toBe(200);
+    // The project key survived too: still known (403 by scope, not 401).
+    expect((await api(srv, "GET", "/v1/projects/default", { token: evalKey })).status).toBe(403);
+    expect((await api(srv, "GET", "/v1/projects/default", { token: `${evalKey.slice(0, -1)}x` })).status).toBe(401);
   } finally {
     expect(await srv.stop()).toBe(0);
   }
