@@ -34,7 +34,8 @@ const BAD_TOKEN: Resolution = { principal: null, failure: "token" };
 
 export class CredentialRegistry {
   private keys = new Map<string, KeyRecord>();
-  private users = new Map<string, { email: string; role: Role }>();
+  /** `validAfter`: Unix seconds; tokens issued earlier are refused (set by a password change). */
+  private users = new Map<string, { email: string; role: Role; validAfter: number }>();
   private revoked = new Map<string, number>();
   private lastUsed = new Map<string, number>();
   /** Keys used since the last flush, and which table holds each. */
@@ -88,7 +89,13 @@ export class CredentialRegistry {
       keys.set(r.keyHash, { principal: { kind: "adminKey", id: r.id } });
     }
     const now = iso(this.clock.now());
-    this.users = new Map(db.select({ id: users.id, email: users.email, role: users.role }).from(users).all().map((u) => [u.id, u]));
+    this.users = new Map(
+      db
+        .select({ id: users.id, email: users.email, role: users.role, tokensValidAfter: users.tokensValidAfter })
+        .from(users)
+        .all()
+        .map((u) => [u.id, { email: u.email, role: u.role, validAfter: u.tokensValidAfter ? Math.floor(Date.parse(u.tokensValidAfter) / 1000) : 0 }]),
+    );
     this.revoked = new Map(
       db.select().from(revokedTokens).where(gt(revokedTokens.expiresAt, now)).all().map((r) => [r.jti, Date.parse(r.expiresAt)]),
     );
@@ -139,7 +146,7 @@ export class CredentialRegistry {
       return BAD_TOKEN;
     }
     const user = this.users.get(payload.sub!);
-    if (user === undefined || this.revoked.has(payload.jti!)) return BAD_TOKEN;
+    if (user === undefined || this.revoked.has(payload.jti!) || payload.iat! < user.validAfter) return BAD_TOKEN;
     this.lastUsed.set(payload.sub!, this.clock.now());
     return {
       principal: { kind: "user", id: payload.sub!, email: user.email, role: user.role, jti: payload.jti!, expiresAt: payload.exp! * 1000 },

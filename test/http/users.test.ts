@@ -143,13 +143,30 @@ describe("update", () => {
     expect((await h.request("GET", "/v1/users", { headers: bearer(t) })).status).toBe(403);
   });
 
-  test("PATCH password: the old one stops working, the new one works", async () => {
+  test("PATCH password: the old one stops working, its sessions end, the new one works", async () => {
     const user = await createOk(h, admin, "pw@example.com", "viewer", "old password 1");
+    const before = await loginToken(h, "pw@example.com", "old password 1");
+    expect((await h.request("GET", "/v1/auth/me", { headers: bearer(before) })).status).toBe(200);
+    h.clock.advance(1_000); // token iat has whole-second resolution
     const res = await h.request("PATCH", `/v1/users/${user.id}`, { headers: bearer(admin), body: { password: "new password 2" } });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(user);
     expect((await h.request("POST", "/v1/auth/login", { body: { email: "pw@example.com", password: "old password 1" } })).status).toBe(401);
-    await loginToken(h, "pw@example.com", "new password 2");
+    const stale = await h.request("GET", "/v1/auth/me", { headers: bearer(before) });
+    expect(stale.status).toBe(401);
+    expect(await stale.json()).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired token" });
+    const after = await loginToken(h, "pw@example.com", "new password 2");
+    expect((await h.request("GET", "/v1/auth/me", { headers: bearer(after) })).status).toBe(200);
+  });
+
+  test("PATCH role only: sessions stay open with the new role", async () => {
+    const user = await createOk(h, admin, "role-only@example.com", "viewer", "a password 1");
+    const t = await loginToken(h, "role-only@example.com", "a password 1");
+    h.clock.advance(1_000);
+    expect((await h.request("PATCH", `/v1/users/${user.id}`, { headers: bearer(admin), body: { role: "editor" } })).status).toBe(200);
+    const me = await h.request("GET", "/v1/auth/me", { headers: bearer(t) });
+    expect(me.status).toBe(200);
+    expect(((await me.json()) as Json).role).toBe("editor");
   });
 
   test("PATCH validation: empty body, unknown field, email change, short password, bad role are 400; unknown user 404", async () => {

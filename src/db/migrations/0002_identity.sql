@@ -37,6 +37,7 @@ CREATE TABLE `users` (
 	`email` text NOT NULL,
 	`password_hash` text NOT NULL,
 	`role` text NOT NULL,
+	`tokens_valid_after` text,
 	`created_at` text NOT NULL,
 	`updated_at` text NOT NULL
 );

@@ -52,7 +52,7 @@ export const usersRoutes = (ctx: AppContext) =>
           summary: "Change a user's role or password",
           description:
             `${ADMIN_ONLY} An empty body is a 400. A new role applies at once, also to the user's existing login tokens. ` +
-            "The last admin user cannot be demoted (409 CONFLICT). Changing the password does not end the user's current sessions (they expire within the hour; delete the user to end them at once).",
+            "The last admin user cannot be demoted (409 CONFLICT). Changing the password ends the user's current sessions: login tokens issued before the change are refused (401).",
         },
       },
     )

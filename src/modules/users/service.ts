@@ -116,7 +116,8 @@ export async function updateUser(store: Store, clock: Clock, id: string, input: 
     if (patch.role !== undefined && user.role === "admin" && patch.role !== "admin" && countAdmins(store) <= 1) throw conflict(LAST_ADMIN_DEMOTE);
     const changes = {
       ...(patch.role !== undefined ? { role: patch.role } : {}),
-      ...(passwordHash !== undefined ? { passwordHash } : {}),
+      // A new password ends the sessions opened with the old one.
+      ...(passwordHash !== undefined ? { passwordHash, tokensValidAfter: iso(clock.now()) } : {}),
       updatedAt: iso(clock.now()),
     };
     store.db.update(users).set(changes).where(eq(users.id, id)).run();
