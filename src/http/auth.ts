@@ -6,6 +6,7 @@
  *   per client address as `anonymous`.
  * - `accessGuard` gives routes the option `{ access: group }`; the table in access.ts decides.
  */
+import type { Server } from "bun";
 import { Elysia } from "elysia";
 import type { RateLimitKind } from "../config";
 import type { AppContext } from "../context";
@@ -13,15 +14,9 @@ import { decide, type AccessGroup, type Principal } from "./access";
 import type { Resolution } from "./credentials";
 import { ApiError } from "./errors";
 
-/** What admission leaves on the request's context. */
-export interface AuthState {
+/** What admission leaves on the request's context (src/http/pipeline.ts). */
+interface AuthState {
   auth: Resolution;
-}
-
-interface AdmitContext {
-  request: Request;
-  set: { headers: Record<string, unknown> };
-  server: { requestIP(request: Request): { address: string } | null } | null;
 }
 
 function limitOf(principal: Principal | null): RateLimitKind {
@@ -32,16 +27,13 @@ function limitOf(principal: Principal | null): RateLimitKind {
 export function admitter(ctx: AppContext) {
   const { credentials, limiter } = ctx;
   const behindProxy = ctx.config.behindProxy;
-  return async (c: AdmitContext) => {
-    const auth = await credentials.resolve(c.request.headers.get("authorization"));
-    (c as unknown as AuthState).auth = auth;
+  const admit = (auth: Resolution, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null): Resolution => {
     const principal = auth.principal;
-    const key = principal ? principal.id : `ip:${clientAddress(c, behindProxy)}`;
+    const key = principal ? principal.id : `ip:${clientAddress(request, server, behindProxy)}`;
     const state = limiter.hit(limitOf(principal), key);
-    const headers = c.set.headers;
-    headers["x-ratelimit-limit"] = String(state.limit);
+    headers["x-ratelimit-limit"] = state.limitText;
     headers["x-ratelimit-remaining"] = String(state.remaining);
-    headers["x-ratelimit-reset"] = String(state.reset);
+    headers["x-ratelimit-reset"] = state.resetText;
     if (!state.allowed) {
       throw new ApiError(
         429,
@@ -52,33 +44,38 @@ export function admitter(ctx: AppContext) {
         { retryAfter: state.retryAfter },
       );
     }
+    return auth;
+  };
+  return (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null): Resolution | Promise<Resolution> => {
+    const auth = credentials.resolve(request.headers.get("authorization"));
+    return auth instanceof Promise ? auth.then((a) => admit(a, request, headers, server)) : admit(auth, request, headers, server);
   };
 }
 
-function clientAddress(c: AdmitContext, behindProxy: boolean): string {
+function clientAddress(request: Request, server: Server<unknown> | null, behindProxy: boolean): string {
   if (behindProxy) {
-    const forwarded = c.request.headers.get("x-forwarded-for");
+    const forwarded = request.headers.get("x-forwarded-for");
     if (forwarded) return forwarded.split(",")[0]!.trim();
   }
-  return c.server?.requestIP(c.request)?.address ?? "unknown";
+  return server?.requestIP(request)?.address ?? "unknown";
 }
 
-/** The principal of an admitted request (after the `access` guard, never null). */
-export function principalOf(c: object): Principal {
-  return (c as AuthState).auth.principal!;
-}
-
+/**
+ * `{ access: group }` on a route: the table decides before the body is validated (401/403 come
+ * before 400), and the handler finds the caller in `principal`. The guard sets it in the same
+ * `transform` (a separate `resolve` stage would cost every guarded request more).
+ */
 export const accessGuard = () =>
   new Elysia({ name: "flagsvc/access" })
+    .decorate("principal", null as unknown as Principal)
     .macro({
-      // `transform` runs before validation: a caller without access learns nothing about the
-      // body it sent (401/403 come before 400).
       access: (group: AccessGroup) => ({
         transform(c) {
           const { auth } = c as unknown as AuthState;
           const slug = (c.params as Record<string, string> | undefined)?.slug;
           const d = decide(auth.principal, group, c.request.method, slug, auth.failure === "token" ? "token" : "key");
           if (!d.allow) throw new ApiError(d.status, d.status === 401 ? "UNAUTHORIZED" : "FORBIDDEN", d.message);
+          c.principal = auth.principal!;
         },
       }),
     })

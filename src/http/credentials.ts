@@ -18,10 +18,19 @@ import type { Principal, Role } from "./access";
 export const TOKEN_TTL_SECONDS = 3600;
 const JWT_SECRET_SETTING = "jwt_secret";
 
+/** When a key was last used, kept across reloads; `dirty` until the flush writes it. */
+interface Usage {
+  at: number;
+  dirty: boolean;
+  table: typeof apiKeys | typeof adminKeys;
+}
+
 interface KeyRecord {
-  principal: Extract<Principal, { kind: "apiKey" | "adminKey" }>;
+  /** Made once per reload: resolving a key allocates nothing. */
+  resolution: Resolution & { principal: Extract<Principal, { kind: "apiKey" | "adminKey" }> };
   /** A rotated-out secret stays valid until then (ms); undefined: no end. */
   notAfter?: number;
+  usage: Usage;
 }
 
 export type Resolution =
@@ -34,12 +43,19 @@ const BAD_TOKEN: Resolution = { principal: null, failure: "token" };
 
 export class CredentialRegistry {
   private keys = new Map<string, KeyRecord>();
+  /**
+   * `Authorization` values already resolved to a key, so that its later requests skip parsing
+   * and hashing. Only valid keys get in (guessing cannot grow it), bounded by the number of
+   * keys, and emptied by every reload, so a deleted or rotated key is refused at once. Whoever
+   * can read this process's memory holds the JWT secret too: this adds no exposure.
+   */
+  private byHeader = new Map<string, KeyRecord>();
+  private usage = new Map<string, Usage>();
   /** `validAfter`: Unix seconds; tokens issued earlier are refused (set by a password change). */
   private users = new Map<string, { email: string; role: Role; validAfter: number }>();
   private revoked = new Map<string, number>();
-  private lastUsed = new Map<string, number>();
-  /** Keys used since the last flush, and which table holds each. */
-  private dirty = new Map<string, typeof apiKeys | typeof adminKeys>();
+  /** Users' last token use (login tokens are not the hot path). */
+  private userLastUsed = new Map<string, number>();
   private dataVersion = -1;
   private readonly secret: Uint8Array;
 
@@ -56,6 +72,13 @@ export class CredentialRegistry {
   reload(): void {
     const { db } = this.store;
     const keys = new Map<string, KeyRecord>();
+    const previousUsage = this.usage;
+    const usage = new Map<string, Usage>();
+    const usageOf = (id: string, table: Usage["table"]) => {
+      const u = previousUsage.get(id) ?? { at: 0, dirty: false, table };
+      usage.set(id, u);
+      return u;
+    };
     const rows = db
       .select({
         id: apiKeys.id,
@@ -82,24 +105,28 @@ export class CredentialRegistry {
         environmentId: r.environmentId,
         environmentSlug: r.environmentSlug,
       };
-      keys.set(r.keyHash, { principal });
-      if (r.previousHash && r.previousExpiresAt) keys.set(r.previousHash, { principal, notAfter: Date.parse(r.previousExpiresAt) });
+      const resolution = { principal, failure: null };
+      const u = usageOf(r.id, apiKeys);
+      keys.set(r.keyHash, { resolution, usage: u });
+      if (r.previousHash && r.previousExpiresAt) keys.set(r.previousHash, { resolution, usage: u, notAfter: Date.parse(r.previousExpiresAt) });
     }
     for (const r of db.select({ id: adminKeys.id, keyHash: adminKeys.keyHash }).from(adminKeys).all()) {
-      keys.set(r.keyHash, { principal: { kind: "adminKey", id: r.id } });
+      keys.set(r.keyHash, { resolution: { principal: { kind: "adminKey", id: r.id }, failure: null }, usage: usageOf(r.id, adminKeys) });
     }
     const now = iso(this.clock.now());
-    this.users = new Map(
-      db
+    const userRows = db
         .select({ id: users.id, email: users.email, role: users.role, tokensValidAfter: users.tokensValidAfter })
         .from(users)
         .all()
-        .map((u) => [u.id, { email: u.email, role: u.role, validAfter: u.tokensValidAfter ? Math.floor(Date.parse(u.tokensValidAfter) / 1000) : 0 }]),
-    );
+        .map((u) => [u.id, { email: u.email, role: u.role, validAfter: u.tokensValidAfter ? Math.floor(Date.parse(u.tokensValidAfter) / 1000) : 0 }] as const);
+    this.users = new Map(userRows);
+    for (const id of this.userLastUsed.keys()) if (!this.users.has(id)) this.userLastUsed.delete(id);
     this.revoked = new Map(
       db.select().from(revokedTokens).where(gt(revokedTokens.expiresAt, now)).all().map((r) => [r.jti, Date.parse(r.expiresAt)]),
     );
     this.keys = keys;
+    this.usage = usage;
+    this.byHeader = new Map();
     this.dataVersion = this.readDataVersion();
   }
 
@@ -114,24 +141,33 @@ export class CredentialRegistry {
     return (this.store.sqlite.query("PRAGMA data_version").get() as { data_version: number }).data_version;
   }
 
-  /** The principal behind an `Authorization` header value; no I/O. */
-  async resolve(authorization: string | null): Promise<Resolution> {
+  /**
+   * The principal behind an `Authorization` header value; no I/O. Keys resolve synchronously
+   * (the common case, on the evaluation path: no promise, no microtask); only a login token,
+   * whose signature check is asynchronous, returns a promise.
+   */
+  resolve(authorization: string | null): Resolution | Promise<Resolution> {
     if (authorization === null) return MISSING;
+    const known = this.byHeader.get(authorization);
+    if (known !== undefined) return this.use(known);
     if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== "bearer ") return BAD_KEY;
     const token = authorization.slice(7).trim();
-    if (token.startsWith("svc_")) return this.resolveKey(token);
+    if (token.startsWith("svc_")) {
+      const record = this.keys.get(sha256Hex(token));
+      if (record === undefined) return BAD_KEY;
+      if (this.byHeader.size < 2 * this.keys.size) this.byHeader.set(authorization, record);
+      return this.use(record);
+    }
     if (token.split(".").length === 3) return this.resolveToken(token);
     return BAD_KEY;
   }
 
-  private resolveKey(secret: string): Resolution {
-    const record = this.keys.get(sha256Hex(secret));
-    if (record === undefined) return BAD_KEY;
+  private use(record: KeyRecord): Resolution {
     const now = this.clock.now();
     if (record.notAfter !== undefined && now >= record.notAfter) return BAD_KEY;
-    this.lastUsed.set(record.principal.id, now);
-    this.dirty.set(record.principal.id, record.principal.kind === "apiKey" ? apiKeys : adminKeys);
-    return { principal: record.principal, failure: null };
+    record.usage.at = now;
+    record.usage.dirty = true;
+    return record.resolution;
   }
 
   private async resolveToken(token: string): Promise<Resolution> {
@@ -147,7 +183,7 @@ export class CredentialRegistry {
     }
     const user = this.users.get(payload.sub!);
     if (user === undefined || this.revoked.has(payload.jti!) || payload.iat! < user.validAfter) return BAD_TOKEN;
-    this.lastUsed.set(payload.sub!, this.clock.now());
+    this.userLastUsed.set(payload.sub!, this.clock.now());
     return {
       principal: { kind: "user", id: payload.sub!, email: user.email, role: user.role, jti: payload.jti!, expiresAt: payload.exp! * 1000 },
       failure: null,
@@ -176,29 +212,25 @@ export class CredentialRegistry {
 
   /** When the credential with this id was last used, as this process knows it. */
   lastUsedAt(id: string): number | undefined {
-    return this.lastUsed.get(id);
+    const at = this.usage.get(id)?.at;
+    return at ? at : this.userLastUsed.get(id);
   }
 
   /** Writes the last-use times of keys used since the last flush; drops expired revocations. */
   flushLastUsed(): void {
     const now = this.clock.now();
     const { db } = this.store;
-    const dirty = this.dirty;
-    this.dirty = new Map();
     transaction(this.store, () => {
-      for (const [id, table] of dirty) db.update(table).set({ lastUsedAt: iso(this.lastUsed.get(id)!) }).where(eq(table.id, id)).run();
+      for (const [id, u] of this.usage) {
+        if (!u.dirty) continue;
+        db.update(u.table).set({ lastUsedAt: iso(u.at) }).where(eq(u.table.id, id)).run();
+        u.dirty = false;
+      }
       db.delete(revokedTokens).where(lt(revokedTokens.expiresAt, iso(now))).run();
     });
     for (const [jti, exp] of this.revoked) if (exp <= now) this.revoked.delete(jti);
   }
 
-  /** Forgets the last-use times of deleted credentials. */
-  forget(ids: string[]): void {
-    for (const id of ids) {
-      this.lastUsed.delete(id);
-      this.dirty.delete(id);
-    }
-  }
 }
 
 /** The JWT secret: SVC_JWT_SECRET, else one generated at first need and kept in the database. */

@@ -5,6 +5,7 @@
  *   -> error mapping -> access log.
  * Everything on this path is constant work per request: no I/O, no per-request compilation.
  */
+import type { Server } from "bun";
 import { Elysia } from "elysia";
 import type { Logger } from "../lib/log";
 import { ApiError, MAX_BODY_BYTES, payloadTooLarge, validationDetails, validationError } from "./errors";
@@ -15,14 +16,20 @@ export interface PipelineOptions {
   behindProxy: boolean;
   /** The app's routes, read on the first 404 to tell "unknown path" from "wrong method". */
   routes: () => readonly { method: string; path: string }[];
-  /** Credential and rate limit, right after the request id: its headers go on every response. */
-  admit: (c: never) => Promise<void>;
+  /**
+   * Credential and rate limit, right after the request id, so that its headers go on every
+   * response; what it returns is kept on the context as `auth`. It gets the parts it needs, not
+   * the context: Elysia prepares every part of a context that is handed to a function (query,
+   * headers, cookies...), on every request.
+   */
+  admit: (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null) => unknown;
 }
 
-/** What onRequest leaves on the request's context for the access log. */
+/** What onRequest leaves on the request's context: for the access log and the access guard. */
 interface RequestState {
   requestId: string;
   startedAt: number;
+  auth: unknown;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -47,11 +54,11 @@ export function pipeline(opts: PipelineOptions) {
     .onRequest(async (c) => {
       const incoming = c.request.headers.get("x-request-id");
       const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
-      const state = c as unknown as RequestState;
-      state.requestId = requestId;
-      state.startedAt = performance.now();
+      (c as unknown as RequestState).requestId = requestId;
+      (c as unknown as RequestState).startedAt = performance.now();
       c.set.headers["x-request-id"] = requestId;
-      await opts.admit(c as never);
+      const admitted = opts.admit(c.request, c.set.headers, c.server as Server<unknown> | null);
+      (c as unknown as RequestState).auth = admitted instanceof Promise ? await admitted : admitted;
       if (behindProxy) {
         if (c.request.headers.get("x-forwarded-proto") !== "https") {
           throw new ApiError(403, "HTTPS_REQUIRED", "HTTPS is required: send requests through the TLS proxy");
@@ -101,20 +108,33 @@ export function pipeline(opts: PipelineOptions) {
       if (err.headers) Object.assign(set.headers, err.headers);
       return err.body();
     })
-    .onAfterResponse((c) => {
-      if (!log.enabled("info")) return;
-      const { requestId, startedAt } = c as unknown as RequestState;
-      const value = (c as { responseValue?: unknown }).responseValue;
-      const status = value instanceof Response ? value.status : c.set.status;
-      log.info("request", {
-        method: c.request.method,
-        path: redactPath(c.path),
-        status: typeof status === "number" ? status : String(status),
-        durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
-        requestId,
-      });
-    })
+    .onAfterResponse(log.enabled("info") ? (accessLog(log) as never) : [])
     .as("global");
+}
+
+/**
+ * One line per request. The context is destructured in the parameter list: Elysia reads hooks'
+ * source to decide which parts of a request to prepare, and a context used as a whole makes it
+ * prepare all of them (cookies, query, headers) for every request.
+ */
+const accessLog =
+  (log: Logger) =>
+  ({ request, path, set, responseValue, requestId, startedAt }: AccessLogContext): void => {
+    const status = responseValue instanceof Response ? responseValue.status : set.status;
+    log.info("request", {
+      method: request.method,
+      path: redactPath(path),
+      status: typeof status === "number" ? status : String(status),
+      durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
+      requestId,
+    });
+  };
+
+interface AccessLogContext extends RequestState {
+  request: Request;
+  path: string;
+  set: { status?: number | string };
+  responseValue: unknown;
 }
 
 /** The query parameter whose raw value decodes to `value` (error path only). */

@@ -43,7 +43,6 @@ export const adminKeysRoutes = (ctx: AppContext) =>
       "/v1/admin-keys/:keyId",
       ({ params, status }) => {
         deleteAdminKey(ctx, params.keyId);
-        ctx.credentials.forget([params.keyId]);
         ctx.credentials.reload();
         return status(204);
       },

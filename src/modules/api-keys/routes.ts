@@ -1,7 +1,7 @@
 /** Project API keys: routes (decisions §4). */
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
-import { principalOf } from "../../http/auth";
+import { accessGuard } from "../../http/auth";
 import { noContent } from "../../http/schema";
 import { validationError } from "../../http/errors";
 import { ApiKeyList, ApiKeyWithSecret, KeyParams, MAX_GRACE_SECONDS, NewApiKey, ProjectParams, RotateBody } from "./model";
@@ -13,6 +13,7 @@ const WHO =
 
 export const apiKeysRoutes = (ctx: AppContext) =>
   new Elysia({ name: "flagsvc/api-keys" })
+    .use(accessGuard())
     .get("/v1/projects/:slug/api-keys", ({ params }) => ({ apiKeys: listApiKeys(ctx, params.slug) }), {
       access: "apiKeys",
       params: ProjectParams,
@@ -25,7 +26,7 @@ export const apiKeysRoutes = (ctx: AppContext) =>
     })
     .post(
       "/v1/projects/:slug/api-keys",
-      (c) => c.status(201, createApiKey(ctx, principalOf(c), c.params.slug, c.body)),
+      ({ principal, params, body, status }) => status(201, createApiKey(ctx, principal, params.slug, body)),
       {
         access: "apiKeys",
         params: ProjectParams,
@@ -40,13 +41,12 @@ export const apiKeysRoutes = (ctx: AppContext) =>
     )
     .post(
       "/v1/api-keys/:keyId/rotate",
-      (c) => {
-        const body = c.body as unknown;
-        if (body !== undefined && body !== null && (typeof body !== "object" || Array.isArray(body))) {
+      ({ principal, params, body }) => {
+        const raw = body as unknown;
+        if (raw !== undefined && raw !== null && (typeof raw !== "object" || Array.isArray(raw))) {
           throw validationError("Invalid request", [{ path: "body", message: "Expected object" }]);
         }
-        const grace = c.body?.gracePeriodSeconds ?? 0;
-        return rotateApiKey(ctx, principalOf(c), c.params.keyId, grace);
+        return rotateApiKey(ctx, principal, params.keyId, body?.gracePeriodSeconds ?? 0);
       },
       {
         access: "apiKeys",
@@ -62,9 +62,9 @@ export const apiKeysRoutes = (ctx: AppContext) =>
     )
     .delete(
       "/v1/api-keys/:keyId",
-      (c) => {
-        deleteApiKey(ctx, principalOf(c), c.params.keyId);
-        return c.status(204);
+      ({ principal, params, status }) => {
+        deleteApiKey(ctx, principal, params.keyId);
+        return status(204);
       },
       {
         access: "apiKeys",

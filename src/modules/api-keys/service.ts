@@ -158,5 +158,4 @@ export function deleteApiKey(ctx: AppContext, principal: Principal, keyId: strin
     ctx.db.delete(apiKeys).where(and(eq(apiKeys.id, keyId))).run();
   });
   ctx.credentials.reload();
-  ctx.credentials.forget([keyId]);
 }

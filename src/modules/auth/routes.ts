@@ -2,7 +2,8 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { noContent } from "../../http/schema";
-import { accessGuard, principalOf } from "../../http/auth";
+import type { Principal } from "../../http/access";
+import { accessGuard } from "../../http/auth";
 import { iso } from "../../lib/clock";
 import { User } from "../users/model";
 import { LoginBody, LoginResult } from "./model";
@@ -11,8 +12,7 @@ import { dummy, login, LoginThrottle } from "./service";
 const TAGS = ["Authentication"];
 
 /** The user of a `session` route (the access table admits login tokens only). */
-function sessionOf(c: object) {
-  const p = principalOf(c);
+function sessionUser(p: Principal) {
   if (p.kind !== "user") throw new Error("session route reached without a login token");
   return p;
 }
@@ -44,10 +44,10 @@ export const authRoutes = (ctx: AppContext) => {
     )
     .post(
       "/v1/auth/logout",
-      (c) => {
-        const p = sessionOf(c);
-        ctx.credentials.revoke(p.jti, p.expiresAt);
-        return c.status(204);
+      ({ principal, status }) => {
+        const user = sessionUser(principal);
+        ctx.credentials.revoke(user.jti, user.expiresAt);
+        return status(204);
       },
       {
         access: "session",
@@ -61,9 +61,9 @@ export const authRoutes = (ctx: AppContext) => {
     )
     .get(
       "/v1/auth/me",
-      (c) => {
-        const p = sessionOf(c);
-        return { id: p.id, email: p.email, role: p.role };
+      ({ principal }) => {
+        const { id, email, role } = sessionUser(principal);
+        return { id, email, role };
       },
       {
         access: "session",

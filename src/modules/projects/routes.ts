@@ -1,7 +1,7 @@
 /** Projects and environments: routes (decisions §5). */
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
-import { principalOf } from "../../http/auth";
+import { accessGuard } from "../../http/auth";
 import { noContent } from "../../http/schema";
 import {
   Environment,
@@ -35,7 +35,8 @@ const WHO = "API keys of scope mgmt or full (their own project only: another pro
 
 export const projectsRoutes = (ctx: AppContext) =>
   new Elysia({ name: "flagsvc/projects" })
-    .get("/v1/projects", (c) => ({ projects: listProjects(ctx, principalOf(c)) }), {
+    .use(accessGuard())
+    .get("/v1/projects", ({ principal }) => ({ projects: listProjects(ctx, principal) }), {
       access: "projects",
       response: { 200: ProjectList },
       detail: {

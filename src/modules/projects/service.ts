@@ -2,7 +2,7 @@
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { AppContext } from "../../context";
 import { transaction, type Store } from "../../db/client";
-import { apiKeys, environments, projects } from "../../db/schema";
+import { environments, projects } from "../../db/schema";
 import type { Principal } from "../../http/access";
 import { conflict, notFound, validationError } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
@@ -131,11 +131,9 @@ export function updateProject(ctx: AppContext, slug: string, patch: { name?: str
 /** DELETE /v1/projects/{slug}: the project, its environments, keys and everything else in it. */
 export function deleteProject(ctx: AppContext, slug: string): void {
   const project = requireProject(ctx, slug);
-  const keyIds = ctx.db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.projectId, project.id)).all();
   // Foreign keys cascade from projects to everything that belongs to a project.
   ctx.db.delete(projects).where(eq(projects.id, project.id)).run();
   ctx.credentials.reload();
-  ctx.credentials.forget(keyIds.map((k) => k.id));
 }
 
 export function listEnvironments(ctx: AppContext, slug: string): Environment[] {
@@ -166,8 +164,6 @@ export function deleteEnvironment(ctx: AppContext, slug: string, envSlug: string
   if (project.environments.length === 1) {
     throw conflict(`Environment ${envSlug} is the last environment of project ${slug}; a project keeps at least one`);
   }
-  const keyIds = ctx.db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.environmentId, env.id)).all();
   ctx.db.delete(environments).where(eq(environments.id, env.id)).run();
   ctx.credentials.reload();
-  ctx.credentials.forget(keyIds.map((k) => k.id));
 }

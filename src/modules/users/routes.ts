@@ -60,7 +60,6 @@ export const usersRoutes = (ctx: AppContext) =>
       "/v1/users/:userId",
       ({ params, status }) => {
         deleteUser(ctx, params.userId);
-        ctx.credentials.forget([params.userId]);
         ctx.credentials.reload();
         return status(204);
       },
