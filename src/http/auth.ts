@@ -25,12 +25,12 @@ function limitOf(principal: Principal | null): RateLimitKind {
 }
 
 export function admitter(ctx: AppContext) {
-  const { credentials, limiter } = ctx;
+  const { credentials, limiter, clock } = ctx;
   const behindProxy = ctx.config.behindProxy;
-  const admit = (auth: Resolution, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null): Resolution => {
+  const admit = (auth: Resolution, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, now: number): Resolution => {
     const principal = auth.principal;
     const key = principal ? principal.id : `ip:${clientAddress(request, server, behindProxy)}`;
-    const state = limiter.hit(limitOf(principal), key);
+    const state = limiter.hit(limitOf(principal), key, now);
     headers["x-ratelimit-limit"] = state.limitText;
     headers["x-ratelimit-remaining"] = String(state.remaining);
     headers["x-ratelimit-reset"] = state.resetText;
@@ -47,8 +47,9 @@ export function admitter(ctx: AppContext) {
     return auth;
   };
   return (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null): Resolution | Promise<Resolution> => {
-    const auth = credentials.resolve(request.headers.get("authorization"));
-    return auth instanceof Promise ? auth.then((a) => admit(a, request, headers, server)) : admit(auth, request, headers, server);
+    const now = clock.now();
+    const auth = credentials.resolve(request.headers.get("authorization"), now);
+    return auth instanceof Promise ? auth.then((a) => admit(a, request, headers, server, now)) : admit(auth, request, headers, server, now);
   };
 }
 

@@ -146,24 +146,23 @@ export class CredentialRegistry {
    * (the common case, on the evaluation path: no promise, no microtask); only a login token,
    * whose signature check is asynchronous, returns a promise.
    */
-  resolve(authorization: string | null): Resolution | Promise<Resolution> {
+  resolve(authorization: string | null, now = this.clock.now()): Resolution | Promise<Resolution> {
     if (authorization === null) return MISSING;
     const known = this.byHeader.get(authorization);
-    if (known !== undefined) return this.use(known);
+    if (known !== undefined) return this.use(known, now);
     if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== "bearer ") return BAD_KEY;
     const token = authorization.slice(7).trim();
     if (token.startsWith("svc_")) {
       const record = this.keys.get(sha256Hex(token));
       if (record === undefined) return BAD_KEY;
       if (this.byHeader.size < 2 * this.keys.size) this.byHeader.set(authorization, record);
-      return this.use(record);
+      return this.use(record, now);
     }
     if (token.split(".").length === 3) return this.resolveToken(token);
     return BAD_KEY;
   }
 
-  private use(record: KeyRecord): Resolution {
-    const now = this.clock.now();
+  private use(record: KeyRecord, now: number): Resolution {
     if (record.notAfter !== undefined && now >= record.notAfter) return BAD_KEY;
     record.usage.at = now;
     record.usage.dirty = true;

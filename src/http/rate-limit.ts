@@ -18,7 +18,7 @@ export interface RateLimitState {
   reset: number;
   /** `X-RateLimit-Reset`, formatted once per window. */
   resetText: string;
-  /** Seconds until then (at least 1). */
+  /** Seconds until then (at least 1); set only when `allowed` is false. */
   retryAfter: number;
   allowed: boolean;
 }
@@ -38,8 +38,7 @@ export class RateLimiter {
   }
 
   /** Counts one request of `key` (e.g. `key_abc`, `ip:10.0.0.1`) under the limit of `kind`. */
-  hit(kind: RateLimitKind, key: string): Readonly<RateLimitState> {
-    const now = this.clock.now();
+  hit(kind: RateLimitKind, key: string, now = this.clock.now()): Readonly<RateLimitState> {
     const state = this.state;
     if (now - this.windowStart >= WINDOW_MS || now < this.windowStart) {
       this.windowStart = now - (now % WINDOW_MS);
@@ -53,8 +52,8 @@ export class RateLimiter {
     state.limit = limit;
     state.limitText = this.limitTexts[kind];
     state.remaining = count >= limit ? 0 : limit - count;
-    state.retryAfter = Math.max(1, Math.ceil((this.windowStart + WINDOW_MS - now) / 1000));
     state.allowed = count <= limit;
+    if (!state.allowed) state.retryAfter = Math.max(1, Math.ceil((this.windowStart + WINDOW_MS - now) / 1000));
     return state;
   }
 
