@@ -23,8 +23,8 @@ const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
-const seconds = arg("--seconds", 5);
-const rounds = arg("--rounds", 3);
+const seconds = arg("--seconds", 6);
+const rounds = arg("--rounds", 5);
 
 ensureWrk();
 const dir = tempDir("flagsvc-bench-auth-");
