@@ -153,3 +153,14 @@ describe("credential registry", () => {
     }
   });
 });
+
+describe("passwords", () => {
+  test("unknown emails verify against a hash of the same cost as real ones, which no password matches", async () => {
+    const { DUMMY_HASH } = await import("../../src/modules/auth/service");
+    const { hashPassword, PASSWORD_OPTIONS } = await import("../../src/modules/users/service");
+    const params = (hash: string) => hash.split("$").slice(1, 4).join("$");
+    expect(params(DUMMY_HASH)).toBe(`argon2id$v=19$m=${PASSWORD_OPTIONS.memoryCost},t=${PASSWORD_OPTIONS.timeCost},p=1`);
+    expect(params(await hashPassword("a real password"))).toBe(params(DUMMY_HASH));
+    expect(await Bun.password.verify("anything at all", DUMMY_HASH)).toBe(false);
+  });
+});

@@ -7,7 +7,7 @@ import { accessGuard } from "../../http/auth";
 import { iso } from "../../lib/clock";
 import { User } from "../users/model";
 import { LoginBody, LoginResult } from "./model";
-import { dummy, login, LoginThrottle } from "./service";
+import { login, LoginThrottle } from "./service";
 
 const TAGS = ["Authentication"];
 
@@ -19,7 +19,6 @@ function sessionUser(p: Principal) {
 
 export const authRoutes = (ctx: AppContext) => {
   const throttle = new LoginThrottle(ctx.clock);
-  void dummy(); // ready before the first login with an unknown email
   return new Elysia({ name: "flagsvc/auth" })
     .use(accessGuard())
     .post(

@@ -7,8 +7,7 @@
 import type { AppContext } from "../../context";
 import { ApiError } from "../../http/errors";
 import type { Clock } from "../../lib/clock";
-import { randomBase62 } from "../../lib/ids";
-import { findUserForLogin, hashPassword, normalizeEmail, type UserRecord } from "../users/service";
+import { findUserForLogin, normalizeEmail, type UserRecord } from "../users/service";
 
 export const MAX_FAILURES = 10;
 export const LOCKOUT_WINDOW_MS = 15 * 60_000;
@@ -66,9 +65,12 @@ export class LoginThrottle {
   }
 }
 
-let dummyHash: Promise<string> | undefined;
-/** An argon2id hash of a random password, made once: unknown emails verify against it. */
-export const dummy = () => (dummyHash ??= hashPassword(randomBase62(32)));
+/**
+ * Unknown emails are verified against this argon2id hash (of a random password nobody knows),
+ * with the cost of PASSWORD_OPTIONS, so that they take as long as a wrong password. A constant:
+ * nothing to compute at start-up, and no secret (no password matches it).
+ */
+export const DUMMY_HASH = "$argon2id$v=19$m=65536,t=2,p=1$s6KqI0KLw7PeDLkNcTgkL28JwoconaPgNObRIJzWRMg$lRYcRBaqPXb4jMjWKTBssp1Z09plfkyyVpDhAHKOtNo";
 
 const unauthorized = () => new ApiError(401, "UNAUTHORIZED", INVALID_LOGIN);
 
@@ -91,7 +93,7 @@ export async function login(
   }
   const user = findUserForLogin(ctx, email);
   // The same argon2id verification whether or not the email exists.
-  const ok = await Bun.password.verify(input.password, user?.passwordHash ?? (await dummy()));
+  const ok = await Bun.password.verify(input.password, user?.passwordHash ?? DUMMY_HASH);
   if (!user || !ok) {
     throttle.fail(email);
     throw unauthorized();

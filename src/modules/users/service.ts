@@ -32,7 +32,8 @@ export interface UserPatchInput {
   password?: string;
 }
 
-const PASSWORD_OPTIONS = { algorithm: "argon2id" } as const;
+/** argon2id with pinned cost (64 MiB, 2 passes), so a runtime upgrade cannot change it silently. */
+export const PASSWORD_OPTIONS = { algorithm: "argon2id", memoryCost: 65536, timeCost: 2 } as const;
 
 export const hashPassword = (password: string): Promise<string> => Bun.password.hash(password, PASSWORD_OPTIONS);
 export const hashPasswordSync = (password: string): string => Bun.password.hashSync(password, PASSWORD_OPTIONS);
