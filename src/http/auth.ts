@@ -71,6 +71,8 @@ export const accessGuard = () =>
     .decorate("principal", null as unknown as Principal)
     .macro({
       access: (group: AccessGroup) => ({
+        // The group, for the API document (operations without it need no credential).
+        detail: { "x-flagsvc-access": group } as Record<string, string>,
         transform(c) {
           const { auth } = c as unknown as AuthState;
           const slug = (c.params as Record<string, string> | undefined)?.slug;

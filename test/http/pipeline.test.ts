@@ -298,6 +298,22 @@ describe("API docs", () => {
     expect(doc.paths["/v1/openapi.json"]).toBeUndefined();
   });
 
+  test("every operation has the Error shape as its default response; open routes need no credential", async () => {
+    const doc = await json(await h.request("GET", "/v1/openapi.json"));
+    expect(doc.components.schemas.Error.required).toEqual(["error", "message"]);
+    for (const [path, operations] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(operations)) {
+        expect({ path, method, ref: op.responses.default?.content["application/json"].schema.$ref }).toEqual({ path, method, ref: "#/components/schemas/Error" });
+        const open = op["x-flagsvc-access"] === undefined;
+        expect({ path, method, security: op.security }).toEqual({ path, method, security: open ? [] : undefined });
+      }
+    }
+    expect(doc.paths["/v1/health"].get.security).toEqual([]);
+    expect(doc.paths["/v1/auth/login"].post.security).toEqual([]);
+    expect(doc.paths["/v1/users"].get["x-flagsvc-access"]).toBe("admin");
+    expect(doc.security).toEqual([{ bearer: [] }]);
+  });
+
   test("request bodies are documented as application/json with the route's schema", async () => {
     const doc = await json(await h.request("GET", "/v1/openapi.json"));
     const create = doc.paths["/v1/projects"].post.requestBody;

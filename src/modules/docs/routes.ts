@@ -45,14 +45,23 @@ const ERROR_SCHEMA = {
   },
 };
 
-type Operation = { requestBody?: unknown };
+type Operation = { requestBody?: unknown; security?: unknown[]; responses?: Record<string, unknown>; "x-flagsvc-access"?: string };
+
+const ERROR_RESPONSE = {
+  description: "Error: 400, 401, 403, 404, 405, 409, 413, 429 or 500, as the description says",
+  content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+};
 
 function buildDocument(app: AnyElysia) {
   const { paths, components } = toOpenAPISchema(app, { paths: [SPEC_PATH, PAGE_PATH, SCRIPT_PATH] }, undefined, undefined, "3.1.2");
   for (const route of app.routes) {
-    const body = route.hooks?.body as TSchema | undefined;
     const operation = (paths as Record<string, Record<string, Operation>>)[route.path.replace(/:([^/]+)/g, "{$1}")]?.[route.method.toLowerCase()];
-    if (body === undefined || typeof body !== "object" || operation === undefined) continue;
+    if (operation === undefined) continue;
+    operation.responses = { ...operation.responses, default: ERROR_RESPONSE };
+    // Routes without an access group (health, login) need no credential.
+    if (operation["x-flagsvc-access"] === undefined) operation.security = [];
+    const body = route.hooks?.body as TSchema | undefined;
+    if (body === undefined || typeof body !== "object") continue;
     operation.requestBody = {
       required: body[OptionalKind] !== "Optional",
       content: { "application/json": { schema: JSON.parse(JSON.stringify(body)) } },

@@ -24,7 +24,6 @@ export const healthRoutes = (ctx: AppContext) =>
         summary: "Liveness and readiness",
         description:
           "No credential. 200 when the database answers a query, 503 otherwise. Suitable for load-balancer and container health checks.",
-        security: [],
       },
     },
   );
