@@ -59,7 +59,6 @@ const credentials: BootstrapStep = {
       lines.push(`Admin key:    ${ctx.config.adminKey === undefined ? key.key : "(from SVC_ADMIN_KEY)"}`);
     }
     if (lines.length === 0) return [];
-    ctx.credentials.reload();
     return generated ? [...lines, "Store these now: generated secrets are shown only this once."] : lines;
   },
 };

@@ -26,6 +26,10 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): S
   return { sqlite, db: drizzle({ client: sqlite, schema }) };
 }
 
+export function isUniqueViolation(e: unknown): boolean {
+  return e instanceof Error && /UNIQUE constraint failed/.test(e.message);
+}
+
 /**
  * Runs `fn` in a transaction (a savepoint when already inside one), so that services compose:
  * drizzle's own `db.transaction` cannot nest. Queries inside use `store.db` as usual.

@@ -232,6 +232,19 @@ export class CredentialRegistry {
 
 }
 
+/** A store that may carry this process's registry (the server's does; the admin CLI's does not). */
+export type CredentialStore = Store & { credentials?: CredentialRegistry };
+
+/**
+ * Every service that writes keys, users, or what keys belong to calls this after the write:
+ * the server's registry reloads before the response goes out (a new key works, a deleted one
+ * is refused, from the next request on). Without a registry (the CLI) the running server sees
+ * the change through `pollExternalChanges`.
+ */
+export function credentialsChanged(store: CredentialStore): void {
+  store.credentials?.reload();
+}
+
 /** The JWT secret: SVC_JWT_SECRET, else one generated at first need and kept in the database. */
 export function jwtSecret(store: Store, configured: string | undefined, clock: Clock): string {
   if (configured !== undefined) return configured;

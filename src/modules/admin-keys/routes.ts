@@ -25,7 +25,6 @@ export const adminKeysRoutes = (ctx: AppContext) =>
       "/v1/admin-keys",
       ({ body, status }) => {
         const created = createAdminKey(ctx, ctx.clock, body);
-        ctx.credentials.reload();
         return status(201, created);
       },
       {
@@ -43,7 +42,6 @@ export const adminKeysRoutes = (ctx: AppContext) =>
       "/v1/admin-keys/:keyId",
       ({ params, status }) => {
         deleteAdminKey(ctx, params.keyId);
-        ctx.credentials.reload();
         return status(204);
       },
       {

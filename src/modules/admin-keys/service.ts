@@ -2,11 +2,11 @@
  * Admin keys `svc_admin_...`: storage operations, shared by the routes, the first-start
  * bootstrap and `flagsvc admin create-key` (another process: a plain Store, no app context).
  * Only the SHA-256 of a key is stored; the secret is returned once, by `createAdminKey`.
- * Callers that hold a CredentialRegistry call its `reload()` after a write.
  */
 import { Value } from "@sinclair/typebox/value";
 import { asc, count, eq, sql } from "drizzle-orm";
-import { transaction, type Store } from "../../db/client";
+import { isUniqueViolation, transaction, type Store } from "../../db/client";
+import { credentialsChanged, type CredentialStore } from "../../http/credentials";
 import { adminKeys } from "../../db/schema";
 import { conflict, notFound, validationDetails, validationError } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
@@ -54,25 +54,27 @@ export function validateNewAdminKey(input: unknown): { name: string } {
  * Creates an admin key named `name` (validated: 1 to 100 characters). `secret` stores a given
  * key (SVC_ADMIN_KEY at first start) instead of generating one. Returns the record and the secret.
  */
-export function createAdminKey(store: Store, clock: Clock, input: unknown, secret?: string): AdminKeyRecord & { lastUsedAt: null; key: string } {
+export function createAdminKey(store: CredentialStore, clock: Clock, input: unknown, secret?: string): AdminKeyRecord & { lastUsedAt: null; key: string } {
   const { name } = validateNewAdminKey(input);
   const material = secret !== undefined ? { secret, ...adminKeyParts(secret) } : generateSecret("svc_admin_");
   const row = { id: newId("key"), name, keyHash: material.hash, keyPrefix: material.keyPrefix, createdAt: iso(clock.now()), lastUsedAt: null };
   try {
     store.db.insert(adminKeys).values(row).run();
   } catch (e) {
-    if (e instanceof Error && /UNIQUE constraint failed/.test(e.message)) throw conflict("This admin key already exists");
+    if (isUniqueViolation(e)) throw conflict("This admin key already exists");
     throw e;
   }
+  credentialsChanged(store);
   return { id: row.id, name: row.name, keyPrefix: row.keyPrefix, createdAt: row.createdAt, lastUsedAt: null, key: material.secret };
 }
 
 /** Deletes an admin key. 404 unknown; 409 the last key when no admin user exists (nobody could administer). */
-export function deleteAdminKey(store: Store, id: string): void {
+export function deleteAdminKey(store: CredentialStore, id: string): void {
   transaction(store, () => {
     const key = store.db.select({ id: adminKeys.id }).from(adminKeys).where(eq(adminKeys.id, id)).get();
     if (!key) throw notFound("Admin key");
     if (countAdminKeys(store) <= 1 && !hasAdminUser(store)) throw conflict(LAST_KEY);
     store.db.delete(adminKeys).where(eq(adminKeys.id, id)).run();
   });
+  credentialsChanged(store);
 }

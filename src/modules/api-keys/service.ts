@@ -7,6 +7,7 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import type { AppContext } from "../../context";
 import { transaction } from "../../db/client";
+import { credentialsChanged } from "../../http/credentials";
 import { apiKeys, environments, projects } from "../../db/schema";
 import { MESSAGES, type Principal, type Scope } from "../../http/access";
 import { forbidden, notFound, validationError } from "../../http/errors";
@@ -93,7 +94,7 @@ export function createApiKey(
     createdAt: iso(ctx.clock.now()),
   };
   ctx.db.insert(apiKeys).values(row).run();
-  ctx.credentials.reload();
+  credentialsChanged(ctx);
   return {
     id: row.id,
     name: row.name,
@@ -145,7 +146,7 @@ export function rotateApiKey(ctx: AppContext, principal: Principal, keyId: strin
       })
       .where(eq(apiKeys.id, keyId))
       .run();
-    ctx.credentials.reload();
+    credentialsChanged(ctx);
     const { keyHash: _h, projectSlug: _p, ...rest } = row;
     return { ...withLastUse(ctx, rest), keyPrefix, key: secret };
   });
@@ -157,5 +158,5 @@ export function deleteApiKey(ctx: AppContext, principal: Principal, keyId: strin
     requireManageable(ctx, principal, keyId);
     ctx.db.delete(apiKeys).where(and(eq(apiKeys.id, keyId))).run();
   });
-  ctx.credentials.reload();
+  credentialsChanged(ctx);
 }

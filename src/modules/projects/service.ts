@@ -2,6 +2,7 @@
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { AppContext } from "../../context";
 import { transaction, type Store } from "../../db/client";
+import { credentialsChanged } from "../../http/credentials";
 import { environments, projects } from "../../db/schema";
 import type { Principal } from "../../http/access";
 import { conflict, notFound, validationError } from "../../http/errors";
@@ -133,7 +134,7 @@ export function deleteProject(ctx: AppContext, slug: string): void {
   const project = requireProject(ctx, slug);
   // Foreign keys cascade from projects to everything that belongs to a project.
   ctx.db.delete(projects).where(eq(projects.id, project.id)).run();
-  ctx.credentials.reload();
+  credentialsChanged(ctx);
 }
 
 export function listEnvironments(ctx: AppContext, slug: string): Environment[] {
@@ -165,5 +166,5 @@ export function deleteEnvironment(ctx: AppContext, slug: string, envSlug: string
     throw conflict(`Environment ${envSlug} is the last environment of project ${slug}; a project keeps at least one`);
   }
   ctx.db.delete(environments).where(eq(environments.id, env.id)).run();
-  ctx.credentials.reload();
+  credentialsChanged(ctx);
 }

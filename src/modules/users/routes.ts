@@ -21,7 +21,6 @@ export const usersRoutes = (ctx: AppContext) =>
       "/v1/users",
       async ({ body, status }) => {
         const user = await createUser(ctx, ctx.clock, body);
-        ctx.credentials.reload();
         return status(201, user);
       },
       {
@@ -39,7 +38,6 @@ export const usersRoutes = (ctx: AppContext) =>
       "/v1/users/:userId",
       async ({ params, body }) => {
         const user = await updateUser(ctx, ctx.clock, params.userId, body);
-        ctx.credentials.reload();
         return user;
       },
       {
@@ -60,7 +58,6 @@ export const usersRoutes = (ctx: AppContext) =>
       "/v1/users/:userId",
       ({ params, status }) => {
         deleteUser(ctx, params.userId);
-        ctx.credentials.reload();
         return status(204);
       },
       {

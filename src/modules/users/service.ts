@@ -3,11 +3,11 @@
  * the `flagsvc admin create-user` command (which runs beside the server in another process,
  * so everything here takes a plain Store, not the app context). Emails are stored lower-case;
  * passwords only as argon2id hashes. At least one admin user is kept once one exists.
- * Callers that hold a CredentialRegistry call its `reload()` after a write.
  */
 import { Value } from "@sinclair/typebox/value";
 import { asc, count, eq } from "drizzle-orm";
-import { transaction, type Store } from "../../db/client";
+import { isUniqueViolation, transaction, type Store } from "../../db/client";
+import { credentialsChanged, type CredentialStore } from "../../http/credentials";
 import { users } from "../../db/schema";
 import type { Role } from "../../http/access";
 import { conflict, notFound, validationDetails, validationError } from "../../http/errors";
@@ -73,14 +73,11 @@ function countAdmins({ db }: Store): number {
   return db.select({ n: count() }).from(users).where(eq(users.role, "admin")).get()!.n;
 }
 
-function isUniqueViolation(e: unknown): boolean {
-  return e instanceof Error && /UNIQUE constraint failed/.test(e.message);
-}
 
 const duplicate = (email: string) => conflict(`A user with email ${email} already exists`);
 
 /** Stores a user whose password is already hashed (bootstrap, synchronous). */
-export function insertUser(store: Store, clock: Clock, input: { email: string; passwordHash: string; role: Role }): UserRecord {
+export function insertUser(store: CredentialStore, clock: Clock, input: { email: string; passwordHash: string; role: Role }): UserRecord {
   const now = iso(clock.now());
   const row = { id: newId("usr"), email: normalizeEmail(input.email), passwordHash: input.passwordHash, role: input.role, createdAt: now, updatedAt: now };
   try {
@@ -89,6 +86,7 @@ export function insertUser(store: Store, clock: Clock, input: { email: string; p
     if (isUniqueViolation(e)) throw duplicate(row.email);
     throw e;
   }
+  credentialsChanged(store);
   return toRecord(row);
 }
 
@@ -96,7 +94,7 @@ export function insertUser(store: Store, clock: Clock, input: { email: string; p
 export const validateNewUser = (input: unknown): NewUserInput => check<NewUserInput>(NewUser, input);
 
 /** Validates fully (400), refuses a taken email (409), hashes the password and stores the user. */
-export async function createUser(store: Store, clock: Clock, input: unknown): Promise<UserRecord> {
+export async function createUser(store: CredentialStore, clock: Clock, input: unknown): Promise<UserRecord> {
   const { email, password, role } = validateNewUser(input);
   const normalized = normalizeEmail(email);
   if (findUserForLogin(store, normalized)) throw duplicate(normalized);
@@ -104,14 +102,14 @@ export async function createUser(store: Store, clock: Clock, input: unknown): Pr
 }
 
 /** Changes role and/or password. 404 unknown user; 409 demoting the last admin; 400 empty patch. */
-export async function updateUser(store: Store, clock: Clock, id: string, input: unknown): Promise<UserRecord> {
+export async function updateUser(store: CredentialStore, clock: Clock, id: string, input: unknown): Promise<UserRecord> {
   const patch = check<UserPatchInput>(UserPatch, input);
   if (patch.role === undefined && patch.password === undefined) {
     throw validationError("Send role, password or both", [{ path: "body", message: "Send role, password or both" }]);
   }
   if (!getUser(store, id)) throw notFound("User");
   const passwordHash = patch.password === undefined ? undefined : await hashPassword(patch.password);
-  return transaction(store, () => {
+  const updated = transaction(store, () => {
     const user = getUser(store, id);
     if (!user) throw notFound("User");
     if (patch.role !== undefined && user.role === "admin" && patch.role !== "admin" && countAdmins(store) <= 1) throw conflict(LAST_ADMIN_DEMOTE);
@@ -124,16 +122,19 @@ export async function updateUser(store: Store, clock: Clock, id: string, input: 
     store.db.update(users).set(changes).where(eq(users.id, id)).run();
     return { ...user, ...(patch.role !== undefined ? { role: patch.role } : {}) };
   });
+  credentialsChanged(store);
+  return updated;
 }
 
 /** Deletes a user. 404 unknown; 409 the last admin. */
-export function deleteUser(store: Store, id: string): void {
+export function deleteUser(store: CredentialStore, id: string): void {
   transaction(store, () => {
     const user = getUser(store, id);
     if (!user) throw notFound("User");
     if (user.role === "admin" && countAdmins(store) <= 1) throw conflict(LAST_ADMIN_DELETE);
     store.db.delete(users).where(eq(users.id, id)).run();
   });
+  credentialsChanged(store);
 }
 
 export function hasAdminUser(store: Store): boolean {
