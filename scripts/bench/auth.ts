@@ -17,7 +17,7 @@ import { createLogger } from "../../src/lib/log";
 import { createContext } from "../../src/server";
 import { loadTls } from "../../src/tls";
 import { seedApiKey, tempDir } from "../../test/helpers";
-import { ensureWrk, runWrk } from "../lib/wrk";
+import { ensureWrk, pinServer, runWrk } from "../lib/wrk";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(name);
@@ -56,11 +56,12 @@ if (check.status !== 200) throw new Error(`the guarded route answered ${check.st
 const refused = await fetch(`https://127.0.0.1:${servers.guarded}/bench`, { tls: { rejectUnauthorized: false } });
 if (refused.status !== 401) throw new Error(`the guarded route without a key answered ${refused.status}`);
 
-console.log(`wrk -t1 -c50 -d${seconds}s, ${rounds} rounds alternating, GET /bench with an eval key`);
+const cpu = pinServer();
+console.log(`wrk -t1 -c50 -d${seconds}s, ${rounds} rounds alternating, GET /bench with an eval key${cpu === undefined ? "" : "; server on CPU 0, wrk on CPU 1"}`);
 const results: Record<keyof typeof servers, number[]> = { bare: [], guarded: [] };
 for (let round = 1; round <= rounds; round++) {
   for (const name of ["bare", "guarded"] as const) {
-    const r = await runWrk({ url: `https://127.0.0.1:${servers[name]}/bench`, seconds, headers: { authorization: `Bearer ${key}` } });
+    const r = await runWrk({ url: `https://127.0.0.1:${servers[name]}/bench`, seconds, cpu, headers: { authorization: `Bearer ${key}` } });
     if (r.non2xx > 0) throw new Error(`${name}: ${r.non2xx} non-2xx answers`);
     results[name].push(r.rps);
     console.log(`  round ${round} ${name.padEnd(7)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms`);

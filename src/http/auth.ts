@@ -29,8 +29,8 @@ export function admitter(ctx: AppContext) {
   const behindProxy = ctx.config.behindProxy;
   const admit = (auth: Resolution, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, now: number): Resolution => {
     const principal = auth.principal;
-    const key = principal ? principal.id : `ip:${clientAddress(request, server, behindProxy)}`;
-    const state = limiter.hit(limitOf(principal), key, now);
+    const caller = auth.meter ?? (principal ? principal.id : `ip:${clientAddress(request, server, behindProxy)}`);
+    const state = limiter.hit(limitOf(principal), caller, now);
     headers["x-ratelimit-limit"] = state.limitText;
     headers["x-ratelimit-remaining"] = String(state.remaining);
     headers["x-ratelimit-reset"] = state.resetText;

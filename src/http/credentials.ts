@@ -13,16 +13,21 @@ import { adminKeys, apiKeys, environments, projects, revokedTokens, settings, us
 import { iso, type Clock } from "../lib/clock";
 import { randomBase62 } from "../lib/ids";
 import { sha256Hex } from "../lib/secrets";
+import { newMeter, type Meter } from "./rate-limit";
 import type { Principal, Role } from "./access";
 
 export const TOKEN_TTL_SECONDS = 3600;
 const JWT_SECRET_SETTING = "jwt_secret";
 
-/** When a key was last used, kept across reloads; `dirty` until the flush writes it. */
+/**
+ * When a key was last used (`dirty` until the flush writes it) and its rate-limit meter; kept
+ * across reloads, so neither restarts when any credential changes.
+ */
 interface Usage {
   at: number;
   dirty: boolean;
   table: typeof apiKeys | typeof adminKeys;
+  meter: Meter;
 }
 
 interface KeyRecord {
@@ -33,13 +38,14 @@ interface KeyRecord {
   usage: Usage;
 }
 
+/** Who is calling; `meter`: a key's own rate-limit counter (others are counted by id or address). */
 export type Resolution =
-  | { principal: Principal; failure: null }
-  | { principal: null; failure: "missing" | "key" | "token" };
+  | { principal: Principal; failure: null; meter: Meter | null }
+  | { principal: null; failure: "missing" | "key" | "token"; meter: null };
 
-const MISSING: Resolution = { principal: null, failure: "missing" };
-const BAD_KEY: Resolution = { principal: null, failure: "key" };
-const BAD_TOKEN: Resolution = { principal: null, failure: "token" };
+const MISSING: Resolution = { principal: null, failure: "missing", meter: null };
+const BAD_KEY: Resolution = { principal: null, failure: "key", meter: null };
+const BAD_TOKEN: Resolution = { principal: null, failure: "token", meter: null };
 
 export class CredentialRegistry {
   private keys = new Map<string, KeyRecord>();
@@ -75,7 +81,7 @@ export class CredentialRegistry {
     const previousUsage = this.usage;
     const usage = new Map<string, Usage>();
     const usageOf = (id: string, table: Usage["table"]) => {
-      const u = previousUsage.get(id) ?? { at: 0, dirty: false, table };
+      const u = previousUsage.get(id) ?? { at: 0, dirty: false, table, meter: newMeter() };
       usage.set(id, u);
       return u;
     };
@@ -105,13 +111,14 @@ export class CredentialRegistry {
         environmentId: r.environmentId,
         environmentSlug: r.environmentSlug,
       };
-      const resolution = { principal, failure: null };
       const u = usageOf(r.id, apiKeys);
+      const resolution = { principal, failure: null, meter: u.meter };
       keys.set(r.keyHash, { resolution, usage: u });
       if (r.previousHash && r.previousExpiresAt) keys.set(r.previousHash, { resolution, usage: u, notAfter: Date.parse(r.previousExpiresAt) });
     }
     for (const r of db.select({ id: adminKeys.id, keyHash: adminKeys.keyHash }).from(adminKeys).all()) {
-      keys.set(r.keyHash, { resolution: { principal: { kind: "adminKey", id: r.id }, failure: null }, usage: usageOf(r.id, adminKeys) });
+      const u = usageOf(r.id, adminKeys);
+      keys.set(r.keyHash, { resolution: { principal: { kind: "adminKey", id: r.id }, failure: null, meter: u.meter }, usage: u });
     }
     const now = iso(this.clock.now());
     const userRows = db
@@ -186,6 +193,7 @@ export class CredentialRegistry {
     return {
       principal: { kind: "user", id: payload.sub!, email: user.email, role: user.role, jti: payload.jti!, expiresAt: payload.exp! * 1000 },
       failure: null,
+      meter: null,
     };
   }
 

@@ -111,12 +111,26 @@ describe("limits", () => {
   });
 
   test("old windows are dropped: memory holds only the current window's callers", async () => {
-    h = testApp();
+    h = testApp({ SVC_BEHIND_PROXY: "true" });
     h.clock.ms = MID_WINDOW;
-    for (let i = 0; i < 50; i++) await h.request("GET", "/v1/health", { headers: bearer(seedApiKey(h.ctx, "eval").secret) });
+    const from = (i: number) => ({ "x-forwarded-proto": "https", "x-forwarded-for": `10.0.0.${i}` });
+    for (let i = 0; i < 50; i++) await h.request("GET", "/v1/health", { headers: from(i) });
     expect(h.ctx.limiter.size()).toBe(50);
     h.clock.advance(60_000);
-    await h.request("GET", "/v1/health");
+    await h.request("GET", "/v1/health", { headers: from(1) });
     expect(h.ctx.limiter.size()).toBe(1);
+  });
+
+  test("a key's count lives on its record: it survives a reload and restarts with the window", async () => {
+    h = testApp({ SVC_RATE_LIMITS: "eval:3" });
+    h.clock.ms = MID_WINDOW;
+    const key = bearer(seedApiKey(h.ctx, "eval").secret);
+    const remaining = async () => (await h.request("GET", "/v1/health", { headers: key })).headers.get("x-ratelimit-remaining");
+    expect(await remaining()).toBe("2");
+    h.ctx.credentials.reload(); // any credential write
+    expect(await remaining()).toBe("1");
+    expect(h.ctx.limiter.size()).toBe(0);
+    h.clock.advance(60_000);
+    expect(await remaining()).toBe("2");
   });
 });

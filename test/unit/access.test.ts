@@ -93,7 +93,7 @@ describe("credential registry", () => {
       for (const bad of [`Bearer ${secret}x`, `Basic ${secret}`, secret, "Bearer ", "Bearer a.b.c"]) {
         expect((await h.ctx.credentials.resolve(bad)).principal).toBeNull();
       }
-      expect(await h.ctx.credentials.resolve(null)).toEqual({ principal: null, failure: "missing" });
+      expect(await h.ctx.credentials.resolve(null)).toEqual({ principal: null, failure: "missing", meter: null });
     } finally {
       h.close();
     }
@@ -144,7 +144,7 @@ describe("credential registry", () => {
       const ok = await h.ctx.credentials.resolve(`Bearer ${token}`);
       expect(ok.principal).toMatchObject({ kind: "user", id, role: "editor", expiresAt });
       h.ctx.credentials.revoke((ok.principal as { jti: string }).jti, expiresAt);
-      expect(await h.ctx.credentials.resolve(`Bearer ${token}`)).toEqual({ principal: null, failure: "token" });
+      expect(await h.ctx.credentials.resolve(`Bearer ${token}`)).toEqual({ principal: null, failure: "token", meter: null });
       const second = (await h.ctx.credentials.issueToken(id, "editor")).token;
       h.clock.advance(3600_000);
       expect((await h.ctx.credentials.resolve(`Bearer ${second}`)).principal).toBeNull();
