@@ -1,0 +1,266 @@
+/**
+ * The evaluation engine: every rule of evaluation in one pure file (api-spec: Evaluation;
+ * decisions §6, §7). Operator semantics, the compile step, bucketing, the variant pick and the
+ * resolution order. No I/O and no clock: the caller passes `evaluatedAt`.
+ *
+ * A flag is compiled once per write (`compileFlag`, `compileState`) so that `evaluate`, which
+ * runs per request and per flag, allocates nothing but its result: conditions are closures
+ * built once, list operators use Sets, weights are integer thousandths, hash prefixes are
+ * prebuilt.
+ */
+import { murmur3 } from "./murmur3";
+import type {
+  Condition,
+  ContextValue,
+  EvalContext,
+  EvaluationResult,
+  FlagDefinition,
+  FlagState,
+  Override,
+  Reason,
+} from "./types";
+
+/** Buckets per hash: percentages and weights have at most 3 decimals, so thousandths of a percent. */
+const BUCKETS = 100_000;
+
+/** One condition, compiled: true when the context satisfies it. */
+export type Predicate = (context: EvalContext) => boolean;
+
+export interface CompiledRule {
+  readonly id: string;
+  /** Conditions AND-ed; empty: matches everyone. */
+  readonly conditions: readonly Predicate[];
+  /** The variant the rule serves; null on boolean flags, or when the rule names none. */
+  readonly variant: string | null;
+}
+
+export interface CompiledFlag {
+  readonly key: string;
+  /** The enabled rules, in order. */
+  readonly rules: readonly CompiledRule[];
+  /** Variant keys in order; empty for a boolean flag. */
+  readonly variants: readonly string[];
+  /** Running sums of the weights in thousandths (the last is 100000); null when unweighted. */
+  readonly cumulativeWeights: readonly number[] | null;
+  /** `key + ":"`: the rollout hash input is this plus the userId. */
+  readonly rolloutPrefix: string;
+  /** `key + ":variant:"`: the variant hash input is this plus the userId. */
+  readonly variantPrefix: string;
+}
+
+export interface CompiledState {
+  readonly enabled: boolean;
+  /** round(rolloutPercentage * 1000), compared with the bucket; null: no rollout. */
+  readonly threshold: number | null;
+}
+
+/** A flag with no state row in the environment (decisions §6). */
+export const DISABLED_STATE: CompiledState = Object.freeze({ enabled: false, threshold: null });
+
+export function compileState(state: FlagState | null): CompiledState {
+  if (state === null) return DISABLED_STATE;
+  return {
+    enabled: state.enabled,
+    threshold: state.rolloutPercentage === null ? null : Math.round(state.rolloutPercentage * 1000),
+  };
+}
+
+export function compileFlag(def: FlagDefinition): CompiledFlag {
+  const variants = def.variants.map((v) => v.key);
+  const multiVariant = variants.length > 0;
+  let cumulativeWeights: number[] | null = null;
+  if (multiVariant && def.variants.every((v) => v.weight !== undefined)) {
+    let sum = 0;
+    cumulativeWeights = def.variants.map((v) => (sum += Math.round(v.weight! * 1000)));
+  }
+  const rules: CompiledRule[] = [];
+  for (const rule of def.rules) {
+    if (!rule.enabled) continue;
+    rules.push({
+      id: rule.id,
+      conditions: rule.conditions.map(compileCondition),
+      variant: multiVariant ? rule.variant : null,
+    });
+  }
+  return {
+    key: def.key,
+    rules,
+    variants,
+    cumulativeWeights,
+    rolloutPrefix: `${def.key}:`,
+    variantPrefix: `${def.key}:variant:`,
+  };
+}
+
+const NEVER: Predicate = () => false;
+
+type ListValue = string | number | boolean;
+
+const isScalar = (v: ContextValue | undefined): v is ListValue =>
+  typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+
+/**
+ * Operator semantics (decisions §6). A missing attribute makes every operator false. Missing
+ * means absent or null: the spec lets context values be null, and a null attribute carries no
+ * value to compare, so it reads as absent. "Present" is tested by type (string, number,
+ * boolean or array) rather than by own-property lookup: it is cheaper, and it also keeps
+ * Object.prototype members (`toString`, `__proto__`) from passing as attributes.
+ * Values were type-checked at write time; one of the wrong type still yields a condition that
+ * never matches rather than a throw.
+ */
+function compileCondition(condition: Condition): Predicate {
+  const { attribute, value } = condition;
+  switch (condition.operator) {
+    case "equals":
+      if (!isScalar(value)) return NEVER;
+      return (c) => c[attribute] === value;
+    case "not_equals":
+      if (!isScalar(value)) return NEVER;
+      return (c) => {
+        const v = c[attribute];
+        return (isScalar(v) || Array.isArray(v)) && v !== value;
+      };
+    case "in": {
+      if (!Array.isArray(value)) return NEVER;
+      const set = new Set<unknown>(value);
+      return (c) => {
+        const v = c[attribute];
+        return isScalar(v) && set.has(v);
+      };
+    }
+    case "not_in": {
+      if (!Array.isArray(value)) return NEVER;
+      const set = new Set<unknown>(value);
+      return (c) => {
+        const v = c[attribute];
+        return isScalar(v) && !set.has(v);
+      };
+    }
+    case "contains":
+      if (typeof value !== "string") return NEVER;
+      return (c) => {
+        const v = c[attribute];
+        return typeof v === "string" ? v.includes(value) : Array.isArray(v) && v.includes(value);
+      };
+    case "starts_with":
+      if (typeof value !== "string") return NEVER;
+      return (c) => {
+        const v = c[attribute];
+        return typeof v === "string" && v.startsWith(value);
+      };
+    case "greater_than":
+      if (typeof value !== "number") return NEVER;
+      return (c) => {
+        const v = c[attribute];
+        return typeof v === "number" && v > value;
+      };
+    case "less_than":
+      if (typeof value !== "number") return NEVER;
+      return (c) => {
+        const v = c[attribute];
+        return typeof v === "number" && v < value;
+      };
+    case "is_true":
+      return (c) => c[attribute] === true;
+    case "is_false":
+      return (c) => c[attribute] === false;
+    default:
+      return unknownOperator(condition.operator);
+  }
+}
+
+/** Compile-time exhaustiveness; at run time an operator stored by a newer version never matches. */
+function unknownOperator(_operator: never): Predicate {
+  return NEVER;
+}
+
+/** The rollout bucket of a user: murmur3(flagKey + ":" + userId) mod 100000. */
+export function bucketOf(flagKey: string, userId: string): number {
+  return murmur3(`${flagKey}:${userId}`) % BUCKETS;
+}
+
+/** The variant bucket of a user: murmur3(flagKey + ":variant:" + userId) mod 100000. */
+export function variantBucketOf(flagKey: string, userId: string): number {
+  return murmur3(`${flagKey}:variant:${userId}`) % BUCKETS;
+}
+
+/** The userId bucketing uses: a non-empty string as is, a number as its decimal string; else null. */
+function usableUserId(context: EvalContext): string | null {
+  const userId = context.userId;
+  if (typeof userId === "string") return userId === "" ? null : userId;
+  if (typeof userId === "number") return String(userId);
+  return null;
+}
+
+/** The variant served by weight, or the first one when unweighted or without a usable userId. */
+function pickVariant(flag: CompiledFlag, userId: string | null): string {
+  const variants = flag.variants;
+  const sums = flag.cumulativeWeights;
+  if (sums !== null && userId !== null) {
+    const bucket = murmur3(flag.variantPrefix + userId) % BUCKETS;
+    for (let i = 0; i < sums.length; i++) {
+      if (sums[i]! > bucket) return variants[i]!;
+    }
+    // Weights sum to 100 (checked at write time), so the walk always ends above; should they
+    // fall short, the remainder goes to the last variant.
+    return variants[variants.length - 1]!;
+  }
+  return variants[0]!;
+}
+
+function result(
+  flagKey: string,
+  enabled: boolean,
+  variant: string | null,
+  reason: Reason,
+  ruleId: string | null,
+  evaluatedAt: string,
+): EvaluationResult {
+  return { flagKey, enabled, variant, reason, ruleId, evaluatedAt };
+}
+
+/**
+ * One evaluation, in the spec's resolution order. `flag` is undefined when the key does not
+ * exist; `state` is DISABLED_STATE when the flag has no state row in the environment;
+ * `override` is the test session's override for this key, if any.
+ */
+export function evaluate(
+  flag: CompiledFlag | undefined,
+  flagKey: string,
+  state: CompiledState,
+  context: EvalContext,
+  evaluatedAt: string,
+  override?: Override,
+): EvaluationResult {
+  if (override !== undefined) {
+    return typeof override === "boolean"
+      ? result(flagKey, override, null, "TEST_OVERRIDE", null, evaluatedAt)
+      : result(flagKey, true, override, "TEST_OVERRIDE", null, evaluatedAt);
+  }
+  if (flag === undefined) return result(flagKey, false, null, "FLAG_NOT_FOUND", null, evaluatedAt);
+  if (!state.enabled) return result(flagKey, false, null, "FLAG_DISABLED", null, evaluatedAt);
+
+  const multiVariant = flag.variants.length > 0;
+  const rules = flag.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i]!;
+    const conditions = rule.conditions;
+    let j = 0;
+    while (j < conditions.length && conditions[j]!(context)) j++;
+    if (j === conditions.length) {
+      const variant = rule.variant ?? (multiVariant ? pickVariant(flag, usableUserId(context)) : null);
+      return result(flagKey, true, variant, "TARGETING_RULE_MATCH", rule.id, evaluatedAt);
+    }
+  }
+
+  const threshold = state.threshold;
+  if (threshold !== null) {
+    const userId = usableUserId(context);
+    const included =
+      userId === null ? threshold >= BUCKETS : murmur3(flag.rolloutPrefix + userId) % BUCKETS < threshold;
+    if (!included) return result(flagKey, false, null, "PERCENTAGE_ROLLOUT_EXCLUDED", null, evaluatedAt);
+    return result(flagKey, true, multiVariant ? pickVariant(flag, userId) : null, "PERCENTAGE_ROLLOUT", null, evaluatedAt);
+  }
+  const variant = multiVariant ? pickVariant(flag, usableUserId(context)) : null;
+  return result(flagKey, true, variant, "FLAG_ENABLED", null, evaluatedAt);
+}

@@ -1,0 +1,91 @@
+/**
+ * The data of evaluation (api-spec: Flag, Flag state, Targeting rule, Evaluation result;
+ * decisions §6, §7). Plain types shared by the pure engine, the snapshot and the flags module,
+ * which validates writes against the same operator table the engine runs.
+ */
+
+/** A context attribute value (decisions §7): string, number, boolean, null, or an array of those. */
+export type Scalar = string | number | boolean | null;
+export type ContextValue = Scalar | readonly Scalar[];
+export type EvalContext = Readonly<Record<string, ContextValue>>;
+
+/** Operators and the value types each accepts (api-spec: Targeting rule). */
+export const OPERATOR_VALUE_TYPES = {
+  equals: ["string", "number", "boolean"],
+  not_equals: ["string", "number"],
+  in: ["array"],
+  not_in: ["array"],
+  contains: ["string"],
+  starts_with: ["string"],
+  greater_than: ["number"],
+  less_than: ["number"],
+  is_true: ["boolean"],
+  is_false: ["boolean"],
+} as const satisfies Record<string, readonly ("string" | "number" | "boolean" | "array")[]>;
+
+export type Operator = keyof typeof OPERATOR_VALUE_TYPES;
+export const OPERATORS = Object.keys(OPERATOR_VALUE_TYPES) as Operator[];
+/** Operators whose `value` may be omitted. */
+export const VALUE_OPTIONAL: ReadonlySet<Operator> = new Set(["is_true", "is_false"]);
+
+export interface Condition {
+  attribute: string;
+  operator: Operator;
+  /** Typed by the operator (checked at write time); `in`/`not_in`: an array of scalars. */
+  value?: string | number | boolean | (string | number | boolean)[];
+}
+
+export interface Rule {
+  /** `rule_...`, assigned by the server, stable across PATCHes. */
+  id: string;
+  name: string;
+  conditions: Condition[];
+  enabled: boolean;
+  /** One of the flag's variant keys, or null. */
+  variant: string | null;
+}
+
+export interface Variant {
+  key: string;
+  name?: string;
+  description?: string;
+  /** Either every variant has a weight (summing to 100, at most 3 decimals) or none has. */
+  weight?: number;
+}
+
+/** What the engine needs of a flag: its key, variants and rules (as stored, already valid). */
+export interface FlagDefinition {
+  key: string;
+  variants: readonly Variant[];
+  rules: readonly Rule[];
+}
+
+/** A flag's state in one environment; no state row reads as `{ enabled: false, rolloutPercentage: null }`. */
+export interface FlagState {
+  enabled: boolean;
+  /** 0 to 100, at most 3 decimals; null: everyone. */
+  rolloutPercentage: number | null;
+}
+
+export const REASONS = [
+  "TEST_OVERRIDE",
+  "FLAG_DISABLED",
+  "TARGETING_RULE_MATCH",
+  "PERCENTAGE_ROLLOUT",
+  "PERCENTAGE_ROLLOUT_EXCLUDED",
+  "FLAG_ENABLED",
+  "FLAG_NOT_FOUND",
+] as const;
+export type Reason = (typeof REASONS)[number];
+
+export interface EvaluationResult {
+  flagKey: string;
+  enabled: boolean;
+  variant: string | null;
+  reason: Reason;
+  ruleId: string | null;
+  evaluatedAt: string;
+}
+
+/** A test-session override (decisions §7): a boolean sets `enabled`; a string serves that variant. */
+export type Override = boolean | string;
