@@ -3,6 +3,7 @@ import type { Config } from "./config";
 import type { Store } from "./db/client";
 import type { CredentialRegistry } from "./http/credentials";
 import type { RateLimiter } from "./http/rate-limit";
+import type { Snapshot } from "./evaluation/snapshot";
 import type { Clock } from "./lib/clock";
 import type { Logger } from "./lib/log";
 import type { Scheduler } from "./lib/scheduler";
@@ -15,6 +16,8 @@ export interface AppContext extends Store {
   /** Every accepted credential, in memory. */
   credentials: CredentialRegistry;
   limiter: RateLimiter;
+  /** Every flag of every environment, compiled: what evaluation reads. */
+  snapshot: Snapshot;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** Stops the jobs, closes the database and releases the data-dir lock. */

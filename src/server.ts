@@ -4,6 +4,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import type { Server } from "bun";
 import { Elysia } from "elysia";
 import { bootstrap } from "./bootstrap";
 import { ConfigError, type Config } from "./config";
@@ -15,6 +16,7 @@ import { OperatorError } from "./lib/errors";
 import { accessGuard, admitter } from "./http/auth";
 import { CredentialRegistry, jwtSecret } from "./http/credentials";
 import { pipeline } from "./http/pipeline";
+import type { NativeRoutes } from "./http/native";
 import { RateLimiter } from "./http/rate-limit";
 import { systemClock, type Clock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/log";
@@ -23,7 +25,10 @@ import { adminKeysRoutes } from "./modules/admin-keys/routes";
 import { apiKeysRoutes } from "./modules/api-keys/routes";
 import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
+import { evaluationNativeRoutes, evaluationRoutes } from "./modules/evaluation/routes";
 import { healthRoutes } from "./modules/health/routes";
+import { flagsRoutes } from "./modules/flags/routes";
+import { loadSnapshot } from "./modules/flags/snapshot";
 import { projectsRoutes } from "./modules/projects/routes";
 import { usersRoutes } from "./modules/users/routes";
 import { loadTls, type TlsMaterial } from "./tls";
@@ -37,7 +42,8 @@ const SERVER_BODY_CEILING = Number.MAX_SAFE_INTEGER;
 const DRAIN_MS = 10_000;
 
 export function createApp(ctx: AppContext) {
-  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING } });
+  // `serve.routes` go to Bun's router ahead of the app's own: the evaluation hot path (src/http/native.ts).
+  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes: evaluationNativeRoutes(ctx) } });
   return app
     .use(pipeline({ log: ctx.log, behindProxy: ctx.config.behindProxy, routes: () => app.routes, admit: admitter(ctx) }))
     .use(accessGuard())
@@ -47,10 +53,26 @@ export function createApp(ctx: AppContext) {
     .use(usersRoutes(ctx))
     .use(adminKeysRoutes(ctx))
     .use(projectsRoutes(ctx))
-    .use(apiKeysRoutes(ctx));
+    .use(apiKeysRoutes(ctx))
+    .use(flagsRoutes(ctx))
+    .use(evaluationRoutes(ctx));
 }
 
 export type App = ReturnType<typeof createApp>;
+
+/**
+ * The app's requests as the listening server dispatches them: a route of `serve.routes` for
+ * its exact path and method (Bun's router, ahead of Elysia's), else the app. Tests drive
+ * this, so that they take the same path as the binary.
+ */
+export function dispatcher(app: { handle(request: Request): Promise<Response>; config?: { serve?: unknown } }) {
+  const routes = ((app.config?.serve as { routes?: NativeRoutes } | undefined)?.routes ?? {}) as NativeRoutes;
+  return async (request: Request, server: Server<unknown> | null = null): Promise<Response> => {
+    const path = routes[new URL(request.url).pathname];
+    const native = path !== undefined && Object.hasOwn(path, request.method) ? path[request.method] : undefined;
+    return native ? native(request, server) : app.handle(request);
+  };
+}
 
 /**
  * Locks the data dir (creating it), opens the database and brings the schema up to date.
@@ -96,6 +118,7 @@ export function createContext(config: Config, deps: { log?: Logger; clock?: Cloc
     scheduler,
     credentials: new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock)),
     limiter: new RateLimiter(config.rateLimits, clock),
+    snapshot: loadSnapshot(store),
     startedAt: performance.now(),
     close() {
       scheduler.stopAll();

@@ -11,12 +11,12 @@ import type { AppContext } from "../src/context";
 import type { Clock } from "../src/lib/clock";
 import { createLogger } from "../src/lib/log";
 import { eq } from "drizzle-orm";
-import { adminKeys, apiKeys, environments, projects } from "../src/db/schema";
-import type { Scope } from "../src/http/access";
+import { adminKeys, apiKeys, environments, projects, users } from "../src/db/schema";
+import type { Role, Scope } from "../src/http/access";
 import { iso } from "../src/lib/clock";
 import { newId } from "../src/lib/ids";
 import { generateSecret } from "../src/lib/secrets";
-import { createApp, createContext, type App } from "../src/server";
+import { createApp, createContext, dispatcher, type App } from "../src/server";
 
 export function tempDir(prefix = "flagsvc-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -32,7 +32,7 @@ export class TestClock implements Clock {
   }
 }
 
-/** What tests drive: the app's fetch handler. */
+/** What tests drive: the server's request handler (native routes, else the app). */
 export type Handler = { handle(request: Request): Promise<Response> };
 
 export interface TestApp {
@@ -56,7 +56,8 @@ export function testApp(env: Record<string, string> = {}, extend?: (app: App) =>
   const ctx = createContext(config, { log, clock });
   bootstrap(ctx);
   const base = createApp(ctx);
-  const app: Handler = extend ? extend(base) : base;
+  // As the listening server dispatches: Bun's native routes first, then the app.
+  const app: Handler = { handle: dispatcher(extend ? extend(base) : base) };
   return {
     app,
     ctx,
@@ -108,3 +109,26 @@ export function seedApiKey(ctx: AppContext, scope: Scope, projectSlug = "default
 }
 
 export const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
+
+/** A login token for a new user of this role, as the login route would issue it. */
+export async function userToken(ctx: AppContext, role: Role): Promise<Record<string, string>> {
+  const id = newId("usr");
+  const now = iso(ctx.clock.now());
+  ctx.db.insert(users).values({ id, email: `${id}@example.com`, passwordHash: "x", role, createdAt: now, updatedAt: now }).run();
+  ctx.credentials.reload();
+  return bearer((await ctx.credentials.issueToken(id, role)).token);
+}
+
+/** A chunked request body that never ends before 8 MiB; `pulled()` tells how much was read. */
+export function endlessBody(): { stream: ReadableStream<Uint8Array>; pulled: () => number } {
+  let pulled = 0;
+  const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+  const stream = new ReadableStream<Uint8Array>({
+    pull(c) {
+      pulled += chunk.byteLength;
+      if (pulled > 8 * 1024 * 1024) c.close();
+      else c.enqueue(chunk);
+    },
+  });
+  return { stream, pulled: () => pulled };
+}

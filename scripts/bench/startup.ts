@@ -10,14 +10,14 @@
  * the exit code is 0 whether or not the target is met (it is 1 only when the bench itself
  * could not run).
  */
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { benchBinary } from "../lib/binary";
 import { baseEnv, freePort } from "../lib/proc";
 
 const TARGET_MS = 80;
-const ROOT = resolve(import.meta.dir, "..", "..");
 
 const argv = process.argv.slice(2);
 const runsAt = argv.indexOf("--runs");
@@ -28,21 +28,7 @@ if (!Number.isInteger(RUNS) || RUNS < 1) {
   process.exit(2);
 }
 
-let binary: string;
-if (positional[0]) {
-  binary = resolve(positional[0]);
-  if (!existsSync(binary)) {
-    console.error(`startup: no binary at ${binary}`);
-    process.exit(1);
-  }
-} else {
-  binary = join(ROOT, "dist", "flagsvc");
-  if (!existsSync(binary)) {
-    console.log("dist/flagsvc is missing: building it");
-    const build = Bun.spawnSync([process.execPath, join(ROOT, "scripts", "build.ts")], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
-    if (build.exitCode !== 0) process.exit(1);
-  }
-}
+const binary = benchBinary(positional[0], "startup");
 
 const dir = mkdtempSync(join(tmpdir(), "flagsvc-bench-"));
 const live = new Set<Subprocess>();

@@ -3,7 +3,8 @@
  * with `npm run db:generate` (drizzle-kit) and embedded into the binary (src/db/migrations).
  * Timestamps are ISO 8601 UTC text with milliseconds: readable, and they sort as they compare.
  */
-import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type { Rule, Variant } from "../evaluation/types";
 
 export const projects = sqliteTable("projects", {
   id: text("id").primaryKey(),
@@ -88,3 +89,43 @@ export const revokedTokens = sqliteTable("revoked_tokens", {
   jti: text("jti").primaryKey(),
   expiresAt: text("expires_at").notNull(),
 });
+
+/**
+ * Flags (api-spec: Flag; decisions §6). `variants` and `rules` are JSON text, already
+ * validated in full by the flags service; rules carry their stable `rule_...` ids.
+ */
+export const flags = sqliteTable(
+  "flags",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    key: text("key").notNull(),
+    name: text("name").notNull(),
+    description: text("description"),
+    variants: text("variants", { mode: "json" }).notNull().$type<Variant[]>(),
+    rules: text("rules", { mode: "json" }).notNull().$type<Rule[]>(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (table) => [uniqueIndex("flags_project_key").on(table.projectId, table.key)],
+);
+
+/** A flag's state per environment; no row: disabled there. Goes with its flag or environment. */
+export const flagStates = sqliteTable(
+  "flag_states",
+  {
+    flagId: text("flag_id")
+      .notNull()
+      .references(() => flags.id, { onDelete: "cascade" }),
+    environmentId: text("environment_id")
+      .notNull()
+      .references(() => environments.id, { onDelete: "cascade" }),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    /** 0 to 100 with at most 3 decimals; null: everyone. */
+    rolloutPercentage: real("rollout_percentage"),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.flagId, table.environmentId] }), index("flag_states_environment").on(table.environmentId)],
+);

@@ -62,6 +62,16 @@ function clientAddress(request: Request, server: Server<unknown> | null, behindP
 }
 
 /**
+ * The access decision for one admitted request (decisions §4): the caller, or 401/403 thrown
+ * with the table's message. Shared by the guard below and the native routes (native.ts).
+ */
+export function authorize(auth: Resolution, group: AccessGroup, method: string, projectSlug?: string): Principal {
+  const d = decide(auth.principal, group, method, projectSlug, auth.failure === "token" ? "token" : "key");
+  if (!d.allow) throw new ApiError(d.status, d.status === 401 ? "UNAUTHORIZED" : "FORBIDDEN", d.message);
+  return auth.principal!;
+}
+
+/**
  * `{ access: group }` on a route: the table decides before the body is validated (401/403 come
  * before 400), and the handler finds the caller in `principal`. The guard sets it in the same
  * `transform` (a separate `resolve` stage would cost every guarded request more).
@@ -76,9 +86,7 @@ export const accessGuard = () =>
         transform(c) {
           const { auth } = c as unknown as AuthState;
           const slug = (c.params as Record<string, string> | undefined)?.slug;
-          const d = decide(auth.principal, group, c.request.method, slug, auth.failure === "token" ? "token" : "key");
-          if (!d.allow) throw new ApiError(d.status, d.status === 401 ? "UNAUTHORIZED" : "FORBIDDEN", d.message);
-          c.principal = auth.principal!;
+          c.principal = authorize(auth, group, c.request.method, slug);
         },
       }),
     })

@@ -4,6 +4,8 @@
  *   -> body size limit -> JSON body parser -> access guard (per route) -> (route)
  *   -> error mapping -> access log.
  * Everything on this path is constant work per request: no I/O, no per-request compilation.
+ * The parts below marked as shared are also what src/http/native.ts runs for the routes that
+ * Bun serves directly, so that both paths answer alike.
  */
 import type { Server } from "bun";
 import { Elysia } from "elysia";
@@ -36,6 +38,84 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** application/json or application/<something>+json, with or without parameters. */
 const JSON_TYPE = /^application\/(?:[a-z0-9.!#$&^_-]+\+)?json\s*(?:;|$)/i;
 
+// ---- the parts every response path shares (this pipeline, and src/http/native.ts) ------------
+
+export const HSTS = "max-age=31536000";
+
+/** Headers on every response; HSTS too unless TLS ends at a proxy (then only after the check). */
+export function standardHeaders(behindProxy: boolean): Record<string, string> {
+  return {
+    ...(behindProxy ? {} : { "strict-transport-security": HSTS }),
+    "x-content-type-options": "nosniff",
+    "cache-control": "no-store",
+  };
+}
+
+/** A sane incoming `X-Request-Id` is kept; anything else gets a random UUID. */
+export function requestIdOf(request: Request): string {
+  const incoming = request.headers.get("x-request-id");
+  return incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+}
+
+/**
+ * What follows admission for every request: behind a proxy, `X-Forwarded-Proto` must be https
+ * (then HSTS goes on `headers`); a declared body over the limit is refused before it is read.
+ */
+export function checkTransport(request: Request, headers: Record<string, unknown>, behindProxy: boolean): void {
+  if (behindProxy) {
+    if (request.headers.get("x-forwarded-proto") !== "https") {
+      throw new ApiError(403, "HTTPS_REQUIRED", "HTTPS is required: send requests through the TLS proxy");
+    }
+    headers["strict-transport-security"] = HSTS;
+  }
+  const length = request.headers.get("content-length");
+  if (length !== null && Number(length) > MAX_BODY_BYTES) throw payloadTooLarge();
+}
+
+/**
+ * The body as read, to JSON: empty is null (the schema then says what is missing), anything
+ * else needs a JSON content type (`contentType` with or without parameters) and valid JSON.
+ */
+export function parseJsonBody(text: string, contentType: string | null | undefined): unknown {
+  if (text.trim() === "") return null;
+  if (!JSON_TYPE.test(contentType ?? "")) {
+    throw validationError("Content-Type must be application/json");
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw validationError("Request body is not valid JSON");
+  }
+}
+
+/** Anything thrown that is not an ApiError: logged with the request id, answered as a bare 500. */
+export function internalError(log: Logger, error: unknown, requestId: string, method: string, path: string): ApiError {
+  log.error("unhandled error", {
+    requestId,
+    method,
+    path: redactPath(path),
+    error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+  });
+  return new ApiError(500, "INTERNAL_ERROR", `Internal error; request id ${requestId}`);
+}
+
+/** Puts an error's own headers (Allow, Retry-After) on the response headers; returns its body. */
+export function errorBody(err: ApiError, headers: Record<string, unknown>): Record<string, unknown> {
+  if (err.headers) Object.assign(headers, err.headers);
+  return err.body();
+}
+
+/** The access-log line of one request (at info). */
+export function logAccess(log: Logger, method: string, path: string, status: number | string, startedAt: number, requestId: string): void {
+  log.info("request", {
+    method,
+    path: redactPath(path),
+    status,
+    durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
+    requestId,
+  });
+}
+
 /** Session ids double as bearer tokens in CE: never let one reach a log line. */
 export function redactPath(path: string): string {
   return path.includes("sess_") ? path.replace(/sess_[A-Za-z0-9]+/g, "sess_[redacted]") : path;
@@ -46,40 +126,17 @@ export function pipeline(opts: PipelineOptions) {
   const allowedMethods = methodTable(opts.routes);
 
   return new Elysia({ name: "flagsvc/pipeline" })
-    .headers({
-      ...(behindProxy ? {} : { "strict-transport-security": "max-age=31536000" }),
-      "x-content-type-options": "nosniff",
-      "cache-control": "no-store",
-    })
+    .headers(standardHeaders(behindProxy))
     .onRequest(async (c) => {
-      const incoming = c.request.headers.get("x-request-id");
-      const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+      const requestId = requestIdOf(c.request);
       (c as unknown as RequestState).requestId = requestId;
       (c as unknown as RequestState).startedAt = performance.now();
       c.set.headers["x-request-id"] = requestId;
       const admitted = opts.admit(c.request, c.set.headers, c.server as Server<unknown> | null);
       (c as unknown as RequestState).auth = admitted instanceof Promise ? await admitted : admitted;
-      if (behindProxy) {
-        if (c.request.headers.get("x-forwarded-proto") !== "https") {
-          throw new ApiError(403, "HTTPS_REQUIRED", "HTTPS is required: send requests through the TLS proxy");
-        }
-        c.set.headers["strict-transport-security"] = "max-age=31536000";
-      }
-      const length = c.request.headers.get("content-length");
-      if (length !== null && Number(length) > MAX_BODY_BYTES) throw payloadTooLarge();
+      checkTransport(c.request, c.set.headers, behindProxy);
     })
-    .onParse(async ({ request, contentType }) => {
-      const text = await readBody(request);
-      if (text.trim() === "") return null;
-      if (!JSON_TYPE.test(contentType ?? "")) {
-        throw validationError("Content-Type must be application/json");
-      }
-      try {
-        return JSON.parse(text);
-      } catch {
-        throw validationError("Request body is not valid JSON");
-      }
-    })
+    .onParse(async ({ request, contentType }) => parseJsonBody(await readBody(request), contentType))
     .onError(({ code, error, set, request, path }) => {
       let err: ApiError;
       if (error instanceof ApiError) err = error;
@@ -95,18 +152,10 @@ export function pipeline(opts: PipelineOptions) {
           ? new ApiError(405, "METHOD_NOT_ALLOWED", `Method ${request.method} is not allowed on ${path}`, undefined, { allow })
           : new ApiError(404, "NOT_FOUND", `No route for ${request.method} ${path}`);
       } else {
-        const requestId = (set.headers["x-request-id"] as string | undefined) ?? "";
-        log.error("unhandled error", {
-          requestId,
-          method: request.method,
-          path: redactPath(path),
-          error: error instanceof Error ? (error.stack ?? error.message) : String(error),
-        });
-        err = new ApiError(500, "INTERNAL_ERROR", `Internal error; request id ${requestId}`);
+        err = internalError(log, error, (set.headers["x-request-id"] as string | undefined) ?? "", request.method, path);
       }
       set.status = err.status;
-      if (err.headers) Object.assign(set.headers, err.headers);
-      return err.body();
+      return errorBody(err, set.headers);
     })
     .onAfterResponse(log.enabled("info") ? (accessLog(log) as never) : [])
     .as("global");
@@ -121,13 +170,7 @@ const accessLog =
   (log: Logger) =>
   ({ request, path, set, responseValue, requestId, startedAt }: AccessLogContext): void => {
     const status = responseValue instanceof Response ? responseValue.status : set.status;
-    log.info("request", {
-      method: request.method,
-      path: redactPath(path),
-      status: typeof status === "number" ? status : String(status),
-      durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
-      requestId,
-    });
+    logAccess(log, request.method, path, typeof status === "number" ? status : String(status), startedAt, requestId);
   };
 
 interface AccessLogContext extends RequestState {
@@ -143,11 +186,21 @@ function queryKeyOf(url: string, value: unknown): string {
   return "?";
 }
 
-/** Reads the body as text, refusing (413) past MAX_BODY_BYTES without buffering the rest. */
-async function readBody(request: Request): Promise<string> {
-  if (request.body === null) return "";
-  if (request.headers.get("content-length") !== null) return request.text(); // length already checked
-  const reader = request.body.getReader();
+const NO_BODY = Promise.resolve("");
+
+/**
+ * Reads the body as text, refusing (413) past MAX_BODY_BYTES without buffering the rest.
+ * A declared length was checked by `checkTransport`: such a body is handed to Bun whole, and
+ * `request.body` is not touched (making Bun build a stream for it slows `text()` down).
+ */
+export function readBody(request: Request): Promise<string> {
+  if (request.headers.get("content-length") !== null) return request.text();
+  if (request.body === null) return NO_BODY;
+  return readChunked(request.body);
+}
+
+async function readChunked(body: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {

@@ -89,7 +89,7 @@ test("first start prints the admin login and key once; both work over HTTPS", as
     expect(created.status).toBe(201);
     evalKey = ((await created.json()) as { key: string }).key;
     expect(evalKey).toMatch(/^svc_sk_eval_[A-Za-z0-9]{32}$/);
-    for (const [method, path] of [["GET", "/v1/projects/default"], ["GET", "/v1/projects/default/api-keys"], ["POST", "/v1/projects/default/environments"]] as const) {
+    for (const [method, path] of [["GET", "/v1/projects/default/flags"], ["POST", "/v1/projects/default/flags"], ["GET", "/v1/projects/default"], ["GET", "/v1/projects/default/api-keys"], ["POST", "/v1/projects/default/environments"]] as const) {
       const refused = await api(srv, method, path, { token: evalKey, body: method === "POST" ? { slug: "qa", name: "QA" } : undefined });
       expect(refused.status).toBe(403);
       expect(await refused.json()).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });

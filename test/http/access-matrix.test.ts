@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { MESSAGES, type AccessGroup, type Role, type Scope } from "../../src/http/access";
 import { newId } from "../../src/lib/ids";
+import { createFlag } from "../../src/modules/flags/service";
 import { createProject } from "../../src/modules/projects/service";
 import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
 
@@ -29,7 +30,7 @@ const ALLOWED: Record<Exclude<AccessGroup, "evaluate" | "testing">, { read: stri
   projects: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin"] },
   projectCreate: { read: [], write: ["admin key", "JWT admin"] },
   environments: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin"] },
-  flags: { read: [], write: [] },
+  flags: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"] },
   apiKeys: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"] },
   webhooks: { read: [], write: [] },
   admin: { read: ["admin key", "JWT admin"], write: ["admin key", "JWT admin"] },
@@ -66,6 +67,13 @@ const ENDPOINTS: Endpoint[] = [
   { group: "apiKeys", method: "POST", path: (f) => `/v1/projects/${f.slug}/api-keys`, body: () => ({ name: "made", scope: "eval", environment: "development" }), ok: 201 },
   { group: "apiKeys", method: "POST", path: (f) => `/v1/api-keys/${f.rotateKeyId}/rotate`, ok: 200 },
   { group: "apiKeys", method: "DELETE", path: (f) => `/v1/api-keys/${f.deleteKeyId}`, ok: 204 },
+  { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/flags`, ok: 200 },
+  { group: "flags", method: "POST", path: (f) => `/v1/projects/${f.slug}/flags`, body: () => ({ key: `made-${++serial}`, name: "Made" }), ok: 201 },
+  { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/flags/kept`, ok: 200 },
+  { group: "flags", method: "PATCH", path: (f) => `/v1/projects/${f.slug}/flags/kept`, body: () => ({ name: `Renamed ${++serial}` }), ok: 200 },
+  { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/flags/kept/states/production`, ok: 200 },
+  { group: "flags", method: "PUT", path: (f) => `/v1/projects/${f.slug}/flags/kept/states/production`, body: () => ({ enabled: serial++ % 2 === 0 }), ok: 200 },
+  { group: "flags", method: "DELETE", path: (f) => `/v1/projects/${f.slug}/flags/doomed`, ok: 204 },
   { group: "admin", method: "GET", path: () => "/v1/users", ok: 200 },
   { group: "admin", method: "POST", path: () => "/v1/users", body: () => ({ email: `made-${++serial}@example.com`, password: "a long password", role: "viewer" }), ok: 201 },
   { group: "admin", method: "PATCH", path: (f) => `/v1/users/${f.userId}`, body: () => ({ role: "editor" }), ok: 200 },
@@ -89,6 +97,7 @@ function insertUser(role: Role, email: string): string {
 async function fixture(column: Column, i: number): Promise<Fixture> {
   const slug = `column-${i}`;
   createProject(h.ctx, h.clock, { slug, name: `Column ${i}` });
+  for (const key of ["kept", "doomed"]) createFlag(h.ctx, slug, { key, name: key });
   const rotateKeyId = seedApiKey(h.ctx, "eval", slug).id;
   const deleteKeyId = seedApiKey(h.ctx, "eval", slug).id;
   const userId = insertUser("viewer", `target-${i}@example.com`);
@@ -168,7 +177,7 @@ describe("keys of another project", () => {
   test("403 FORBIDDEN on every project path, and on keys of another project", async () => {
     for (const scope of ["mgmt", "full"] as const) {
       const headers = bearer(seedApiKey(h.ctx, scope, "default").secret);
-      for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/api-keys"]) {
+      for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/api-keys", "/v1/projects/column-1/flags", "/v1/projects/column-1/flags/kept"]) {
         const res = await h.request("GET", path, { headers });
         expect(res.status).toBe(403);
         expect(await res.json()).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });

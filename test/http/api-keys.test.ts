@@ -3,11 +3,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/db/client";
-import { users } from "../../src/db/schema";
-import { iso } from "../../src/lib/clock";
-import { newId } from "../../src/lib/ids";
 import { sha256Hex } from "../../src/lib/secrets";
-import { bearer, seedAdminKey, testApp, type TestApp } from "../helpers";
+import { bearer, seedAdminKey, testApp, type TestApp, userToken } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -37,13 +34,6 @@ async function newKey(scope: string, environment = "development", headers = admi
 /** A request that needs mgmt or full scope, to tell a working key from a refused one. */
 const probe = (secret: string) => h.request("GET", "/v1/projects", { headers: bearer(secret) });
 
-async function userToken(role: "admin" | "editor" | "viewer") {
-  const id = newId("usr");
-  const now = iso(h.clock.now());
-  h.ctx.db.insert(users).values({ id, email: `${id}@example.com`, passwordHash: "x", role, createdAt: now, updatedAt: now }).run();
-  h.ctx.credentials.reload();
-  return bearer((await h.ctx.credentials.issueToken(id, role)).token);
-}
 
 const projectId = () => (h.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
 
@@ -116,9 +106,9 @@ describe("create", () => {
     expect((await createKey({ name: "n", scope: "eval", environment: "development" }, full, "other")).status).toBe(403);
     // Admin key and admin/editor JWTs create any scope in any project; a viewer none.
     expect((await newKey("full", "development", admin, "other")).scope).toBe("full");
-    expect((await newKey("full", "development", await userToken("editor"), "other")).scope).toBe("full");
-    expect((await newKey("full", "development", await userToken("admin"))).scope).toBe("full");
-    expect((await createKey({ name: "n", scope: "eval", environment: "development" }, await userToken("viewer"))).status).toBe(403);
+    expect((await newKey("full", "development", await userToken(h.ctx, "editor"), "other")).scope).toBe("full");
+    expect((await newKey("full", "development", await userToken(h.ctx, "admin"))).scope).toBe("full");
+    expect((await createKey({ name: "n", scope: "eval", environment: "development" }, await userToken(h.ctx, "viewer"))).status).toBe(403);
     // An eval key reaches no key route.
     expect((await h.request("GET", "/v1/projects/default/api-keys", { headers: bearer((await newKey("eval")).key) })).status).toBe(403);
   });
@@ -274,10 +264,10 @@ describe("delete", () => {
 
   test("editor JWT may delete; viewer JWT may list but not delete", async () => {
     const k = await newKey("eval");
-    const viewer = await userToken("viewer");
+    const viewer = await userToken(h.ctx, "viewer");
     expect((await h.request("GET", "/v1/projects/default/api-keys", { headers: viewer })).status).toBe(200);
     expect((await h.request("DELETE", `/v1/api-keys/${k.id}`, { headers: viewer })).status).toBe(403);
-    expect((await h.request("DELETE", `/v1/api-keys/${k.id}`, { headers: await userToken("editor") })).status).toBe(204);
+    expect((await h.request("DELETE", `/v1/api-keys/${k.id}`, { headers: await userToken(h.ctx, "editor") })).status).toBe(204);
   });
 });
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { t } from "elysia";
 import { MAX_BODY_BYTES } from "../../src/http/errors";
 import type { App } from "../../src/server";
-import { testApp, type TestApp } from "../helpers";
+import { testApp, type TestApp, endlessBody } from "../helpers";
 
 const withProbe = (app: App) =>
   app
@@ -148,15 +148,7 @@ describe("error shapes", () => {
   });
 
   test("chunked body over 1 MiB: 413, without reading it all", async () => {
-    let pulled = 0;
-    const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
-    const stream = new ReadableStream<Uint8Array>({
-      pull(c) {
-        pulled += chunk.byteLength;
-        if (pulled > 8 * MAX_BODY_BYTES) c.close();
-        else c.enqueue(chunk);
-      },
-    });
+    const { stream, pulled } = endlessBody();
     const req = new Request("http://localhost/v1/probe/abc", {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -168,7 +160,7 @@ describe("error shapes", () => {
     const res = await h.app.handle(req);
     expect(res.status).toBe(413);
     expect((await json(res)).error).toBe("PAYLOAD_TOO_LARGE");
-    expect(pulled).toBeLessThan(2 * MAX_BODY_BYTES);
+    expect(pulled()).toBeLessThan(2 * MAX_BODY_BYTES);
   });
 
   test("exactly 1 MiB is accepted", async () => {

@@ -1,10 +1,8 @@
 /** Projects and environments (decisions §5) through app.handle over a real database. */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { projects, users } from "../../src/db/schema";
-import { iso } from "../../src/lib/clock";
-import { newId } from "../../src/lib/ids";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
+import { projects } from "../../src/db/schema";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, userToken } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -26,14 +24,6 @@ async function create(body: unknown, headers = admin) {
   return h.request("POST", "/v1/projects", { body, headers });
 }
 
-/** A login token for a user of this role, as the login route would issue it. */
-async function userToken(role: "admin" | "editor" | "viewer") {
-  const id = newId("usr");
-  const now = iso(h.clock.now());
-  h.ctx.db.insert(users).values({ id, email: `${id}@example.com`, passwordHash: "x", role, createdAt: now, updatedAt: now }).run();
-  h.ctx.credentials.reload();
-  return bearer((await h.ctx.credentials.issueToken(id, role)).token);
-}
 
 describe("projects", () => {
   test("create with the default environments: 201 and the full shape", async () => {
@@ -109,7 +99,7 @@ describe("projects", () => {
     const all = await json(await h.request("GET", "/v1/projects", { headers: admin }), 200);
     expect(all.projects.map((p: any) => p.slug)).toEqual(["alpha", "default", "zeta"]);
     expect(all.projects[1].environments.map((e: any) => e.slug)).toEqual(["development", "staging", "production"]);
-    const viewer = await json(await h.request("GET", "/v1/projects", { headers: await userToken("viewer") }), 200);
+    const viewer = await json(await h.request("GET", "/v1/projects", { headers: await userToken(h.ctx, "viewer") }), 200);
     expect(viewer.projects.map((p: any) => p.slug)).toEqual(["alpha", "default", "zeta"]);
     const key = seedApiKey(h.ctx, "mgmt", "zeta", "staging");
     const own = await json(await h.request("GET", "/v1/projects", { headers: bearer(key.secret) }), 200);
@@ -118,8 +108,8 @@ describe("projects", () => {
   });
 
   test("who may create: admin JWT yes; editor JWT, mgmt and full keys 403; no credential 401", async () => {
-    await json(await create({ slug: "by-admin-user", name: "A" }, await userToken("admin")), 201);
-    expect((await json(await create({ slug: "by-editor", name: "E" }, await userToken("editor")), 403)).error).toBe("FORBIDDEN");
+    await json(await create({ slug: "by-admin-user", name: "A" }, await userToken(h.ctx, "admin")), 201);
+    expect((await json(await create({ slug: "by-editor", name: "E" }, await userToken(h.ctx, "editor")), 403)).error).toBe("FORBIDDEN");
     for (const scope of ["mgmt", "full"] as const) {
       const body = await json(await create({ slug: `by-${scope}`, name: "K" }, bearer(seedApiKey(h.ctx, scope).secret)), 403);
       expect(body).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
@@ -166,7 +156,7 @@ describe("projects", () => {
   });
 
   test("patch by role: editor JWT 403, mgmt key of the project 200", async () => {
-    expect((await h.request("PATCH", "/v1/projects/default", { body: { name: "E" }, headers: await userToken("editor") })).status).toBe(403);
+    expect((await h.request("PATCH", "/v1/projects/default", { body: { name: "E" }, headers: await userToken(h.ctx, "editor") })).status).toBe(403);
     const key = bearer(seedApiKey(h.ctx, "mgmt").secret);
     expect((await json(await h.request("PATCH", "/v1/projects/default", { body: { name: "M" }, headers: key }), 200)).name).toBe("M");
   });
@@ -237,7 +227,7 @@ describe("environments", () => {
     await json(await create({ slug: "other", name: "O" }), 201);
     expect((await h.request("GET", "/v1/projects/other/environments", { headers: mgmt })).status).toBe(403);
     expect((await h.request("GET", "/v1/projects/default/environments", { headers: bearer(seedApiKey(h.ctx, "eval").secret) })).status).toBe(403);
-    const viewer = await userToken("viewer");
+    const viewer = await userToken(h.ctx, "viewer");
     expect((await h.request("GET", "/v1/projects/default/environments", { headers: viewer })).status).toBe(200);
     expect((await h.request("POST", "/v1/projects/default/environments", { body: { slug: "v", name: "V" }, headers: viewer })).status).toBe(403);
   });

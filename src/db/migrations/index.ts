@@ -3,6 +3,7 @@ import journal from "./meta/_journal.json" with { type: "json" };
 import m0 from "./0000_projects_environments.sql" with { type: "text" };
 import m1 from "./0001_settings.sql" with { type: "text" };
 import m2 from "./0002_identity.sql" with { type: "text" };
+import m3 from "./0003_flags.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -10,4 +11,5 @@ export const migrationSql: Record<string, string> = {
   "0000_projects_environments": m0,
   "0001_settings": m1,
   "0002_identity": m2,
+  "0003_flags": m3,
 };

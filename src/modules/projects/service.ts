@@ -3,6 +3,7 @@ import { asc, count, eq, sql } from "drizzle-orm";
 import type { AppContext } from "../../context";
 import { transaction, type Store } from "../../db/client";
 import { credentialsChanged } from "../../http/credentials";
+import { projectChanged, type SnapshotStore } from "../flags/snapshot";
 import { environments, projects } from "../../db/schema";
 import type { Principal } from "../../http/access";
 import { conflict, notFound, validationError } from "../../http/errors";
@@ -38,7 +39,7 @@ export interface Project {
 }
 
 /** Creates a project with its environments (the default three when none are given), atomically. */
-export function createProject(store: Store, clock: Clock, input: NewProject): Project {
+export function createProject(store: SnapshotStore, clock: Clock, input: NewProject): Project {
   const now = iso(clock.now());
   const project = { id: newId("proj"), slug: input.slug, name: input.name, createdAt: now, updatedAt: now };
   const envs = (input.environments ?? DEFAULT_ENVIRONMENTS).map((e) => ({
@@ -52,6 +53,7 @@ export function createProject(store: Store, clock: Clock, input: NewProject): Pr
     store.db.insert(projects).values(project).run();
     if (envs.length > 0) store.db.insert(environments).values(envs).run();
   });
+  projectChanged(store, project.id);
   return { ...project, environments: envs.map(({ projectId: _, ...e }) => e) };
 }
 
@@ -135,6 +137,7 @@ export function deleteProject(ctx: AppContext, slug: string): void {
   // Foreign keys cascade from projects to everything that belongs to a project.
   ctx.db.delete(projects).where(eq(projects.id, project.id)).run();
   credentialsChanged(ctx);
+  projectChanged(ctx, project.id);
 }
 
 export function listEnvironments(ctx: AppContext, slug: string): Environment[] {
@@ -143,15 +146,17 @@ export function listEnvironments(ctx: AppContext, slug: string): Environment[] {
 
 /** POST /v1/projects/{slug}/environments: 409 when the slug is taken in that project. */
 export function createEnvironment(ctx: AppContext, slug: string, input: { slug: string; name: string }): Environment {
-  return transaction(ctx, () => {
+  const { projectId, env } = transaction(ctx, () => {
     const project = requireProject(ctx, slug);
     if (project.environments.some((e) => e.slug === input.slug)) {
       throw conflict(`Environment ${input.slug} already exists in project ${slug}`);
     }
     const env = { id: newId("env"), slug: input.slug, name: input.name, createdAt: iso(ctx.clock.now()) };
     ctx.db.insert(environments).values({ ...env, projectId: project.id }).run();
-    return env;
+    return { projectId: project.id, env };
   });
+  projectChanged(ctx, projectId); // its flags exist there now, disabled
+  return env;
 }
 
 /**
@@ -167,4 +172,5 @@ export function deleteEnvironment(ctx: AppContext, slug: string, envSlug: string
   }
   ctx.db.delete(environments).where(eq(environments.id, env.id)).run();
   credentialsChanged(ctx);
+  projectChanged(ctx, project.id);
 }

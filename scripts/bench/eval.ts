@@ -1,0 +1,192 @@
+/**
+ * Evaluation over HTTPS keep-alive, through the compiled binary, against a ceiling.
+ *
+ * Usage: bun scripts/bench/eval.ts [BINARY] [--seconds N]     (also `scripts/bench/eval`)
+ *
+ * In one run, with wrk -t1 -c50 (server on CPU 0, wrk on CPU 1 when the machine has two):
+ *  - ceiling: a bare Bun.serve TLS hello-world in this process returning a fixed JSON body of
+ *    the size of an evaluation result;
+ *  - the binary with 1,000 flags: POST /v1/evaluate and POST /v1/evaluate/batch (50 keys);
+ *  - the binary with 10 and with 10,000 flags: POST /v1/evaluate (cost must not grow with
+ *    the number of flags), and the binary's peak RSS with 10,000 flags in 3 environments.
+ * Every flag has two rules of two conditions and a state in every environment (enabled, 50 %
+ * rollout). The eval limit is raised through SVC_RATE_LIMITS, so the limiter still runs.
+ * Targets: evaluate >= 70 % of the ceiling with p99 < 2 ms; batch >= 15,000 req/s; peak RSS
+ * with 10,000 flags < 150 MB. A figure, not a test: exit 0 whether or not targets are met.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { loadConfig } from "../../src/config";
+import { loadTls } from "../../src/tls";
+import { benchBinary } from "../lib/binary";
+import { baseEnv, freePort } from "../lib/proc";
+import { ensureWrk, pinServer, runWrk, type WrkResult } from "../lib/wrk";
+
+const argv = process.argv.slice(2);
+const secondsAt = argv.indexOf("--seconds");
+const SECONDS = secondsAt >= 0 ? Number(argv[secondsAt + 1]) : 10;
+const binary = benchBinary(argv.find((a, i) => !a.startsWith("--") && (secondsAt < 0 || i !== secondsAt + 1)), "eval");
+ensureWrk();
+
+const ADMIN_KEY = `svc_admin_${"b".repeat(40)}`;
+const ENVIRONMENTS = ["development", "staging", "production"];
+const CONTEXT = { userId: "user-4711", plan: "pro", country: "DE" };
+const flagKey = (i: number) => `flag-${String(i).padStart(5, "0")}`;
+
+const dir = mkdtempSync(join(tmpdir(), "flagsvc-bench-eval-"));
+const live = new Set<Subprocess>();
+process.on("exit", () => {
+  for (const p of live) p.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
+
+interface Instance {
+  proc: Subprocess;
+  base: string;
+  evalKey: string;
+}
+
+async function api(base: string, method: string, path: string, body?: unknown, key = ADMIN_KEY): Promise<any> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    tls: { rejectUnauthorized: false },
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** Runs `task(i)` for i in [0, n), `width` at a time. */
+async function pool(n: number, width: number, task: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < n) await task(next++);
+  }));
+}
+
+async function start(flags: number): Promise<Instance> {
+  const port = await freePort();
+  const dataDir = join(dir, `data-${flags}`);
+  const proc = Bun.spawn([binary, "serve", "--port", String(port), "--data-dir", dataDir], {
+    env: baseEnv({ SVC_LOG_LEVEL: "warn", SVC_ADMIN_KEY: ADMIN_KEY, SVC_RATE_LIMITS: "eval:100000000,admin:100000000" }),
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  live.add(proc);
+  const base = `https://127.0.0.1:${port}`;
+  for (let waited = 0; ; waited += 50) {
+    try {
+      if ((await fetch(`${base}/v1/health`, { tls: { rejectUnauthorized: false } })).status === 200) break;
+    } catch {}
+    if (proc.exitCode !== null || waited > 15_000) throw new Error("the binary did not start");
+    await Bun.sleep(50);
+  }
+  const t0 = performance.now();
+  await pool(flags, 16, async (i) => {
+    const key = flagKey(i);
+    await api(base, "POST", "/v1/projects/default/flags", {
+      key,
+      name: `Flag ${i}`,
+      rules: [
+        { name: "internal", conditions: [{ attribute: "email", operator: "contains", value: "@example.internal" }, { attribute: "beta", operator: "is_true" }] },
+        { name: "big accounts", conditions: [{ attribute: "country", operator: "in", value: ["US", "CA", "MX"] }, { attribute: "seats", operator: "greater_than", value: 500 }] },
+      ],
+    });
+    for (const env of ENVIRONMENTS) await api(base, "PUT", `/v1/projects/default/flags/${key}/states/${env}`, { enabled: true, rolloutPercentage: 50 });
+  });
+  const { key: evalKey } = await api(base, "POST", "/v1/projects/default/api-keys", { name: "bench", scope: "eval", environment: "production" });
+  console.log(`  ${flags} flags x ${ENVIRONMENTS.length} environments created in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return { proc, base, evalKey };
+}
+
+async function stop(instance: Instance): Promise<void> {
+  instance.proc.kill("SIGTERM");
+  await instance.proc.exited;
+  live.delete(instance.proc);
+}
+
+/** Peak and current resident memory of a process, in MB (Linux). */
+function memory(pid: number): { peak: number; now: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (field: string) => Number(status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"))?.[1] ?? NaN);
+  return { peak: kb("VmHWM") / 1024, now: kb("VmRSS") / 1024 };
+}
+
+const line = (label: string, r: WrkResult) =>
+  console.log(`  ${label.padEnd(34)} ${Math.round(r.rps).toString().padStart(7)} req/s   p50 ${r.p50Ms.toFixed(2)} ms   p99 ${r.p99Ms.toFixed(2)} ms`);
+
+async function measure(label: string, url: string, cpu: number | undefined, init: { key?: string; body?: string } = {}): Promise<WrkResult> {
+  const r = await runWrk({
+    url,
+    seconds: SECONDS,
+    cpu,
+    method: init.body ? "POST" : "GET",
+    body: init.body,
+    headers: init.key ? { authorization: `Bearer ${init.key}` } : {},
+  });
+  if (r.non2xx > 0) throw new Error(`${label}: ${r.non2xx} answers were not 2xx`);
+  line(label, r);
+  return r;
+}
+
+const evaluateBody = (key: string) => JSON.stringify({ flagKey: key, context: CONTEXT });
+const batchBody = JSON.stringify({ flags: Array.from({ length: 50 }, (_, i) => flagKey(i * 20)), context: CONTEXT });
+
+console.log(`wrk -t1 -c50 -d${SECONDS}s over HTTPS keep-alive; binary ${binary}`);
+
+// 1,000 flags: evaluate and batch, and the size of one result for the ceiling.
+const main = await start(1000);
+const cpu = pinServer(main.proc.pid);
+if (cpu !== undefined) pinServer(process.pid);
+console.log(cpu === undefined ? "  (one CPU: server and wrk share it)" : "  server on CPU 0, wrk on CPU 1");
+const sample = await fetch(`${main.base}/v1/evaluate`, {
+  method: "POST",
+  headers: { authorization: `Bearer ${main.evalKey}`, "content-type": "application/json" },
+  body: evaluateBody(flagKey(500)),
+  tls: { rejectUnauthorized: false },
+});
+const sampleText = await sample.text();
+if (sample.status !== 200) throw new Error(`evaluate answered ${sample.status}: ${sampleText}`);
+console.log(`  sample result: ${sampleText}`);
+
+const tls = await loadTls(loadConfig({ SVC_DATA_DIR: join(dir, "ceiling") }));
+const fixed = JSON.stringify({ message: "x".repeat(Math.max(0, sampleText.length - 14)) });
+const ceilingServer = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  tls: { cert: tls.cert, key: tls.key },
+  fetch: () => new Response(fixed, { headers: { "content-type": "application/json" } }),
+});
+const ceiling = await measure("ceiling (Bun.serve TLS, fixed JSON)", `https://127.0.0.1:${ceilingServer.port}/`, cpu);
+ceilingServer.stop(true);
+
+const evaluate = await measure("evaluate, 1,000 flags", `${main.base}/v1/evaluate`, cpu, { key: main.evalKey, body: evaluateBody(flagKey(500)) });
+const batch = await measure("evaluate/batch of 50, 1,000 flags", `${main.base}/v1/evaluate/batch`, cpu, { key: main.evalKey, body: batchBody });
+await stop(main);
+
+const small = await start(10);
+pinServer(small.proc.pid);
+const evaluate10 = await measure("evaluate, 10 flags", `${small.base}/v1/evaluate`, cpu, { key: small.evalKey, body: evaluateBody(flagKey(5)) });
+await stop(small);
+
+const large = await start(10_000);
+pinServer(large.proc.pid);
+const evaluate10k = await measure("evaluate, 10,000 flags", `${large.base}/v1/evaluate`, cpu, { key: large.evalKey, body: evaluateBody(flagKey(5000)) });
+const rss = memory(large.proc.pid);
+await stop(large);
+
+const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+const met = (ok: boolean) => (ok ? "met" : "NOT met");
+const ratio = evaluate.rps / ceiling.rps;
+console.log("");
+console.log(`evaluate / ceiling = ${pct(ratio)} (target >= 70 %: ${met(ratio >= 0.7)}); evaluate p99 ${evaluate.p99Ms.toFixed(2)} ms (target < 2 ms: ${met(evaluate.p99Ms < 2)})`);
+console.log(`batch of 50: ${Math.round(batch.rps)} req/s = ${Math.round(batch.rps * 50)} evaluations/s (target >= 15,000 req/s: ${met(batch.rps >= 15_000)})`);
+console.log(`evaluate with 10 / 1,000 / 10,000 flags: ${[evaluate10, evaluate, evaluate10k].map((r) => Math.round(r.rps)).join(" / ")} req/s (10,000 vs 10: ${pct(evaluate10k.rps / evaluate10.rps)})`);
+console.log(`peak RSS with 10,000 flags in 3 environments: ${rss.peak.toFixed(1)} MB (now ${rss.now.toFixed(1)} MB; target < 150 MB: ${met(rss.peak < 150)})`);
+process.exit(0);

@@ -1,0 +1,95 @@
+/**
+ * What evaluation reads: every flag of every environment, compiled, in memory (decisions §7).
+ * Evaluating is two map lookups (environment, then flag key) and a call into the engine: no
+ * database, no compilation. Writers (the flags and projects services) update it after their
+ * transaction commits and before their response is sent, so a client reads its own writes.
+ * A flag's definition is compiled once and shared by its environments' entries.
+ */
+import { compileFlag, compileState, DISABLED_STATE, type CompiledFlag, type CompiledState } from "./engine";
+import type { FlagDefinition, FlagState } from "./types";
+
+export interface SnapshotEntry {
+  readonly flag: CompiledFlag;
+  readonly state: CompiledState;
+}
+
+/** One project as stored: its environments, flags, and the state rows that exist. */
+export interface ProjectData {
+  environmentIds: readonly string[];
+  flags: readonly FlagDefinition[];
+  states: readonly { flagKey: string; environmentId: string; state: FlagState }[];
+}
+
+interface ProjectEntry {
+  environmentIds: readonly string[];
+  flags: Map<string, CompiledFlag>;
+}
+
+export class Snapshot {
+  /** environment id -> flag key -> entry. */
+  private readonly environments = new Map<string, Map<string, SnapshotEntry>>();
+  private readonly projects = new Map<string, ProjectEntry>();
+
+  /** The hot path: the flags of one environment (undefined: none, or no such environment). */
+  environment(environmentId: string): ReadonlyMap<string, SnapshotEntry> | undefined {
+    return this.environments.get(environmentId);
+  }
+
+  /** Replaces everything known of a project (start-up, environments added or removed). */
+  setProject(projectId: string, data: ProjectData): void {
+    this.removeProject(projectId);
+    const flags = new Map<string, CompiledFlag>();
+    for (const def of data.flags) flags.set(def.key, compileFlag(def));
+    this.projects.set(projectId, { environmentIds: data.environmentIds, flags });
+    for (const environmentId of data.environmentIds) {
+      const entries = new Map<string, SnapshotEntry>();
+      for (const [key, flag] of flags) entries.set(key, { flag, state: DISABLED_STATE });
+      this.environments.set(environmentId, entries);
+    }
+    for (const { flagKey, environmentId, state } of data.states) {
+      const entries = this.environments.get(environmentId);
+      const flag = flags.get(flagKey);
+      if (entries && flag) entries.set(flagKey, { flag, state: compileState(state) });
+    }
+  }
+
+  removeProject(projectId: string): void {
+    const project = this.projects.get(projectId);
+    if (!project) return;
+    for (const environmentId of project.environmentIds) this.environments.delete(environmentId);
+    this.projects.delete(projectId);
+  }
+
+  /** A created or changed flag: compiled once, each environment keeps its current state. */
+  putFlag(projectId: string, def: FlagDefinition): void {
+    const project = this.projects.get(projectId);
+    if (!project) throw new Error(`snapshot: unknown project ${projectId}`);
+    const flag = compileFlag(def);
+    project.flags.set(def.key, flag);
+    for (const environmentId of project.environmentIds) {
+      const entries = this.environments.get(environmentId)!;
+      entries.set(def.key, { flag, state: entries.get(def.key)?.state ?? DISABLED_STATE });
+    }
+  }
+
+  setState(projectId: string, flagKey: string, environmentId: string, state: FlagState | null): void {
+    const flag = this.projects.get(projectId)?.flags.get(flagKey);
+    const entries = this.environments.get(environmentId);
+    if (!flag || !entries) throw new Error(`snapshot: unknown flag ${flagKey} or environment ${environmentId}`);
+    entries.set(flagKey, { flag, state: compileState(state) });
+  }
+
+  removeFlag(projectId: string, flagKey: string): void {
+    const project = this.projects.get(projectId);
+    if (!project) return;
+    project.flags.delete(flagKey);
+    for (const environmentId of project.environmentIds) this.environments.get(environmentId)?.delete(flagKey);
+  }
+
+  /** Flags held, over all projects (for tests and the start-up log). */
+  size(): number {
+    let n = 0;
+    for (const project of this.projects.values()) n += project.flags.size;
+    return n;
+  }
+}

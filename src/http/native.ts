@@ -1,0 +1,191 @@
+/**
+ * Routes served by Bun's own router (`Bun.serve({ routes })`) instead of through Elysia's
+ * hooks: the evaluation endpoints, whose speed is a product requirement (Elysia's per-request
+ * machinery costs a large share of a trivial route's throughput).
+ *
+ * A native route answers exactly as the pipeline (pipeline.ts) and the access guard (auth.ts)
+ * would for the same route declared in Elysia, from the same shared functions:
+ *   request id -> admission (credential, rate limit, X-RateLimit-*) -> HTTPS-behind-proxy
+ *   check and declared body size -> body read (413 while reading a chunked one) -> JSON parse
+ *   -> access decision (401/403) -> body validation (400 with details) -> handler
+ *   -> error mapping -> access log.
+ * The order is the pipeline's: a body that cannot be parsed is a 400 before the access
+ * decision, as Elysia parses before its transform hook; a body that does not fit the schema
+ * is a 400 only after it.
+ *
+ * Hot path: one headers object literal per request (admission fills in its rate-limit values,
+ * it becomes the response's headers), `JSON.stringify` of the result, no closures, no regex
+ * compilation, one `await` (the body); a key resolves synchronously, and only a login token
+ * (always refused here) takes the asynchronous way. A route may add an allocation-free
+ * `accepts` test that spares valid bodies the compiled schema's allocations.
+ *
+ * The Elysia app keeps a twin of every native route (same schema and handler), for the API
+ * document, the 405 table and `app.handle`; `createApp` hands these to Bun, whose router
+ * prefers them for their exact path and method (see `dispatcher` in src/server.ts).
+ */
+import type { Server } from "bun";
+import type { Static, TSchema } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import type { AppContext } from "../context";
+import type { AccessGroup, Principal } from "./access";
+import { admitter, authorize } from "./auth";
+import type { Resolution } from "./credentials";
+import { ApiError, validationDetails, validationError } from "./errors";
+import { checkTransport, errorBody, HSTS, internalError, logAccess, parseJsonBody, readBody, requestIdOf } from "./pipeline";
+
+export interface NativeRoute<S extends TSchema = TSchema> {
+  method: "POST";
+  /** An exact path: Bun's router matches it without parameters. */
+  path: string;
+  access: AccessGroup;
+  /** The request body's schema (the same one the Elysia twin declares). */
+  body: S;
+  /**
+   * Optional quick test, allocation-free, that answers true only for bodies `body` accepts;
+   * anything it does not vouch for goes to the compiled schema, which decides and explains.
+   */
+  accepts?: (body: unknown) => boolean;
+  /** The 200 answer, serialised with JSON.stringify. */
+  handle: (body: Static<S>, principal: Principal, request: Request) => unknown;
+}
+
+export type NativeHandler = (request: Request, server: Server<unknown> | null) => Response | Promise<Response>;
+/** `path -> method -> handler`, the shape of `Bun.serve`'s `routes`. */
+export type NativeRoutes = Record<string, Record<string, NativeHandler>>;
+
+/** As Elysia's `Response.json` labels it, so that both paths send the same header. */
+const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
+/** Elysia reports at most this many value errors of one validation. */
+const MAX_ERRORS = 64;
+const RATE_LIMIT_HEADERS = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] as const;
+
+/** Typed by the route list: each route's handler gets its own body type. */
+export const nativeRoute = <S extends TSchema>(route: NativeRoute<S>): NativeRoute => route as unknown as NativeRoute;
+
+export function nativeRoutes(ctx: AppContext, routes: readonly NativeRoute[]): NativeRoutes {
+  const shared: Shared = {
+    admit: admitter(ctx),
+    log: ctx.log,
+    behindProxy: ctx.config.behindProxy,
+    logging: ctx.log.enabled("info"),
+  };
+  const table: NativeRoutes = {};
+  for (const route of routes) {
+    if (table[route.path]?.[route.method]) throw new Error(`native route ${route.method} ${route.path} declared twice`);
+    (table[route.path] ??= {})[route.method] = compile(route, shared);
+  }
+  return table;
+}
+
+interface Shared {
+  admit: ReturnType<typeof admitter>;
+  log: AppContext["log"];
+  behindProxy: boolean;
+  logging: boolean;
+}
+
+/** The response headers of one request; admission writes the X-RateLimit-* values into it. */
+type ResponseHeaders = Record<string, string>;
+
+function compile(route: NativeRoute, shared: Shared): NativeHandler {
+  const { method, path, access, handle, accepts } = route;
+  const checker = TypeCompiler.Compile(route.body);
+  const { admit, log, behindProxy, logging } = shared;
+
+  /** Any failure, as the pipeline's onError maps it. */
+  const fail = (error: unknown, headers: ResponseHeaders, requestId: string, startedAt: number): Response => {
+    let err: ApiError;
+    if (error instanceof ApiError) err = error;
+    else {
+      err = internalError(log, error, requestId, method, path);
+      // A failure inside admission leaves rate-limit values unset: the pipeline sends none then.
+      for (const name of RATE_LIMIT_HEADERS) if (headers[name] === "") delete headers[name];
+    }
+    const response = new Response(JSON.stringify(errorBody(err, headers)), { status: err.status, headers });
+    if (logging) logAccess(log, method, path, err.status, startedAt, requestId);
+    return response;
+  };
+
+  /** Body, access, validation, handler: everything after admission. */
+  async function withBody(request: Request, auth: Resolution, headers: ResponseHeaders, requestId: string, startedAt: number): Promise<Response> {
+    let body: unknown;
+    try {
+      body = parseJsonBody(await readBody(request), request.headers.get("content-type"));
+    } catch (e) {
+      // As Elysia's parse stage: our own errors (413, content type, bad JSON) as they are.
+      return fail(e instanceof ApiError ? e : validationError("Request body could not be read"), headers, requestId, startedAt);
+    }
+    try {
+      const principal = authorize(auth, access, method);
+      if (!(accepts?.(body) || checker.Check(body))) {
+        throw validationError("Invalid request", validationDetails("body", valueErrors(checker, body)));
+      }
+      const response = new Response(JSON.stringify(handle(body, principal, request)), { status: 200, headers });
+      if (logging) logAccess(log, method, path, 200, startedAt, requestId);
+      return response;
+    } catch (e) {
+      return fail(e, headers, requestId, startedAt);
+    }
+  }
+
+  /** A login token: its signature check is asynchronous (and the evaluate group refuses it). */
+  async function admittedLater(
+    admitted: Promise<Resolution>,
+    request: Request,
+    headers: ResponseHeaders,
+    requestId: string,
+    startedAt: number,
+  ): Promise<Response> {
+    let auth: Resolution;
+    try {
+      auth = await admitted;
+      checkTransport(request, headers, behindProxy);
+    } catch (e) {
+      return fail(e, headers, requestId, startedAt);
+    }
+    return withBody(request, auth, headers, requestId, startedAt);
+  }
+
+  return (request, server) => {
+    const startedAt = logging ? performance.now() : 0;
+    const requestId = requestIdOf(request);
+    const headers: ResponseHeaders = behindProxy
+      ? {
+          "content-type": JSON_CONTENT_TYPE,
+          "x-request-id": requestId,
+          "x-content-type-options": "nosniff",
+          "cache-control": "no-store",
+          "x-ratelimit-limit": "",
+          "x-ratelimit-remaining": "",
+          "x-ratelimit-reset": "",
+        }
+      : {
+          "content-type": JSON_CONTENT_TYPE,
+          "x-request-id": requestId,
+          "strict-transport-security": HSTS,
+          "x-content-type-options": "nosniff",
+          "cache-control": "no-store",
+          "x-ratelimit-limit": "",
+          "x-ratelimit-remaining": "",
+          "x-ratelimit-reset": "",
+        };
+    try {
+      const admitted = admit(request, headers, server);
+      if (admitted instanceof Promise) return admittedLater(admitted, request, headers, requestId, startedAt);
+      checkTransport(request, headers, behindProxy);
+      return withBody(request, admitted, headers, requestId, startedAt);
+    } catch (e) {
+      return fail(e, headers, requestId, startedAt);
+    }
+  };
+}
+
+/** The first value errors of a failed check, as Elysia's ValidationError lists them. */
+function valueErrors(checker: ReturnType<typeof TypeCompiler.Compile>, value: unknown) {
+  const errors = [];
+  for (const e of checker.Errors(value)) {
+    errors.push(e);
+    if (errors.length >= MAX_ERRORS) break;
+  }
+  return errors;
+}

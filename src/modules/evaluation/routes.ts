@@ -1,0 +1,81 @@
+/**
+ * Evaluation routes (api-spec: Evaluation; decisions §7), declared twice from one definition:
+ * - `evaluationNativeRoutes`: what the listening server runs, on Bun's router (src/http/native.ts);
+ * - `evaluationRoutes`: the Elysia twin, for the API document, the 405 table and `app.handle`.
+ * Both call the same service with the same schemas and answer alike (test/http/evaluation.test.ts).
+ */
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context";
+import { accessGuard } from "../../http/auth";
+import { nativeRoute, nativeRoutes, type NativeRoutes } from "../../http/native";
+import { BatchRequest, BatchResult, EvaluateRequest, EvaluationResult, isBatchRequest, isEvaluateRequest, MAX_BATCH_FLAGS } from "./model";
+import { evaluationService, SESSION_HEADER } from "./service";
+
+const TAGS = ["Evaluation"];
+
+const COMMON = `Project and environment come from the API key (scope eval, test or full; mgmt keys, admin keys and login tokens get 403). The answer is computed from memory: a flag or state change is visible from the next request on, including the very next one after the write's response.
+
+Resolution order, first applicable step decides: (1) with a valid \`X-Service-Session\` token of the key's project whose session overrides this flag: the override, reason TEST_OVERRIDE (even for a key that does not exist; \`true\`/\`false\` set \`enabled\`, a string is served as the variant with \`enabled\` true); (2) the flag is disabled in the environment (or has no state there): FLAG_DISABLED; (3) the first enabled targeting rule whose conditions all hold: TARGETING_RULE_MATCH with \`ruleId\`; (4) a rollout percentage is set: the user is bucketed by murmur3 of \`flagKey:userId\`, PERCENTAGE_ROLLOUT or PERCENTAGE_ROLLOUT_EXCLUDED (without a userId: included only at 100 %); (5) FLAG_ENABLED. A flag key that does not exist in the project is not an error: 200 with enabled false and reason FLAG_NOT_FOUND.
+
+An unknown, expired or other project's session token is ignored. \`context\` values are strings, numbers, booleans, null or arrays of those; unknown body fields are a 400.`;
+
+const SESSION_PARAMETER = {
+  in: "header",
+  name: "X-Service-Session",
+  required: false,
+  description: "A test-session token (Testing API): the session's overrides apply to this request only",
+  schema: { type: "string" as const },
+};
+
+const sessionOf = (request: Request) => request.headers.get(SESSION_HEADER);
+
+export const evaluationRoutes = (ctx: AppContext) => {
+  const service = evaluationService(ctx);
+  return new Elysia({ name: "flagsvc/evaluation" })
+    .use(accessGuard())
+    .post("/v1/evaluate", ({ principal, body, request }) => service.evaluateOne(principal, body, sessionOf(request)), {
+      access: "evaluate",
+      body: EvaluateRequest,
+      response: { 200: EvaluationResult },
+      detail: {
+        tags: TAGS,
+        summary: "Evaluate one flag",
+        description: `Evaluates \`flagKey\` for \`context\`. ${COMMON}`,
+        parameters: [SESSION_PARAMETER],
+      },
+    })
+    .post("/v1/evaluate/batch", ({ principal, body, request }) => service.evaluateBatch(principal, body, sessionOf(request)), {
+      access: "evaluate",
+      body: BatchRequest,
+      response: { 200: BatchResult },
+      detail: {
+        tags: TAGS,
+        summary: "Evaluate several flags",
+        description: `Evaluates each key of \`flags\` (1 to ${MAX_BATCH_FLAGS}, counted as sent: ${MAX_BATCH_FLAGS + 1} entries are a 400 even when some repeat) for the one \`context\`. \`results\` has one entry per distinct key; every result and the top-level \`evaluatedAt\` carry the same time. ${COMMON}`,
+        parameters: [SESSION_PARAMETER],
+      },
+    });
+};
+
+/** The same two routes for Bun's router: what the listening server runs. */
+export function evaluationNativeRoutes(ctx: AppContext): NativeRoutes {
+  const service = evaluationService(ctx);
+  return nativeRoutes(ctx, [
+    nativeRoute({
+      method: "POST",
+      path: "/v1/evaluate",
+      access: "evaluate",
+      body: EvaluateRequest,
+      accepts: isEvaluateRequest,
+      handle: (body, principal, request) => service.evaluateOne(principal, body, sessionOf(request)),
+    }),
+    nativeRoute({
+      method: "POST",
+      path: "/v1/evaluate/batch",
+      access: "evaluate",
+      body: BatchRequest,
+      accepts: isBatchRequest,
+      handle: (body, principal, request) => service.evaluateBatch(principal, body, sessionOf(request)),
+    }),
+  ]);
+}

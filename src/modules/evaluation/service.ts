@@ -1,0 +1,96 @@
+/**
+ * Evaluation for an API key (decisions §7): the key's project and environment, the in-memory
+ * snapshot, the engine. No database, no compilation: two map lookups and the engine per flag.
+ * Test-session overrides (resolution step 1) come from an `OverrideSource`; until the Testing
+ * API plugs one in (`evaluationService(ctx).overrides = ...`) there are none.
+ */
+import type { AppContext } from "../../context";
+import { DISABLED_STATE, evaluate } from "../../evaluation/engine";
+import type { EvalContext, EvaluationResult, Override } from "../../evaluation/types";
+import type { Principal } from "../../http/access";
+import { iso } from "../../lib/clock";
+import type { BatchRequest, EvaluateRequest } from "./model";
+
+/** The request header that carries a test-session token. */
+export const SESSION_HEADER = "x-service-session";
+
+/** Where the overrides of a test session come from (the Testing API). */
+export interface OverrideSource {
+  /**
+   * The overrides (flag key -> value) of the live session with this token, when it belongs to
+   * `projectId`; undefined for an unknown, expired or destroyed session, or another project's
+   * (such a token is ignored: evaluation resolves normally). `now`: ms since the epoch.
+   */
+  overridesFor(token: string, projectId: string, now: number): ReadonlyMap<string, Override> | undefined;
+}
+
+export const NO_OVERRIDES: OverrideSource = { overridesFor: () => undefined };
+
+export interface BatchResult {
+  results: Record<string, EvaluationResult>;
+  evaluatedAt: string;
+}
+
+const EMPTY_CONTEXT: EvalContext = Object.freeze({});
+
+export class EvaluationService {
+  /** Replaced by the Testing API when it starts; read on every request. */
+  overrides: OverrideSource = NO_OVERRIDES;
+  /** `evaluatedAt` of the last millisecond seen, formatted once. */
+  private stampMs = Number.NaN;
+  private stampText = "";
+
+  constructor(private readonly ctx: Pick<AppContext, "snapshot" | "clock">) {}
+
+  evaluateOne(principal: Principal, body: EvaluateRequest, sessionToken: string | null): EvaluationResult {
+    const key = apiKeyOf(principal);
+    const now = this.ctx.clock.now();
+    const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
+    const flagKey = body.flagKey;
+    const entry = this.ctx.snapshot.environment(key.environmentId)?.get(flagKey);
+    return evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, body.context ?? EMPTY_CONTEXT, this.stamp(now), overrides?.get(flagKey));
+  }
+
+  /** One result per distinct key, all with the same `evaluatedAt`. */
+  evaluateBatch(principal: Principal, body: BatchRequest, sessionToken: string | null): BatchResult {
+    const key = apiKeyOf(principal);
+    const now = this.ctx.clock.now();
+    const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
+    const entries = this.ctx.snapshot.environment(key.environmentId);
+    const context = body.context ?? EMPTY_CONTEXT;
+    const evaluatedAt = this.stamp(now);
+    // No prototype: a flag key such as "__proto__" is an ordinary entry.
+    const results: Record<string, EvaluationResult> = Object.create(null);
+    const flags = body.flags;
+    for (let i = 0; i < flags.length; i++) {
+      const flagKey = flags[i]!;
+      if (results[flagKey] !== undefined) continue;
+      const entry = entries?.get(flagKey);
+      results[flagKey] = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, evaluatedAt, overrides?.get(flagKey));
+    }
+    return { results, evaluatedAt };
+  }
+
+  private stamp(now: number): string {
+    if (now !== this.stampMs) {
+      this.stampMs = now;
+      this.stampText = iso(now);
+    }
+    return this.stampText;
+  }
+}
+
+/** The access table admits only API keys to evaluation; anything else is a bug. */
+function apiKeyOf(principal: Principal): Extract<Principal, { kind: "apiKey" }> {
+  if (principal.kind !== "apiKey") throw new Error(`evaluation reached with a ${principal.kind} principal`);
+  return principal;
+}
+
+const services = new WeakMap<object, EvaluationService>();
+
+/** The evaluation service of this context: one per running app, shared by both routes' paths. */
+export function evaluationService(ctx: AppContext): EvaluationService {
+  let service = services.get(ctx);
+  if (service === undefined) services.set(ctx, (service = new EvaluationService(ctx)));
+  return service;
+}

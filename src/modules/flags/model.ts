@@ -1,0 +1,182 @@
+/**
+ * Flags and their per-environment states: request and response schemas (api-spec: Flag, Flag
+ * state, Targeting rule; decisions §6). The schemas check shapes; what depends on several
+ * fields at once (weights summing to 100, a rule's variant existing, a condition's value type
+ * for its operator) is checked by the service, before anything is stored.
+ */
+import { t } from "elysia";
+import { ResponseInt } from "../../http/schema";
+import { OPERATORS, type Operator } from "../../evaluation/types";
+
+export const FLAG_KEY_PATTERN = "^[a-z0-9]+(-[a-z0-9]+)*$";
+export const VARIANT_KEY_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
+export const RULE_ID_PATTERN = "^rule_[A-Za-z0-9]{1,64}$";
+export const LIMITS = { rules: 200, conditions: 50, listValues: 1000, variants: 100 } as const;
+const NAME_MAX = 200;
+const DESCRIPTION_MAX = 2000;
+export const PER_PAGE_MAX = 100;
+
+const Timestamp = (description = "ISO 8601 UTC with milliseconds") => t.String({ format: "date-time", description });
+const Name = () => t.String({ minLength: 1, maxLength: NAME_MAX, error: `Must be a string of 1 to ${NAME_MAX} characters` });
+const Description = () => t.String({ maxLength: DESCRIPTION_MAX, error: `Must be a string of at most ${DESCRIPTION_MAX} characters` });
+
+export const FlagKey = (description = "kebab-case, 1 to 128 characters, unique in the project, immutable") =>
+  t.String({
+    pattern: FLAG_KEY_PATTERN,
+    minLength: 1,
+    maxLength: 128,
+    description,
+    error: "Must be kebab-case (a-z, 0-9, single hyphens between), 1 to 128 characters",
+  });
+
+const Weight = () =>
+  t.Number({
+    minimum: 0,
+    maximum: 100,
+    description: "Percentage of users served this variant, at most 3 decimals",
+    error: "Must be a number from 0 to 100",
+  });
+
+export const Variant = t.Object(
+  {
+    key: t.String({ pattern: VARIANT_KEY_PATTERN, description: "A-Z, a-z, 0-9, _ and -, 1 to 64 characters, unique in the flag", error: "Must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -" }),
+    name: t.Optional(t.String({ maxLength: NAME_MAX })),
+    description: t.Optional(Description()),
+    weight: t.Optional(Weight()),
+  },
+  { additionalProperties: false, title: "Variant", description: "Either no variant has a weight, or all have and they sum to 100" },
+);
+
+const ConditionValue = t.Union([t.String(), t.Number(), t.Boolean(), t.Array(t.Union([t.String(), t.Number(), t.Boolean()]))], {
+  description: "Typed by the operator: equals string|number|boolean; not_equals string|number; in, not_in an array (at most 1,000); contains, starts_with string; greater_than, less_than number; is_true, is_false boolean or omitted",
+  error: "Must be a string, number, boolean or an array of those",
+});
+
+export const Condition = t.Object(
+  {
+    attribute: t.String({ minLength: 1, maxLength: 256, description: "A top-level key of the evaluation context (userId included)", error: "Must be a string of 1 to 256 characters" }),
+    operator: t.UnionEnum(OPERATORS as [Operator, ...Operator[]], { description: OPERATORS.join(", "), error: `Must be one of ${OPERATORS.join(", ")}` }),
+    value: t.Optional(ConditionValue),
+  },
+  { additionalProperties: false, title: "Condition" },
+);
+
+/** A rule as sent: without `id` the server assigns one; with it, the rule keeps it. */
+export const RuleInput = t.Object(
+  {
+    id: t.Optional(t.String({ pattern: RULE_ID_PATTERN, description: "Send a rule's id back to keep it stable", error: "Must be a rule id (rule_...)" })),
+    name: t.Optional(t.String({ maxLength: NAME_MAX, description: "Display name; default empty" })),
+    conditions: t.Optional(t.Array(Condition, { maxItems: LIMITS.conditions, description: `AND-ed; at most ${LIMITS.conditions}; none (the default) matches everyone` })),
+    enabled: t.Optional(t.Boolean({ description: "Default true; a disabled rule is skipped" })),
+    variant: t.Optional(t.Union([t.String(), t.Null()], { description: "One of the flag's variant keys, or null (default)" })),
+  },
+  { additionalProperties: false, title: "RuleInput" },
+);
+
+const Rules = () => t.Array(RuleInput, { maxItems: LIMITS.rules, description: `Evaluated top to bottom, first match wins; at most ${LIMITS.rules}` });
+const Variants = () => t.Array(Variant, { maxItems: LIMITS.variants, description: `At most ${LIMITS.variants}; empty: a boolean flag` });
+
+export const NewFlag = t.Object(
+  {
+    key: FlagKey(),
+    name: Name(),
+    description: t.Optional(Description()),
+    variants: t.Optional(Variants()),
+    rules: t.Optional(Rules()),
+  },
+  { additionalProperties: false, title: "NewFlag" },
+);
+
+export const FlagPatch = t.Object(
+  {
+    // Named so that the 400 says why instead of "Unknown field".
+    key: t.Optional(t.Never({ error: "The key of a flag cannot be changed" })),
+    name: t.Optional(Name()),
+    description: t.Optional(t.Union([Description(), t.Null()], { description: "null clears it" })),
+    variants: t.Optional(Variants()),
+    rules: t.Optional(t.Array(RuleInput, { maxItems: LIMITS.rules, description: `Replaces the whole array; at most ${LIMITS.rules}` })),
+  },
+  { additionalProperties: false, title: "FlagPatch" },
+);
+
+export const Rule = t.Object(
+  {
+    id: t.String({ description: "rule_..., stable across PATCHes that send it back" }),
+    name: t.String(),
+    conditions: t.Array(Condition),
+    enabled: t.Boolean(),
+    variant: t.Union([t.String(), t.Null()]),
+  },
+  { title: "Rule" },
+);
+
+export const Flag = t.Object(
+  {
+    id: t.String({ description: "flag_..." }),
+    key: t.String(),
+    name: t.String(),
+    description: t.Union([t.String(), t.Null()], { description: "null when not set" }),
+    variants: t.Array(Variant),
+    rules: t.Array(Rule),
+    createdAt: Timestamp(),
+    updatedAt: Timestamp("Moves when name, description, variants or rules change"),
+  },
+  { title: "Flag" },
+);
+
+export const FlagListItem = t.Object(
+  { id: t.String(), key: t.String(), name: t.String(), createdAt: Timestamp(), updatedAt: Timestamp() },
+  { title: "FlagListItem" },
+);
+
+export const FlagList = t.Object(
+  {
+    flags: t.Array(FlagListItem),
+    total: ResponseInt({ description: "Flags matching the filters, over all pages" }),
+    page: ResponseInt(),
+    perPage: ResponseInt(),
+  },
+  { title: "FlagList" },
+);
+
+export const FlagListQuery = t.Object(
+  {
+    environment: t.Optional(t.String({ description: "Keep flags that have a state in this environment (unknown: 404)" })),
+    enabled: t.Optional(t.Boolean({ description: "With environment only: keep flags enabled (true) or disabled (false) there" })),
+    q: t.Optional(t.String({ maxLength: 200, description: "Case-insensitive substring of key or name" })),
+    page: t.Optional(t.Integer({ minimum: 1, description: "Default 1", error: "Must be an integer of at least 1" })),
+    perPage: t.Optional(t.Integer({ minimum: 1, maximum: PER_PAGE_MAX, description: `Default 20, at most ${PER_PAGE_MAX}`, error: `Must be an integer from 1 to ${PER_PAGE_MAX}` })),
+  },
+  { additionalProperties: false },
+);
+
+export const FlagParams = t.Object({ slug: t.String({ description: "Project slug" }), key: t.String({ description: "Flag key" }) });
+export const StateParams = t.Object({
+  slug: t.String({ description: "Project slug" }),
+  key: t.String({ description: "Flag key" }),
+  environment: t.String({ description: "Environment slug" }),
+});
+
+export const StatePut = t.Object(
+  {
+    enabled: t.Boolean({ error: "Must be a boolean" }),
+    rolloutPercentage: t.Optional(
+      t.Union([t.Number({ minimum: 0, maximum: 100 }), t.Null()], {
+        description: "0 to 100, at most 3 decimals; null clears it (everyone); omitted keeps the current value",
+        error: "Must be a number from 0 to 100, or null",
+      }),
+    ),
+  },
+  { additionalProperties: false, title: "FlagStateInput" },
+);
+
+export const FlagState = t.Object(
+  {
+    flagKey: t.String(),
+    environment: t.String({ description: "Environment slug" }),
+    enabled: t.Boolean(),
+    rolloutPercentage: t.Union([t.Number(), t.Null()], { description: "null: all users" }),
+    updatedAt: Timestamp("When the state last changed; the flag's createdAt while it has never been set"),
+  },
+  { title: "FlagState" },
+);

@@ -1,0 +1,94 @@
+/** Flags and their per-environment states: routes (api-spec: Flags; decisions §6). */
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context";
+import { accessGuard } from "../../http/auth";
+import { noContent } from "../../http/schema";
+import { OPERATORS } from "../../evaluation/types";
+import { ProjectParams } from "../projects/model";
+import { Flag, FlagList, FlagListQuery, FlagParams, FlagPatch, FlagState, LIMITS, NewFlag, PER_PAGE_MAX, StateParams, StatePut } from "./model";
+import { createFlag, deleteFlag, getFlag, getState, listFlags, putState, updateFlag } from "./service";
+
+const FLAGS = ["Flags"];
+const WHO = "API keys of scope mgmt or full (their own project only: another project's slug is 403 FORBIDDEN), admin keys, and login JWTs (writes: admin and editor roles)";
+const DEFINITION = `Variants \`{ key, name?, description?, weight? }\`: keys unique in the flag; either no variant has a weight or all have, summing to 100, at most 3 decimals. Rules \`{ id?, name?, conditions?, enabled?, variant? }\` are evaluated top to bottom, first match wins; conditions of a rule are AND-ed and none matches everyone; \`enabled\` defaults to true; \`variant\` names one of the flag's variants or is null. A rule sent without \`id\` gets a new \`rule_...\`; sent back with its id, it keeps it. Conditions \`{ attribute, operator, value }\`, operators ${OPERATORS.join(", ")}; a value of the wrong type for its operator is a 400 (equals: string, number or boolean; not_equals: string or number; in/not_in: an array of at most ${LIMITS.listValues}; contains/starts_with: string; greater_than/less_than: number; is_true/is_false: boolean or omitted). At most ${LIMITS.rules} rules, ${LIMITS.conditions} conditions a rule, ${LIMITS.variants} variants. Every problem is listed in \`details\`; a refused write changes nothing.`;
+
+export const flagsRoutes = (ctx: AppContext) =>
+  new Elysia({ name: "flagsvc/flags" })
+    .use(accessGuard())
+    .post("/v1/projects/:slug/flags", ({ params, body, status }) => status(201, createFlag(ctx, params.slug, body)), {
+      access: "flags",
+      params: ProjectParams,
+      body: NewFlag,
+      response: { 201: Flag },
+      detail: {
+        tags: FLAGS,
+        summary: "Create a flag",
+        description: `Key: kebab-case, 1 to 128 characters, unique in the project (a taken key is 409 CONFLICT), immutable. \`rules\` may be sent on create as on PATCH. The flag starts disabled in every environment. ${DEFINITION} ${WHO}.`,
+      },
+    })
+    .get("/v1/projects/:slug/flags", ({ params, query }) => listFlags(ctx, params.slug, query), {
+      access: "flags",
+      params: ProjectParams,
+      query: FlagListQuery,
+      response: { 200: FlagList },
+      detail: {
+        tags: FLAGS,
+        summary: "List flags",
+        description: `Ordered by key; items hold id, key, name, createdAt, updatedAt. \`q\`: case-insensitive substring of key or name. \`environment\`: only flags whose state was set in that environment (an unknown environment is 404); with it, \`enabled=true|false\` filters by that state (without it, 400). \`page\` (default 1, at least 1) and \`perPage\` (default 20, 1 to ${PER_PAGE_MAX}); out of range is 400; a page past the end is empty. ${WHO}.`,
+      },
+    })
+    .get("/v1/projects/:slug/flags/:key", ({ params }) => getFlag(ctx, params.slug, params.key), {
+      access: "flags",
+      params: FlagParams,
+      response: { 200: Flag },
+      detail: { tags: FLAGS, summary: "Get a flag", description: `The whole flag, rules included. Unknown project or flag: 404. ${WHO}.` },
+    })
+    .patch("/v1/projects/:slug/flags/:key", ({ params, body }) => updateFlag(ctx, params.slug, params.key, body), {
+      access: "flags",
+      params: FlagParams,
+      body: FlagPatch,
+      response: { 200: Flag },
+      detail: {
+        tags: FLAGS,
+        summary: "Update a flag",
+        description: `Updatable: name, description (null clears it), variants, rules. \`rules\` replaces the whole array. \`key\` in the body is a 400: keys are immutable. New variants are checked against the stored rules too. A PATCH that changes nothing leaves \`updatedAt\` alone. ${DEFINITION} ${WHO}.`,
+      },
+    })
+    .delete(
+      "/v1/projects/:slug/flags/:key",
+      ({ params, status }) => {
+        deleteFlag(ctx, params.slug, params.key);
+        return status(204);
+      },
+      {
+        access: "flags",
+        params: FlagParams,
+        detail: {
+          tags: FLAGS,
+          summary: "Delete a flag",
+          responses: noContent("Deleted, with its state in every environment"),
+          description: `Permanent. Evaluation answers FLAG_NOT_FOUND for its key from the next request on. ${WHO}.`,
+        },
+      },
+    )
+    .get("/v1/projects/:slug/flags/:key/states/:environment", ({ params }) => getState(ctx, params.slug, params.key, params.environment), {
+      access: "flags",
+      params: StateParams,
+      response: { 200: FlagState },
+      detail: {
+        tags: FLAGS,
+        summary: "Get a flag's state in an environment",
+        description: `A flag whose state was never set there is disabled: \`{ enabled: false, rolloutPercentage: null }\`, with the flag's createdAt as updatedAt. Unknown project, flag or environment: 404. ${WHO}.`,
+      },
+    })
+    .put("/v1/projects/:slug/flags/:key/states/:environment", ({ params, body }) => putState(ctx, params.slug, params.key, params.environment, body), {
+      access: "flags",
+      params: StateParams,
+      body: StatePut,
+      response: { 200: FlagState },
+      detail: {
+        tags: FLAGS,
+        summary: "Set a flag's state in an environment",
+        description: `\`enabled\` is required. \`rolloutPercentage\`: 0 to 100 with at most 3 decimals; omitted keeps the current value, null clears it (all users). Evaluation sees the new state from the next request on. A PUT that changes nothing writes nothing (updatedAt stays). Unknown project, flag or environment: 404. ${WHO}.`,
+      },
+    });

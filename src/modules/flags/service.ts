@@ -1,0 +1,314 @@
+/**
+ * Flags and their states (decisions §6). Every write is checked in full before anything is
+ * stored (a refused write changes nothing), then committed, then put into the evaluation
+ * snapshot before the response goes out (read-your-writes).
+ */
+import { and, asc, eq, exists } from "drizzle-orm";
+import type { AppContext } from "../../context";
+import { isUniqueViolation } from "../../db/client";
+import { flags, flagStates } from "../../db/schema";
+import { OPERATOR_VALUE_TYPES, VALUE_OPTIONAL, type Condition, type Rule, type Variant } from "../../evaluation/types";
+import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
+import { iso } from "../../lib/clock";
+import { newId } from "../../lib/ids";
+import { requireProject, type Project } from "../projects/service";
+import { LIMITS } from "./model";
+
+export interface Flag {
+  id: string;
+  key: string;
+  name: string;
+  description: string | null;
+  variants: Variant[];
+  rules: Rule[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface FlagState {
+  flagKey: string;
+  environment: string;
+  enabled: boolean;
+  rolloutPercentage: number | null;
+  updatedAt: string;
+}
+
+/** A rule as the API accepts it (model.ts RuleInput): optional fields get their defaults here. */
+export interface RuleInput {
+  id?: string;
+  name?: string;
+  conditions?: Condition[];
+  enabled?: boolean;
+  variant?: string | null;
+}
+
+export interface NewFlagInput {
+  key: string;
+  name: string;
+  description?: string;
+  variants?: Variant[];
+  rules?: RuleInput[];
+}
+
+export interface FlagPatchInput {
+  name?: string;
+  description?: string | null;
+  variants?: Variant[];
+  rules?: RuleInput[];
+}
+
+export interface ListQuery {
+  environment?: string;
+  enabled?: boolean;
+  q?: string;
+  page?: number;
+  perPage?: number;
+}
+
+// ---- validation --------------------------------------------------------------------------
+
+/** At most 3 decimal places (rollout percentages and weights, decisions §7). */
+export const hasAtMost3Decimals = (n: number): boolean => Math.round(n * 1000) / 1000 === n;
+
+const typeOf = (v: unknown) => (Array.isArray(v) ? "array" : typeof v);
+
+/**
+ * Checks what the schema cannot: variants as a whole, each rule against the variants, each
+ * condition's value against its operator. `rulesPath`: where the rules came from (`body.rules`,
+ * or the stored rules when a PATCH changes only the variants).
+ */
+function checkDefinition(variants: readonly Variant[], rules: readonly RuleInput[], variantsPath: string, rulesPath: string): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  const keys = new Set<string>();
+  variants.forEach((v, i) => {
+    if (keys.has(v.key)) details.push({ path: `${variantsPath}[${i}].key`, message: `Duplicate variant key ${v.key}` });
+    keys.add(v.key);
+    if (v.weight !== undefined && !hasAtMost3Decimals(v.weight)) details.push({ path: `${variantsPath}[${i}].weight`, message: "At most 3 decimal places" });
+  });
+  const weighted = variants.filter((v) => v.weight !== undefined).length;
+  if (weighted > 0 && weighted < variants.length) {
+    details.push({ path: variantsPath, message: "Either every variant has a weight or none has" });
+  } else if (weighted > 0 && variants.reduce((sum, v) => sum + Math.round(v.weight! * 1000), 0) !== 100_000) {
+    details.push({ path: variantsPath, message: "Variant weights must sum to 100" });
+  }
+  const ruleIds = new Set<string>();
+  rules.forEach((rule, r) => {
+    const at = `${rulesPath}[${r}]`;
+    if (rule.id !== undefined) {
+      if (ruleIds.has(rule.id)) details.push({ path: `${at}.id`, message: `Duplicate rule id ${rule.id}` });
+      ruleIds.add(rule.id);
+    }
+    if (rule.variant != null && !keys.has(rule.variant)) {
+      details.push({
+        path: `${at}.variant`,
+        message: variants.length === 0 ? "The flag has no variants: variant must be null" : `Unknown variant ${rule.variant}; the flag's variants are ${[...keys].join(", ")}`,
+      });
+    }
+    (rule.conditions ?? []).forEach((c, i) => {
+      const path = `${at}.conditions[${i}].value`;
+      const allowed: readonly string[] = OPERATOR_VALUE_TYPES[c.operator];
+      if (c.value === undefined) {
+        if (!VALUE_OPTIONAL.has(c.operator)) details.push({ path, message: `Required for ${c.operator}` });
+        return;
+      }
+      if (!allowed.includes(typeOf(c.value))) {
+        details.push({ path, message: `${c.operator} takes ${allowed.join(" or ")}, not ${typeOf(c.value)}` });
+      } else if (Array.isArray(c.value) && c.value.length > LIMITS.listValues) {
+        details.push({ path, message: `At most ${LIMITS.listValues} values` });
+      }
+    });
+  });
+  return details;
+}
+
+/** Rules as stored: defaults filled, ids kept or assigned. */
+function normalizeRules(rules: readonly RuleInput[]): Rule[] {
+  return rules.map((r) => ({
+    id: r.id ?? newId("rule"),
+    name: r.name ?? "",
+    conditions: (r.conditions ?? []).map((c) => (c.value === undefined ? { attribute: c.attribute, operator: c.operator } : { attribute: c.attribute, operator: c.operator, value: c.value })),
+    enabled: r.enabled ?? true,
+    variant: r.variant ?? null,
+  }));
+}
+
+/** Variants as stored: only the fields of the contract, in a fixed order. */
+function normalizeVariants(variants: readonly Variant[]): Variant[] {
+  return variants.map(({ key, name, description, weight }) => ({
+    key,
+    ...(name !== undefined ? { name } : {}),
+    ...(description !== undefined ? { description } : {}),
+    ...(weight !== undefined ? { weight } : {}),
+  }));
+}
+
+// ---- reads -------------------------------------------------------------------------------
+
+function findFlag(ctx: AppContext, projectId: string, key: string): Flag | undefined {
+  return ctx.db
+    .select({
+      id: flags.id,
+      key: flags.key,
+      name: flags.name,
+      description: flags.description,
+      variants: flags.variants,
+      rules: flags.rules,
+      createdAt: flags.createdAt,
+      updatedAt: flags.updatedAt,
+    })
+    .from(flags)
+    .where(and(eq(flags.projectId, projectId), eq(flags.key, key)))
+    .get();
+}
+
+function requireFlag(ctx: AppContext, project: Project, key: string): Flag {
+  const flag = findFlag(ctx, project.id, key);
+  if (!flag) throw notFound(`Flag ${key} in project ${project.slug}`);
+  return flag;
+}
+
+function requireEnvironment(project: Project, slug: string) {
+  const env = project.environments.find((e) => e.slug === slug);
+  if (!env) throw notFound(`Environment ${slug} in project ${project.slug}`);
+  return env;
+}
+
+export function getFlag(ctx: AppContext, slug: string, key: string): Flag {
+  return requireFlag(ctx, requireProject(ctx, slug), key);
+}
+
+/** Ordered by key; `q` matches key or name, case-insensitive (Unicode-aware, so filtered here). */
+export function listFlags(ctx: AppContext, slug: string, query: ListQuery) {
+  const project = requireProject(ctx, slug);
+  if (query.enabled !== undefined && query.environment === undefined) {
+    throw validationError("Invalid request", [{ path: "query.enabled", message: "Filtering by enabled needs an environment" }]);
+  }
+  const page = query.page ?? 1;
+  const perPage = query.perPage ?? 20;
+  const conditions = [eq(flags.projectId, project.id)];
+  if (query.environment !== undefined) {
+    const env = requireEnvironment(project, query.environment);
+    const state = [eq(flagStates.flagId, flags.id), eq(flagStates.environmentId, env.id)];
+    if (query.enabled !== undefined) state.push(eq(flagStates.enabled, query.enabled));
+    conditions.push(exists(ctx.db.select({ one: flagStates.flagId }).from(flagStates).where(and(...state))));
+  }
+  let rows = ctx.db
+    .select({ id: flags.id, key: flags.key, name: flags.name, createdAt: flags.createdAt, updatedAt: flags.updatedAt })
+    .from(flags)
+    .where(and(...conditions))
+    .orderBy(asc(flags.key))
+    .all();
+  if (query.q !== undefined && query.q !== "") {
+    const q = query.q.toLowerCase();
+    rows = rows.filter((f) => f.key.includes(q) || f.name.toLowerCase().includes(q));
+  }
+  return { flags: rows.slice((page - 1) * perPage, page * perPage), total: rows.length, page, perPage };
+}
+
+// ---- writes ------------------------------------------------------------------------------
+
+export function createFlag(ctx: AppContext, slug: string, input: NewFlagInput): Flag {
+  const project = requireProject(ctx, slug);
+  const variants = input.variants ?? [];
+  const rules = input.rules ?? [];
+  const details = checkDefinition(variants, rules, "body.variants", "body.rules");
+  if (details.length > 0) throw validationError("Invalid flag", details);
+  const now = iso(ctx.clock.now());
+  const flag: Flag = {
+    id: newId("flag"),
+    key: input.key,
+    name: input.name,
+    description: input.description ?? null,
+    variants: normalizeVariants(variants),
+    rules: normalizeRules(rules),
+    createdAt: now,
+    updatedAt: now,
+  };
+  try {
+    ctx.db.insert(flags).values({ ...flag, projectId: project.id }).run();
+  } catch (e) {
+    if (isUniqueViolation(e)) throw conflict(`Flag ${input.key} already exists in project ${slug}`);
+    throw e;
+  }
+  ctx.snapshot.putFlag(project.id, flag);
+  return flag;
+}
+
+export function updateFlag(ctx: AppContext, slug: string, key: string, patch: FlagPatchInput): Flag {
+  const project = requireProject(ctx, slug);
+  const current = requireFlag(ctx, project, key);
+  const variants = patch.variants ?? current.variants;
+  const rules = patch.rules ?? current.rules;
+  // Stored rules are checked too: new variants must still cover the variants they serve.
+  const details = checkDefinition(variants, rules, patch.variants ? "body.variants" : "variants", patch.rules ? "body.rules" : "rules");
+  if (details.length > 0) throw validationError("Invalid flag", details);
+  const next: Flag = {
+    ...current,
+    name: patch.name ?? current.name,
+    description: patch.description === undefined ? current.description : patch.description,
+    variants: normalizeVariants(variants),
+    rules: patch.rules ? normalizeRules(patch.rules) : current.rules,
+  };
+  if (JSON.stringify(next) === JSON.stringify(current)) return current;
+  next.updatedAt = iso(ctx.clock.now());
+  const { name, description, updatedAt } = next;
+  ctx.db.update(flags).set({ name, description, variants: next.variants, rules: next.rules, updatedAt }).where(eq(flags.id, current.id)).run();
+  ctx.snapshot.putFlag(project.id, next);
+  return next;
+}
+
+export function deleteFlag(ctx: AppContext, slug: string, key: string): void {
+  const project = requireProject(ctx, slug);
+  const flag = requireFlag(ctx, project, key);
+  // States go with it (foreign key cascade).
+  ctx.db.delete(flags).where(eq(flags.id, flag.id)).run();
+  ctx.snapshot.removeFlag(project.id, key);
+}
+
+// ---- states ------------------------------------------------------------------------------
+
+function stateRow(ctx: AppContext, flagId: string, environmentId: string) {
+  return ctx.db
+    .select({ enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage, updatedAt: flagStates.updatedAt })
+    .from(flagStates)
+    .where(and(eq(flagStates.flagId, flagId), eq(flagStates.environmentId, environmentId)))
+    .get();
+}
+
+export function getState(ctx: AppContext, slug: string, key: string, environment: string): FlagState {
+  const project = requireProject(ctx, slug);
+  const flag = requireFlag(ctx, project, key);
+  const row = stateRow(ctx, flag.id, requireEnvironment(project, environment).id);
+  // No row: disabled there, as it has been since the flag was created.
+  return { flagKey: flag.key, environment, ...(row ?? { enabled: false, rolloutPercentage: null, updatedAt: flag.createdAt }) };
+}
+
+/**
+ * `rolloutPercentage` omitted keeps the current value; `null` clears it. The first PUT in an
+ * environment creates the state row (the flag then counts as set there for the list filter);
+ * a later PUT that changes nothing writes nothing.
+ */
+export function putState(ctx: AppContext, slug: string, key: string, environment: string, input: { enabled: boolean; rolloutPercentage?: number | null }): FlagState {
+  if (input.rolloutPercentage != null && !hasAtMost3Decimals(input.rolloutPercentage)) {
+    throw validationError("Invalid request", [{ path: "body.rolloutPercentage", message: "At most 3 decimal places" }]);
+  }
+  const project = requireProject(ctx, slug);
+  const flag = requireFlag(ctx, project, key);
+  const env = requireEnvironment(project, environment);
+  const current = stateRow(ctx, flag.id, env.id);
+  const next = {
+    enabled: input.enabled,
+    rolloutPercentage: input.rolloutPercentage === undefined ? (current?.rolloutPercentage ?? null) : input.rolloutPercentage,
+  };
+  if (current && next.enabled === current.enabled && next.rolloutPercentage === current.rolloutPercentage) {
+    return { flagKey: flag.key, environment, ...current };
+  }
+  const updatedAt = iso(ctx.clock.now());
+  ctx.db
+    .insert(flagStates)
+    .values({ flagId: flag.id, environmentId: env.id, ...next, updatedAt })
+    .onConflictDoUpdate({ target: [flagStates.flagId, flagStates.environmentId], set: { ...next, updatedAt } })
+    .run();
+  ctx.snapshot.setState(project.id, flag.key, env.id, next);
+  return { flagKey: flag.key, environment, ...next, updatedAt };
+}
