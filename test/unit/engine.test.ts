@@ -4,7 +4,7 @@
  * vectors that SDKs evaluating locally must reproduce.
  */
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import {
@@ -119,13 +119,20 @@ interface Vector {
   variants: { key: string; weight: number }[] | null;
   variant: string | null;
 }
-const vectors = (
-  JSON.parse(readFileSync(join(import.meta.dir, "../../../shared/spec/bucketing-vectors.json"), "utf8")) as {
-    cases: Vector[];
-  }
-).cases;
+/**
+ * A copy of the contract's `bucketing-vectors.json` (../shared/spec/ beside the repository),
+ * kept in the repository so that a clone tests alone; the test below checks that the copy still
+ * equals the contract wherever the contract is at hand.
+ */
+const FIXTURE = join(import.meta.dir, "../fixtures/bucketing-vectors.json");
+const CONTRACT = join(import.meta.dir, "../../../shared/spec/bucketing-vectors.json");
+const vectors = (JSON.parse(readFileSync(FIXTURE, "utf8")) as { cases: Vector[] }).cases;
 
-describe("bucketing vectors (shared/spec/bucketing-vectors.json)", () => {
+describe("bucketing vectors (the spec's bucketing-vectors.json)", () => {
+  test.skipIf(!existsSync(CONTRACT))("the copy in test/fixtures equals the contract's file", () => {
+    expect(readFileSync(FIXTURE, "utf8")).toBe(readFileSync(CONTRACT, "utf8"));
+  });
+
   test("the file has cases, some with variants and one non-ASCII", () => {
     expect(vectors.length).toBeGreaterThan(0);
     expect(vectors.some((v) => v.variants !== null)).toBe(true);
