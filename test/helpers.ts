@@ -132,3 +132,10 @@ export function endlessBody(): { stream: ReadableStream<Uint8Array>; pulled: () 
   });
   return { stream, pulled: () => pulled };
 }
+
+/** The body of a response expected to have `status` (the body text is in the error otherwise); `{}` when empty. */
+export async function json(res: Response, status: number): Promise<Record<string, any>> {
+  const text = await res.text();
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${text}`);
+  return text === "" ? {} : (JSON.parse(text) as Record<string, any>);
+}

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/db/client";
 import { sha256Hex } from "../../src/lib/secrets";
-import { bearer, seedAdminKey, testApp, type TestApp, userToken } from "../helpers";
+import { bearer, seedAdminKey, testApp, type TestApp, userToken, json } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -16,12 +16,6 @@ afterEach(() => h.close());
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const FIELDS = ["createdAt", "environment", "id", "keyPrefix", "lastUsedAt", "name", "projectId", "scope"];
-
-async function json(res: Response, status: number) {
-  const text = await res.text();
-  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${text}`);
-  return JSON.parse(text) as Record<string, any>;
-}
 
 function createKey(body: unknown, headers = admin, slug = "default") {
   return h.request("POST", `/v1/projects/${slug}/api-keys`, { body, headers });

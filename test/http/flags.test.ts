@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/db/client";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, json } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -15,12 +15,6 @@ afterEach(() => h.close());
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const BASE = "/v1/projects/default/flags";
-
-async function json(res: Response, status: number) {
-  const text = await res.text();
-  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${text}`);
-  return text === "" ? {} : (JSON.parse(text) as Record<string, any>);
-}
 
 const create = (body: unknown, headers = admin) => h.request("POST", BASE, { body, headers });
 const patch = (key: string, body: unknown) => h.request("PATCH", `${BASE}/${key}`, { body, headers: admin });

@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { projects } from "../../src/db/schema";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, userToken } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, json } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -13,12 +13,6 @@ beforeEach(() => {
 afterEach(() => h.close());
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-
-async function json(res: Response, status: number) {
-  const text = await res.text();
-  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${text}`);
-  return JSON.parse(text) as Record<string, any>;
-}
 
 async function create(body: unknown, headers = admin) {
   return h.request("POST", "/v1/projects", { body, headers });
