@@ -1,7 +1,7 @@
 /**
  * Evaluation over HTTPS keep-alive, through the compiled binary, against a ceiling.
  *
- * Usage: bun scripts/bench/eval.ts [BINARY] [--seconds N]     (also `scripts/bench/eval`)
+ * Usage: bun scripts/bench/eval.ts [BINARY] [--seconds N] [--quick]     (also `scripts/bench/eval`)
  *
  * In one run, with wrk -t1 -c50 (server on CPU 0, wrk on CPU 1 when the machine has two):
  *  - ceiling: a bare Bun.serve TLS hello-world in this process returning a fixed JSON body of
@@ -29,6 +29,8 @@ import { ensureWrk, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 const argv = process.argv.slice(2);
 const secondsAt = argv.indexOf("--seconds");
 const SECONDS = secondsAt >= 0 ? Number(argv[secondsAt + 1]) : 10;
+/** `--quick`: the 1,000-flag runs only (ceiling, evaluate, batch), for trying a change. */
+const QUICK = argv.includes("--quick");
 const binary = benchBinary(argv.find((a, i) => !a.startsWith("--") && (secondsAt < 0 || i !== secondsAt + 1)), "eval");
 ensureWrk();
 
@@ -201,6 +203,11 @@ floorServer.stop(true);
 const evaluate = await measure("evaluate, 1,000 flags", `${main.base}/v1/evaluate`, cpu, { key: main.evalKey, body: evaluateBody(flagKey(500)) });
 const batch = await measure("evaluate/batch of 50, 1,000 flags", `${main.base}/v1/evaluate/batch`, cpu, { key: main.evalKey, body: batchBody });
 await stop(main);
+
+if (QUICK) {
+  console.log(`\nevaluate / ceiling = ${((evaluate.rps / ceiling.rps) * 100).toFixed(1)} %; batch ${Math.round(batch.rps)} req/s`);
+  process.exit(0);
+}
 
 const small = await start(10);
 pinServer(small.proc.pid);
