@@ -85,11 +85,4 @@ export class Snapshot {
     project.flags.delete(flagKey);
     for (const environmentId of project.environmentIds) this.environments.get(environmentId)?.delete(flagKey);
   }
-
-  /** Flags held, over all projects (for tests and the start-up log). */
-  size(): number {
-    let n = 0;
-    for (const project of this.projects.values()) n += project.flags.size;
-    return n;
-  }
 }

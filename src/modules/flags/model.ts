@@ -5,12 +5,11 @@
  * for its operator) is checked by the service, before anything is stored.
  */
 import { t } from "elysia";
-import { ResponseInt } from "../../http/schema";
+import { ResponseInt, SLUG_PATTERN } from "../../http/schema";
 import { OPERATORS, type Operator } from "../../evaluation/types";
 
-export const FLAG_KEY_PATTERN = "^[a-z0-9]+(-[a-z0-9]+)*$";
-export const VARIANT_KEY_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
-export const RULE_ID_PATTERN = "^rule_[A-Za-z0-9]{1,64}$";
+const VARIANT_KEY_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
+const RULE_ID_PATTERN = "^rule_[A-Za-z0-9]{1,64}$";
 export const LIMITS = { rules: 200, conditions: 50, listValues: 1000, variants: 100 } as const;
 const NAME_MAX = 200;
 const DESCRIPTION_MAX = 2000;
@@ -22,7 +21,7 @@ const Description = () => t.String({ maxLength: DESCRIPTION_MAX, error: `Must be
 
 export const FlagKey = (description = "kebab-case, 1 to 128 characters, unique in the project, immutable") =>
   t.String({
-    pattern: FLAG_KEY_PATTERN,
+    pattern: SLUG_PATTERN,
     minLength: 1,
     maxLength: 128,
     description,
