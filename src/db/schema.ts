@@ -129,3 +129,107 @@ export const flagStates = sqliteTable(
   },
   (table) => [primaryKey({ columns: [table.flagId, table.environmentId] }), index("flag_states_environment").on(table.environmentId)],
 );
+
+/**
+ * Test sessions (api-spec: Test session; decisions §8). `token` is what `X-Service-Session`
+ * carries: the id itself on CE, a separate random secret on Pro. It is kept in plain text
+ * because GET returns it; a session lives at most 24 hours.
+ */
+export const testSessions = sqliteTable(
+  "test_sessions",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    token: text("token").notNull().unique(),
+    label: text("label"),
+    createdAt: text("created_at").notNull(),
+    expiresAt: text("expires_at").notNull(),
+  },
+  (table) => [index("test_sessions_project").on(table.projectId), index("test_sessions_expires").on(table.expiresAt)],
+);
+
+/** One override of a session: flag key -> boolean or string (JSON text). Goes with its session. */
+export const sessionOverrides = sqliteTable(
+  "session_overrides",
+  {
+    sessionId: text("session_id")
+      .notNull()
+      .references(() => testSessions.id, { onDelete: "cascade" }),
+    flagKey: text("flag_key").notNull(),
+    value: text("value", { mode: "json" }).notNull().$type<boolean | string>(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.sessionId, table.flagKey] })],
+);
+
+/**
+ * Webhooks (decisions §10). `environments`: environment slugs an event must match; an empty
+ * array means all. `secret` keys the HMAC signature, so it is kept (never returned).
+ */
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    url: text("url").notNull(),
+    events: text("events", { mode: "json" }).notNull().$type<string[]>(),
+    environments: text("environments", { mode: "json" }).notNull().$type<string[]>(),
+    secret: text("secret").notNull(),
+    description: text("description"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (table) => [index("webhooks_project").on(table.projectId)],
+);
+
+/**
+ * Events (the outbox): written in the same transaction as the change that causes them.
+ * `payload` is the exact JSON text every delivery of the event sends and signs.
+ */
+export const webhookEvents = sqliteTable(
+  "webhook_events",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    event: text("event").notNull(),
+    environment: text("environment").notNull(),
+    payload: text("payload").notNull(),
+    createdAt: text("created_at").notNull(),
+  },
+  (table) => [index("webhook_events_created").on(table.createdAt)],
+);
+
+/** One event to one webhook; retried on the schedule until it succeeds or fails for good. */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: text("id").primaryKey(),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    eventId: text("event_id")
+      .notNull()
+      .references(() => webhookEvents.id, { onDelete: "cascade" }),
+    status: text("status", { enum: ["pending", "succeeded", "failed"] }).notNull(),
+    attempts: integer("attempts").notNull(),
+    nextAttemptAt: text("next_attempt_at"),
+    lastAttemptAt: text("last_attempt_at"),
+    responseStatus: integer("response_status"),
+    error: text("error"),
+    durationMs: integer("duration_ms"),
+    redeliveryOf: text("redelivery_of"),
+    createdAt: text("created_at").notNull(),
+  },
+  (table) => [
+    index("webhook_deliveries_due").on(table.status, table.nextAttemptAt),
+    index("webhook_deliveries_webhook").on(table.webhookId, table.createdAt),
+    index("webhook_deliveries_created").on(table.createdAt),
+  ],
+);

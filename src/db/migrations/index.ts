@@ -4,6 +4,8 @@ import m0 from "./0000_projects_environments.sql" with { type: "text" };
 import m1 from "./0001_settings.sql" with { type: "text" };
 import m2 from "./0002_identity.sql" with { type: "text" };
 import m3 from "./0003_flags.sql" with { type: "text" };
+import m4 from "./0004_testing_sessions.sql" with { type: "text" };
+import m5 from "./0005_webhooks.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -12,4 +14,6 @@ export const migrationSql: Record<string, string> = {
   "0001_settings": m1,
   "0002_identity": m2,
   "0003_flags": m3,
+  "0004_testing_sessions": m4,
+  "0005_webhooks": m5,
 };
