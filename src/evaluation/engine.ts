@@ -4,9 +4,9 @@
  * resolution order. No I/O and no clock: the caller passes `evaluatedAt`.
  *
  * A flag is compiled once per write (`compileFlag`, `compileState`) so that `evaluate`, which
- * runs per request and per flag, allocates nothing but its result: conditions are closures
- * built once, list operators use Sets, weights are integer thousandths, hash prefixes are
- * prebuilt.
+ * runs per request and per flag, allocates nothing but its result: conditions are plain data
+ * switched on, list operators use Sets, weights are integer thousandths, hash prefixes are
+ * prebuilt, equal states are one shared object.
  */
 import { murmur3 } from "./murmur3";
 import type {
@@ -23,13 +23,49 @@ import type {
 /** Buckets per hash: percentages and weights have at most 3 decimals, so thousandths of a percent. */
 const BUCKETS = 100_000;
 
-/** One condition, compiled: true when the context satisfies it. */
-export type Predicate = (context: EvalContext) => boolean;
+/** Operators as small integers: `matches` switches on them. */
+const enum Op {
+  Equals,
+  NotEquals,
+  In,
+  NotIn,
+  Contains,
+  StartsWith,
+  GreaterThan,
+  LessThan,
+  IsTrue,
+  IsFalse,
+  Never,
+}
+
+const OPS: Record<Condition["operator"], Op> = {
+  equals: Op.Equals,
+  not_equals: Op.NotEquals,
+  in: Op.In,
+  not_in: Op.NotIn,
+  contains: Op.Contains,
+  starts_with: Op.StartsWith,
+  greater_than: Op.GreaterThan,
+  less_than: Op.LessThan,
+  is_true: Op.IsTrue,
+  is_false: Op.IsFalse,
+};
+
+/**
+ * One condition, compiled: plain data of one shape (no closure per condition, which would cost
+ * a function and a scope object each: at 10,000 flags that is most of the snapshot's memory).
+ * `value` is the operand as `matches` needs it: a Set for in/not_in.
+ */
+export interface CompiledCondition {
+  readonly op: Op;
+  readonly attribute: string;
+  readonly value: string | number | boolean | ReadonlySet<unknown> | null;
+}
 
 export interface CompiledRule {
   readonly id: string;
   /** Conditions AND-ed; empty: matches everyone. */
-  readonly conditions: readonly Predicate[];
+  readonly conditions: readonly CompiledCondition[];
   /** The variant the rule serves; null on boolean flags, or when the rule names none. */
   readonly variant: string | null;
 }
@@ -44,7 +80,7 @@ export interface CompiledFlag {
   readonly cumulativeWeights: readonly number[] | null;
   /** `key + ":"`: the rollout hash input is this plus the userId. */
   readonly rolloutPrefix: string;
-  /** `key + ":variant:"`: the variant hash input is this plus the userId. */
+  /** `key + ":variant:"`: the variant hash input is this plus the userId ("" when unweighted: unused). */
   readonly variantPrefix: string;
 }
 
@@ -57,16 +93,22 @@ export interface CompiledState {
 /** A flag with no state row in the environment (decisions §6). */
 export const DISABLED_STATE: CompiledState = Object.freeze({ enabled: false, threshold: null });
 
+/** States are immutable and few distinct ones exist: one shared object per value. */
+const states = new Map<string, CompiledState>();
+
 export function compileState(state: FlagState | null): CompiledState {
   if (state === null) return DISABLED_STATE;
-  return {
-    enabled: state.enabled,
-    threshold: state.rolloutPercentage === null ? null : Math.round(state.rolloutPercentage * 1000),
-  };
+  const threshold = state.rolloutPercentage === null ? null : Math.round(state.rolloutPercentage * 1000);
+  const id = `${state.enabled}:${threshold}`;
+  let compiled = states.get(id);
+  if (compiled === undefined) states.set(id, (compiled = Object.freeze({ enabled: state.enabled, threshold })));
+  return compiled;
 }
 
+const NONE: readonly never[] = Object.freeze([]);
+
 export function compileFlag(def: FlagDefinition): CompiledFlag {
-  const variants = def.variants.map((v) => v.key);
+  const variants = def.variants.length === 0 ? NONE : def.variants.map((v) => v.key);
   const multiVariant = variants.length > 0;
   let cumulativeWeights: number[] | null = null;
   if (multiVariant && def.variants.every((v) => v.weight !== undefined)) {
@@ -78,21 +120,19 @@ export function compileFlag(def: FlagDefinition): CompiledFlag {
     if (!rule.enabled) continue;
     rules.push({
       id: rule.id,
-      conditions: rule.conditions.map(compileCondition),
+      conditions: rule.conditions.length === 0 ? NONE : rule.conditions.map(compileCondition),
       variant: multiVariant ? rule.variant : null,
     });
   }
   return {
     key: def.key,
-    rules,
+    rules: rules.length === 0 ? NONE : rules,
     variants,
     cumulativeWeights,
     rolloutPrefix: `${def.key}:`,
-    variantPrefix: `${def.key}:variant:`,
+    variantPrefix: cumulativeWeights === null ? "" : `${def.key}:variant:`,
   };
 }
-
-const NEVER: Predicate = () => false;
 
 type ListValue = string | number | boolean;
 
@@ -100,78 +140,67 @@ const isScalar = (v: ContextValue | undefined): v is ListValue =>
   typeof v === "string" || typeof v === "number" || typeof v === "boolean";
 
 /**
+ * Values were type-checked at write time; one of the wrong type for its operator compiles to a
+ * condition that never matches rather than a throw (as does an operator stored by a newer version).
+ */
+function compileCondition(condition: Condition): CompiledCondition {
+  const { attribute, value } = condition;
+  const op = OPS[condition.operator] ?? Op.Never;
+  const never: CompiledCondition = { op: Op.Never, attribute, value: null };
+  switch (op) {
+    case Op.Equals:
+    case Op.NotEquals:
+      return isScalar(value) ? { op, attribute, value } : never;
+    case Op.In:
+    case Op.NotIn:
+      return Array.isArray(value) ? { op, attribute, value: new Set<unknown>(value) } : never;
+    case Op.Contains:
+    case Op.StartsWith:
+      return typeof value === "string" ? { op, attribute, value } : never;
+    case Op.GreaterThan:
+    case Op.LessThan:
+      return typeof value === "number" ? { op, attribute, value } : never;
+    case Op.IsTrue:
+    case Op.IsFalse:
+      return { op, attribute, value: null };
+    default:
+      return never;
+  }
+}
+
+/**
  * Operator semantics (decisions §6). A missing attribute makes every operator false. Missing
  * means absent or null: the spec lets context values be null, and a null attribute carries no
  * value to compare, so it reads as absent. "Present" is tested by type (string, number,
  * boolean or array) rather than by own-property lookup: it is cheaper, and it also keeps
  * Object.prototype members (`toString`, `__proto__`) from passing as attributes.
- * Values were type-checked at write time; one of the wrong type still yields a condition that
- * never matches rather than a throw.
  */
-function compileCondition(condition: Condition): Predicate {
-  const { attribute, value } = condition;
-  switch (condition.operator) {
-    case "equals":
-      if (!isScalar(value)) return NEVER;
-      return (c) => c[attribute] === value;
-    case "not_equals":
-      if (!isScalar(value)) return NEVER;
-      return (c) => {
-        const v = c[attribute];
-        return (isScalar(v) || Array.isArray(v)) && v !== value;
-      };
-    case "in": {
-      if (!Array.isArray(value)) return NEVER;
-      const set = new Set<unknown>(value);
-      return (c) => {
-        const v = c[attribute];
-        return isScalar(v) && set.has(v);
-      };
-    }
-    case "not_in": {
-      if (!Array.isArray(value)) return NEVER;
-      const set = new Set<unknown>(value);
-      return (c) => {
-        const v = c[attribute];
-        return isScalar(v) && !set.has(v);
-      };
-    }
-    case "contains":
-      if (typeof value !== "string") return NEVER;
-      return (c) => {
-        const v = c[attribute];
-        return typeof v === "string" ? v.includes(value) : Array.isArray(v) && v.includes(value);
-      };
-    case "starts_with":
-      if (typeof value !== "string") return NEVER;
-      return (c) => {
-        const v = c[attribute];
-        return typeof v === "string" && v.startsWith(value);
-      };
-    case "greater_than":
-      if (typeof value !== "number") return NEVER;
-      return (c) => {
-        const v = c[attribute];
-        return typeof v === "number" && v > value;
-      };
-    case "less_than":
-      if (typeof value !== "number") return NEVER;
-      return (c) => {
-        const v = c[attribute];
-        return typeof v === "number" && v < value;
-      };
-    case "is_true":
-      return (c) => c[attribute] === true;
-    case "is_false":
-      return (c) => c[attribute] === false;
+export function matches(condition: CompiledCondition, context: EvalContext): boolean {
+  const v = context[condition.attribute];
+  switch (condition.op) {
+    case Op.Equals:
+      return v === condition.value;
+    case Op.NotEquals:
+      return (isScalar(v) || Array.isArray(v)) && v !== condition.value;
+    case Op.In:
+      return isScalar(v) && (condition.value as ReadonlySet<unknown>).has(v);
+    case Op.NotIn:
+      return isScalar(v) && !(condition.value as ReadonlySet<unknown>).has(v);
+    case Op.Contains:
+      return typeof v === "string" ? v.includes(condition.value as string) : Array.isArray(v) && v.includes(condition.value as string);
+    case Op.StartsWith:
+      return typeof v === "string" && v.startsWith(condition.value as string);
+    case Op.GreaterThan:
+      return typeof v === "number" && v > (condition.value as number);
+    case Op.LessThan:
+      return typeof v === "number" && v < (condition.value as number);
+    case Op.IsTrue:
+      return v === true;
+    case Op.IsFalse:
+      return v === false;
     default:
-      return unknownOperator(condition.operator);
+      return false;
   }
-}
-
-/** Compile-time exhaustiveness; at run time an operator stored by a newer version never matches. */
-function unknownOperator(_operator: never): Predicate {
-  return NEVER;
 }
 
 /** The rollout bucket of a user: murmur3(flagKey + ":" + userId) mod 100000. */
@@ -246,7 +275,7 @@ export function evaluate(
     const rule = rules[i]!;
     const conditions = rule.conditions;
     let j = 0;
-    while (j < conditions.length && conditions[j]!(context)) j++;
+    while (j < conditions.length && matches(conditions[j]!, context)) j++;
     if (j === conditions.length) {
       const variant = rule.variant ?? (multiVariant ? pickVariant(flag, usableUserId(context)) : null);
       return result(flagKey, true, variant, "TARGETING_RULE_MATCH", rule.id, evaluatedAt);

@@ -35,6 +35,13 @@ export class Snapshot {
     return this.environments.get(environmentId);
   }
 
+  /** Flags held, over all projects. */
+  flagCount(): number {
+    let count = 0;
+    for (const project of this.projects.values()) count += project.flags.size;
+    return count;
+  }
+
   /** Replaces everything known of a project (start-up, environments added or removed). */
   setProject(projectId: string, data: ProjectData): void {
     this.removeProject(projectId);
