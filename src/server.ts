@@ -40,6 +40,14 @@ import { loadTls, type TlsMaterial } from "./tls";
  */
 const SERVER_BODY_CEILING = Number.MAX_SAFE_INTEGER;
 const DRAIN_MS = 10_000;
+/**
+ * Loading a large snapshot leaves its garbage (rows, parsed rules) in the heap, and the first
+ * collection would come only under load, on top of the requests' garbage. Above this many
+ * flags it is collected before listening: ~25 ms once at 10,000 flags, and the peak memory
+ * under load is ~15 MB lower. Below it, a start-up stays fast (a collection costs ~15 ms even
+ * on an empty heap).
+ */
+const COLLECT_AFTER_LOADING_FLAGS = 2_000;
 
 export function createApp(ctx: AppContext) {
   // `serve.routes` go to Bun's router ahead of the app's own: the evaluation hot path (src/http/native.ts).
@@ -155,6 +163,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     const tls = config.behindProxy ? null : await loadTls(config, ctx.clock.now());
     if (tls?.source === "generated") log.info("generated a self-signed TLS certificate", { file: tls.certFile, expiresAt: tls.expiresAt.toISOString() });
 
+    if (ctx.snapshot.flagCount() >= COLLECT_AFTER_LOADING_FLAGS) Bun.gc(true);
     const app = createApp(ctx);
     deps.extend?.(app);
     try {
