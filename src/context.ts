@@ -7,6 +7,8 @@ import type { Snapshot } from "./evaluation/snapshot";
 import type { Clock } from "./lib/clock";
 import type { Logger } from "./lib/log";
 import type { Scheduler } from "./lib/scheduler";
+import type { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
+import type { SessionStore } from "./modules/testing/store";
 
 export interface AppContext extends Store {
   config: Config;
@@ -18,6 +20,10 @@ export interface AppContext extends Store {
   limiter: RateLimiter;
   /** Every flag of every environment, compiled: what evaluation reads. */
   snapshot: Snapshot;
+  /** Live test sessions and their overrides (Testing API): what evaluation step 1 reads. */
+  testSessions: SessionStore;
+  /** Webhook deliveries: `kick()` after a write that queued some sends them at once. */
+  deliveries: DeliveryDispatcher;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** Stops the jobs, closes the database and releases the data-dir lock. */

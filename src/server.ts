@@ -30,7 +30,14 @@ import { healthRoutes } from "./modules/health/routes";
 import { flagsRoutes } from "./modules/flags/routes";
 import { loadSnapshot } from "./modules/flags/snapshot";
 import { projectsRoutes } from "./modules/projects/routes";
+import { evaluationService } from "./modules/evaluation/service";
+import { testingRoutes } from "./modules/testing/routes";
+import { scheduleSessionSweep } from "./modules/testing/service";
+import { loadSessions } from "./modules/testing/store";
 import { usersRoutes } from "./modules/users/routes";
+import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
+import { webhooksRoutes } from "./modules/webhooks/routes";
+import { scheduleWebhookJobs } from "./modules/webhooks/service";
 import { loadTls, type TlsMaterial } from "./tls";
 
 /**
@@ -50,6 +57,8 @@ const DRAIN_MS = 10_000;
 const COLLECT_AFTER_LOADING_FLAGS = 2_000;
 
 export function createApp(ctx: AppContext) {
+  // Evaluation step 1 reads the test sessions' overrides from memory.
+  evaluationService(ctx).overrides = ctx.testSessions;
   // `serve.routes` go to Bun's router ahead of the app's own: the evaluation hot path (src/http/native.ts).
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes: evaluationNativeRoutes(ctx) } });
   return app
@@ -63,7 +72,9 @@ export function createApp(ctx: AppContext) {
     .use(projectsRoutes(ctx))
     .use(apiKeysRoutes(ctx))
     .use(flagsRoutes(ctx))
-    .use(evaluationRoutes(ctx));
+    .use(webhooksRoutes(ctx))
+    .use(evaluationRoutes(ctx))
+    .use(testingRoutes(ctx));
 }
 
 export type App = ReturnType<typeof createApp>;
@@ -118,6 +129,7 @@ export function createContext(config: Config, deps: { log?: Logger; clock?: Cloc
   const store = openStore(config);
   const scheduler = new Scheduler(log);
   const clock = deps.clock ?? systemClock;
+  const deliveries = new DeliveryDispatcher({ ...store, clock, log, config });
   return {
     ...store,
     config,
@@ -127,9 +139,12 @@ export function createContext(config: Config, deps: { log?: Logger; clock?: Cloc
     credentials: new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock)),
     limiter: new RateLimiter(config.rateLimits, clock),
     snapshot: loadSnapshot(store),
+    testSessions: loadSessions(store, clock.now()),
+    deliveries,
     startedAt: performance.now(),
     close() {
       scheduler.stopAll();
+      deliveries.stop();
       store.close();
     },
   };
@@ -185,6 +200,10 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       if (ctx.credentials.pollExternalChanges()) log.info("credentials reloaded after an external change");
     });
     ctx.scheduler.every("credentials-last-used", "*/30 * * * * *", () => ctx.credentials.flushLastUsed());
+    // Webhook deliveries: due ones now (those that came due while down), then every second; retention daily.
+    scheduleWebhookJobs(ctx);
+    // Expired test sessions: removed now, then every hour (they are ignored from expiry on anyway).
+    scheduleSessionSweep(ctx);
 
     let stopping: Promise<void> | undefined;
     const stop = () =>

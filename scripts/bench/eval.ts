@@ -8,6 +8,11 @@
  *    the size of an evaluation result; and, for reference, the same server reading a POST body
  *    and answering with the eight headers every response of ours carries (no logic at all);
  *  - the binary with 1,000 flags: POST /v1/evaluate and POST /v1/evaluate/batch (50 keys);
+ *  - the same POST /v1/evaluate with an `X-Service-Session` header naming a test session that
+ *    holds 100 overrides, none of them for the evaluated flag: the realistic worst case (the
+ *    session lookup is paid and the whole engine still runs). In rounds of two short runs back
+ *    to back, plain and with the session (the order alternates); the figure is the median of
+ *    the rounds' ratios, since the VM's speed drifts between rounds (target: within 5 %);
  *  - the binary with 10 and with 10,000 flags: POST /v1/evaluate (cost must not grow with
  *    the number of flags), and the binary's peak RSS with 10,000 flags in 3 environments,
  *    restarted (the snapshot then comes from the database) and under load.
@@ -31,6 +36,9 @@ const secondsAt = argv.indexOf("--seconds");
 const SECONDS = secondsAt >= 0 ? Number(argv[secondsAt + 1]) : 10;
 /** `--quick`: the 1,000-flag runs only (ceiling, evaluate, batch), for trying a change. */
 const QUICK = argv.includes("--quick");
+/** The session-header comparison: rounds of two runs of this many seconds each. */
+const SESSION_ROUNDS = 6;
+const SESSION_SECONDS = Math.min(SECONDS, 3);
 const binary = benchBinary(argv.find((a, i) => !a.startsWith("--") && (secondsAt < 0 || i !== secondsAt + 1)), "eval");
 ensureWrk();
 
@@ -132,14 +140,20 @@ function memory(pid: number): { peak: number; now: number } {
 const line = (label: string, r: WrkResult) =>
   console.log(`  ${label.padEnd(34)} ${Math.round(r.rps).toString().padStart(7)} req/s   p50 ${r.p50Ms.toFixed(2)} ms   p99 ${r.p99Ms.toFixed(2)} ms`);
 
-async function measure(label: string, url: string, cpu: number | undefined, init: { key?: string; body?: string } = {}): Promise<WrkResult> {
+async function measure(
+  label: string,
+  url: string,
+  cpu: number | undefined,
+  init: { key?: string; body?: string; headers?: Record<string, string> } = {},
+  seconds = SECONDS,
+): Promise<WrkResult> {
   const r = await runWrk({
     url,
-    seconds: SECONDS,
+    seconds,
     cpu,
     method: init.body ? "POST" : "GET",
     body: init.body,
-    headers: init.key ? { authorization: `Bearer ${init.key}` } : {},
+    headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...init.headers },
   });
   if (r.non2xx > 0) throw new Error(`${label}: ${r.non2xx} answers were not 2xx`);
   line(label, r);
@@ -200,12 +214,52 @@ const floorServer = Bun.serve({
 const floor = await measure("  same, reading the body, 8 headers", `https://127.0.0.1:${floorServer.port}/`, cpu, { body: evaluateBody(flagKey(500)) });
 floorServer.stop(true);
 
-const evaluate = await measure("evaluate, 1,000 flags", `${main.base}/v1/evaluate`, cpu, { key: main.evalKey, body: evaluateBody(flagKey(500)) });
+// A test session of the same project with 100 overrides (flags 0..99), not of the evaluated flag 500.
+const { key: testKey } = await api(main.base, "POST", "/v1/projects/default/api-keys", { name: "bench tests", scope: "test", environment: "production" });
+const testSession = await api(main.base, "POST", "/v1/testing/sessions", { projectId: "default", label: "bench" }, testKey);
+for (let i = 0; i < 100; i++) await api(main.base, "PUT", `/v1/testing/sessions/${testSession.id}/overrides/${flagKey(i)}`, { value: i % 2 === 0 }, testKey);
+const withSession = { key: main.evalKey, body: evaluateBody(flagKey(500)), headers: { "x-service-session": testSession.token as string } };
+// The session is live: flag 0 is overridden, flag 500 (the one measured) is not.
+for (const [i, expected] of [[0, true], [500, false]] as const) {
+  const res = await fetch(`${main.base}/v1/evaluate`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${main.evalKey}`, "content-type": "application/json", ...withSession.headers },
+    body: evaluateBody(flagKey(i)),
+    tls: { rejectUnauthorized: false },
+  });
+  const reason = ((await res.json()) as { reason: string }).reason;
+  if ((reason === "TEST_OVERRIDE") !== expected) throw new Error(`session check: ${flagKey(i)} evaluated with reason ${reason}`);
+}
+
+const plainBody = { key: main.evalKey, body: evaluateBody(flagKey(500)) };
+const evaluate = await measure("evaluate, 1,000 flags", `${main.base}/v1/evaluate`, cpu, plainBody);
 const batch = await measure("evaluate/batch of 50, 1,000 flags", `${main.base}/v1/evaluate/batch`, cpu, { key: main.evalKey, body: batchBody });
+
+console.log(`  evaluate without and with a session header (100 overrides, flag not overridden), ${SESSION_ROUNDS} rounds of ${SESSION_SECONDS} s runs:`);
+const plainRuns: WrkResult[] = [];
+const sessionRuns: WrkResult[] = [];
+for (let round = 1; round <= SESSION_ROUNDS; round++) {
+  const runs = [
+    ["plain", plainRuns, plainBody],
+    ["session", sessionRuns, withSession],
+  ] as const;
+  for (const [name, into, init] of round % 2 === 1 ? runs : [...runs].reverse()) {
+    into.push(await measure(`    round ${round} ${name}`, `${main.base}/v1/evaluate`, cpu, init, SESSION_SECONDS));
+  }
+}
 await stop(main);
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const sessionRatio = median(sessionRuns.map((r, i) => r.rps / plainRuns[i]!.rps));
+const summary = (runs: WrkResult[]) =>
+  `${Math.round(median(runs.map((r) => r.rps)))} req/s, p50 ${median(runs.map((r) => r.p50Ms)).toFixed(2)} ms, p99 ${median(runs.map((r) => r.p99Ms)).toFixed(2)} ms`;
+const sessionLine = () =>
+  `evaluate with a session header (100 overrides, flag not overridden): median ${summary(sessionRuns)}; plain evaluate median ${summary(plainRuns)}; ` +
+  `session / plain, median of the rounds' ratios = ${(sessionRatio * 100).toFixed(1)} % (target >= 95 %: ${sessionRatio >= 0.95 ? "met" : "NOT met"})`;
 
 if (QUICK) {
   console.log(`\nevaluate / ceiling = ${((evaluate.rps / ceiling.rps) * 100).toFixed(1)} %; batch ${Math.round(batch.rps)} req/s`);
+  console.log(sessionLine());
   process.exit(0);
 }
 
@@ -231,6 +285,7 @@ const ratio = evaluate.rps / ceiling.rps;
 console.log("");
 console.log(`evaluate / ceiling = ${pct(ratio)} (target >= 70 %: ${met(ratio >= 0.7)}); evaluate p99 ${evaluate.p99Ms.toFixed(2)} ms (target < 2 ms: ${met(evaluate.p99Ms < 2)})`);
 console.log(`  (reading the body with the 8 headers alone: ${pct(floor.rps / ceiling.rps)} of the ceiling; evaluate is ${pct(evaluate.rps / floor.rps)} of that; ceiling p99 ${ceiling.p99Ms.toFixed(2)} ms)`);
+console.log(sessionLine());
 console.log(`batch of 50: ${Math.round(batch.rps)} req/s = ${Math.round(batch.rps * 50)} evaluations/s (target >= 15,000 req/s: ${met(batch.rps >= 15_000)})`);
 console.log(`evaluate with 10 / 1,000 / 10,000 flags: ${[evaluate10, evaluate, evaluate10k].map((r) => Math.round(r.rps)).join(" / ")} req/s (10,000 vs 10: ${pct(evaluate10k.rps / evaluate10.rps)})`);
 console.log(`peak RSS with 10,000 flags in 3 environments, restarted and under load: ${rss.peak.toFixed(1)} MB (now ${rss.now.toFixed(1)} MB; target < 150 MB: ${met(rss.peak < 150)})`);

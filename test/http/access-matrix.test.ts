@@ -3,14 +3,18 @@
  * kind of credential, expecting its success status or the exact 401/403 of the spec.
  * Each credential column works in a project of its own (API keys are bound to it), so the
  * destructive cells (delete key, delete project, logout) come last and touch nothing else.
- * Evaluation and the Testing API arrive with their issues; their rows are checked against
- * the table itself in test/unit/access.test.ts.
+ * Evaluation's rows are checked against the table itself in test/unit/access.test.ts. The app
+ * runs the Pro edition, so that Pro-only endpoints show their access rows (the CE refusal,
+ * 403 PRO_EDITION_REQUIRED, is tested with each module).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { MESSAGES, type AccessGroup, type Role, type Scope } from "../../src/http/access";
 import { newId } from "../../src/lib/ids";
 import { createFlag } from "../../src/modules/flags/service";
 import { createProject } from "../../src/modules/projects/service";
+import { createSession } from "../../src/modules/testing/service";
+import { recordEvents } from "../../src/modules/webhooks/events";
+import { createWebhook } from "../../src/modules/webhooks/service";
 import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
 
 type Column = { name: string; kind: "key"; scope: Scope } | { name: string; kind: "admin" } | { name: string; kind: "user"; role: Role };
@@ -26,13 +30,14 @@ const COLUMNS: Column[] = [
 ];
 
 /** Which columns may call a group: reads and writes (from decisions §4). */
-const ALLOWED: Record<Exclude<AccessGroup, "evaluate" | "testing">, { read: string[]; write: string[] }> = {
+const ALLOWED: Record<Exclude<AccessGroup, "evaluate">, { read: string[]; write: string[] }> = {
+  testing: { read: ["test", "full"], write: ["test", "full"] },
   projects: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin"] },
   projectCreate: { read: [], write: ["admin key", "JWT admin"] },
   environments: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin"] },
   flags: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"] },
   apiKeys: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"] },
-  webhooks: { read: [], write: [] },
+  webhooks: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"], write: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"] },
   admin: { read: ["admin key", "JWT admin"], write: ["admin key", "JWT admin"] },
   session: { read: ["JWT admin", "JWT editor", "JWT viewer"], write: ["JWT admin", "JWT editor", "JWT viewer"] },
 };
@@ -44,6 +49,12 @@ interface Fixture {
   deleteKeyId: string;
   userId: string;
   adminKeyId: string;
+  /** A test session of the column's project. */
+  sessionId: string;
+  /** A webhook of the column's project, one to delete, and a failed delivery (redeliverable). */
+  webhookId: string;
+  doomedWebhookId: string;
+  deliveryId: string;
 }
 
 interface Endpoint {
@@ -55,6 +66,7 @@ interface Endpoint {
 }
 
 let serial = 0;
+const WEBHOOK_SECRET = "access-matrix-webhook-secret";
 const ENDPOINTS: Endpoint[] = [
   { group: "projects", method: "GET", path: () => "/v1/projects", ok: 200 },
   { group: "projectCreate", method: "POST", path: () => "/v1/projects", body: () => ({ slug: `made-${++serial}`, name: "Made" }), ok: 201 },
@@ -74,6 +86,13 @@ const ENDPOINTS: Endpoint[] = [
   { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/flags/kept/states/production`, ok: 200 },
   { group: "flags", method: "PUT", path: (f) => `/v1/projects/${f.slug}/flags/kept/states/production`, body: () => ({ enabled: serial++ % 2 === 0 }), ok: 200 },
   { group: "flags", method: "DELETE", path: (f) => `/v1/projects/${f.slug}/flags/doomed`, ok: 204 },
+  { group: "webhooks", method: "GET", path: (f) => `/v1/projects/${f.slug}/webhooks`, ok: 200 },
+  { group: "webhooks", method: "POST", path: (f) => `/v1/projects/${f.slug}/webhooks`, body: () => ({ url: "https://hooks.example.com/x", events: ["flag.created"], secret: WEBHOOK_SECRET, enabled: false }), ok: 201 },
+  { group: "webhooks", method: "GET", path: (f) => `/v1/webhooks/${f.webhookId}`, ok: 200 },
+  { group: "webhooks", method: "PATCH", path: (f) => `/v1/webhooks/${f.webhookId}`, body: () => ({ description: `Renamed ${++serial}` }), ok: 200 },
+  { group: "webhooks", method: "GET", path: (f) => `/v1/webhooks/${f.webhookId}/deliveries`, ok: 200 },
+  { group: "webhooks", method: "POST", path: (f) => `/v1/webhook-deliveries/${f.deliveryId}/redeliver`, ok: 202 },
+  { group: "webhooks", method: "DELETE", path: (f) => `/v1/webhooks/${f.doomedWebhookId}`, ok: 204 },
   { group: "admin", method: "GET", path: () => "/v1/users", ok: 200 },
   { group: "admin", method: "POST", path: () => "/v1/users", body: () => ({ email: `made-${++serial}@example.com`, password: "a long password", role: "viewer" }), ok: 201 },
   { group: "admin", method: "PATCH", path: (f) => `/v1/users/${f.userId}`, body: () => ({ role: "editor" }), ok: 200 },
@@ -82,6 +101,12 @@ const ENDPOINTS: Endpoint[] = [
   { group: "admin", method: "POST", path: () => "/v1/admin-keys", body: () => ({ name: "made" }), ok: 201 },
   { group: "admin", method: "DELETE", path: (f) => `/v1/admin-keys/${f.adminKeyId}`, ok: 204 },
   { group: "session", method: "GET", path: () => "/v1/auth/me", ok: 200 },
+  { group: "testing", method: "POST", path: () => "/v1/testing/sessions", body: (f) => ({ projectId: f.slug }), ok: 201 },
+  { group: "testing", method: "GET", path: (f) => `/v1/testing/sessions/${f.sessionId}`, ok: 200 },
+  { group: "testing", method: "PUT", path: (f) => `/v1/testing/sessions/${f.sessionId}/overrides/kept`, body: () => ({ value: serial++ % 2 === 0 }), ok: 200 },
+  { group: "testing", method: "PUT", path: (f) => `/v1/testing/sessions/${f.sessionId}/overrides/batch`, body: () => ({ overrides: { kept: "on", other: true } }), ok: 200 },
+  { group: "testing", method: "DELETE", path: (f) => `/v1/testing/sessions/${f.sessionId}/overrides/kept`, ok: 204 },
+  { group: "testing", method: "DELETE", path: (f) => `/v1/testing/sessions/${f.sessionId}`, ok: 204 },
   { group: "projects", method: "DELETE", path: (f) => `/v1/projects/${f.slug}`, ok: 204 },
   { group: "session", method: "POST", path: () => "/v1/auth/logout", ok: 204 },
 ];
@@ -96,7 +121,7 @@ function insertUser(role: Role, email: string): string {
 
 async function fixture(column: Column, i: number): Promise<Fixture> {
   const slug = `column-${i}`;
-  createProject(h.ctx, h.clock, { slug, name: `Column ${i}` });
+  const project = createProject(h.ctx, h.clock, { slug, name: `Column ${i}` });
   for (const key of ["kept", "doomed"]) createFlag(h.ctx, slug, { key, name: key });
   const rotateKeyId = seedApiKey(h.ctx, "eval", slug).id;
   const deleteKeyId = seedApiKey(h.ctx, "eval", slug).id;
@@ -113,11 +138,20 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   // A spare admin key for the DELETE /v1/admin-keys cell, never the caller's own.
   seedAdminKey(h.ctx, `spare ${i}`);
   const spare = (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(`spare ${i}`) as { id: string }).id;
-  return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare };
+  const tester = { kind: "apiKey", id: "key_fixture", scope: "test", projectId: project.id, projectSlug: slug, environmentId: "", environmentSlug: "" } as const;
+  const sessionId = createSession(h.ctx, tester, { projectId: project.id }).id;
+  // Webhooks to a name that the default outbound setting refuses at send time: attempts fail at once, locally.
+  const hook = { url: "http://localhost:9/hook", events: ["flag.created" as const], secret: WEBHOOK_SECRET };
+  const webhookId = createWebhook(h.ctx, slug, hook).id;
+  const doomedWebhookId = createWebhook(h.ctx, slug, { ...hook, enabled: false }).id;
+  recordEvents(h.ctx, project, [{ event: "flag.created", environment: "production", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
+  h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
+  const deliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId) as { id: string }).id;
+  return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId };
 }
 
 beforeAll(() => {
-  h = testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
+  h = testApp({ SVC_EDITION: "pro", SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
   insertUser("admin", "keeper@example.com"); // so that no user delete or demotion hits "the last admin"
   h.ctx.credentials.reload();
 });
@@ -136,7 +170,7 @@ COLUMNS.forEach((column, i) => {
     for (const e of ordered) {
       const write = e.method !== "GET";
       const allowed = ALLOWED[e.group][write ? "write" : "read"].includes(column.name);
-      test(`${e.method} ${e.path({ slug: "{slug}", rotateKeyId: "{keyId}", deleteKeyId: "{keyId}", userId: "{userId}", adminKeyId: "{keyId}", headers: {} })}: ${allowed ? e.ok : 403}`, async () => {
+      test(`${e.method} ${e.path({ slug: "{slug}", rotateKeyId: "{keyId}", deleteKeyId: "{keyId}", userId: "{userId}", adminKeyId: "{keyId}", sessionId: "{id}", webhookId: "{webhookId}", doomedWebhookId: "{webhookId}", deliveryId: "{deliveryId}", headers: {} })}: ${allowed ? e.ok : 403}`, async () => {
         const res = await h.request(e.method, e.path(f), { headers: f.headers, body: e.body?.(f) });
         const text = await res.text();
         if (allowed) {
@@ -155,7 +189,7 @@ COLUMNS.forEach((column, i) => {
 });
 
 describe("without a valid credential", () => {
-  const f: Fixture = { slug: "default", headers: {}, rotateKeyId: "key_x", deleteKeyId: "key_x", userId: "usr_x", adminKeyId: "key_x" };
+  const f: Fixture = { slug: "default", headers: {}, rotateKeyId: "key_x", deleteKeyId: "key_x", userId: "usr_x", adminKeyId: "key_x", sessionId: "sess_x", webhookId: "wh_x", doomedWebhookId: "wh_x", deliveryId: "del_x" };
   const cases: [string, Record<string, string>, string][] = [
     ["no Authorization header", {}, "Invalid or expired API key"],
     ["an unknown key", bearer("svc_sk_mgmt_0123456789abcdefghijklmnopqrstuv"), "Invalid or expired API key"],
@@ -177,7 +211,7 @@ describe("keys of another project", () => {
   test("403 FORBIDDEN on every project path, and on keys of another project", async () => {
     for (const scope of ["mgmt", "full"] as const) {
       const headers = bearer(seedApiKey(h.ctx, scope, "default").secret);
-      for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/api-keys", "/v1/projects/column-1/flags", "/v1/projects/column-1/flags/kept"]) {
+      for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/api-keys", "/v1/projects/column-1/flags", "/v1/projects/column-1/flags/kept", "/v1/projects/column-1/webhooks"]) {
         const res = await h.request("GET", path, { headers });
         expect(res.status).toBe(403);
         expect(await res.json()).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });

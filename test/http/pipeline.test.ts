@@ -221,7 +221,7 @@ describe("access log", () => {
     expect(first[0]).toMatchObject({ method: "GET", path: "/v1/health", status: 200, level: "info" });
     expect(typeof first[0]!.durationMs).toBe("number");
     const second = lines.find((l) => l.requestId === "log-2" && l.msg === "request");
-    expect(second).toMatchObject({ status: 404, path: "/v1/testing/sessions/sess_[redacted]" });
+    expect(second).toMatchObject({ status: 401, path: "/v1/testing/sessions/sess_[redacted]" }); // the route exists; no credential
     const all = JSON.stringify(lines);
     expect(all).not.toContain(secret);
     expect(all).not.toContain("TOKENtoken123");

@@ -1,17 +1,20 @@
 /**
  * Flags and their states (decisions §6). Every write is checked in full before anything is
  * stored (a refused write changes nothing), then committed, then put into the evaluation
- * snapshot before the response goes out (read-your-writes).
+ * snapshot before the response goes out (read-your-writes). A write that changes something
+ * stores its webhook events and deliveries in the same transaction (webhooks/events.ts) and
+ * kicks the sender after the commit.
  */
 import { and, asc, eq, exists } from "drizzle-orm";
 import type { AppContext } from "../../context";
-import { isUniqueViolation } from "../../db/client";
+import { isUniqueViolation, transaction } from "../../db/client";
 import { flags, flagStates } from "../../db/schema";
 import { OPERATOR_VALUE_TYPES, VALUE_OPTIONAL, type Condition, type Rule, type Variant } from "../../evaluation/types";
 import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
 import { iso } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import { requireProject, type Project } from "../projects/service";
+import { flagLevelChanges, recordEvents, stateChangeEvent } from "../webhooks/events";
 import { LIMITS } from "./model";
 
 export interface Flag {
@@ -224,13 +227,18 @@ export function createFlag(ctx: AppContext, slug: string, input: NewFlagInput): 
     createdAt: now,
     updatedAt: now,
   };
+  let queued: string[];
   try {
-    ctx.db.insert(flags).values({ ...flag, projectId: project.id }).run();
+    queued = transaction(ctx, () => {
+      ctx.db.insert(flags).values({ ...flag, projectId: project.id }).run();
+      return recordEvents(ctx, project, flagLevelChanges("flag.created", project.environments, flag.key, new Map()), now);
+    });
   } catch (e) {
     if (isUniqueViolation(e)) throw conflict(`Flag ${input.key} already exists in project ${slug}`);
     throw e;
   }
   ctx.snapshot.putFlag(project.id, flag);
+  ctx.deliveries.kick(queued);
   return flag;
 }
 
@@ -252,17 +260,26 @@ export function updateFlag(ctx: AppContext, slug: string, key: string, patch: Fl
   if (JSON.stringify(next) === JSON.stringify(current)) return current;
   next.updatedAt = iso(ctx.clock.now());
   const { name, description, updatedAt } = next;
-  ctx.db.update(flags).set({ name, description, variants: next.variants, rules: next.rules, updatedAt }).where(eq(flags.id, current.id)).run();
+  const queued = transaction(ctx, () => {
+    ctx.db.update(flags).set({ name, description, variants: next.variants, rules: next.rules, updatedAt }).where(eq(flags.id, current.id)).run();
+    return recordEvents(ctx, project, flagLevelChanges("flag.updated", project.environments, key, enabledByEnvironment(ctx, current.id)), updatedAt);
+  });
   ctx.snapshot.putFlag(project.id, next);
+  ctx.deliveries.kick(queued);
   return next;
 }
 
 export function deleteFlag(ctx: AppContext, slug: string, key: string): void {
   const project = requireProject(ctx, slug);
   const flag = requireFlag(ctx, project, key);
-  // States go with it (foreign key cascade).
-  ctx.db.delete(flags).where(eq(flags.id, flag.id)).run();
+  const queued = transaction(ctx, () => {
+    const before = enabledByEnvironment(ctx, flag.id);
+    // States go with it (foreign key cascade).
+    ctx.db.delete(flags).where(eq(flags.id, flag.id)).run();
+    return recordEvents(ctx, project, flagLevelChanges("flag.deleted", project.environments, key, before), iso(ctx.clock.now()));
+  });
   ctx.snapshot.removeFlag(project.id, key);
+  ctx.deliveries.kick(queued);
 }
 
 // ---- states ------------------------------------------------------------------------------
@@ -273,6 +290,12 @@ function stateRow(ctx: AppContext, flagId: string, environmentId: string) {
     .from(flagStates)
     .where(and(eq(flagStates.flagId, flagId), eq(flagStates.environmentId, environmentId)))
     .get();
+}
+
+/** Environment id -> enabled, for the environments where the flag has a state row. */
+function enabledByEnvironment(ctx: AppContext, flagId: string): Map<string, boolean> {
+  const rows = ctx.db.select({ environmentId: flagStates.environmentId, enabled: flagStates.enabled }).from(flagStates).where(eq(flagStates.flagId, flagId)).all();
+  return new Map(rows.map((r) => [r.environmentId, r.enabled]));
 }
 
 export function getState(ctx: AppContext, slug: string, key: string, environment: string): FlagState {
@@ -304,11 +327,18 @@ export function putState(ctx: AppContext, slug: string, key: string, environment
     return { flagKey: flag.key, environment, ...current };
   }
   const updatedAt = iso(ctx.clock.now());
-  ctx.db
-    .insert(flagStates)
-    .values({ flagId: flag.id, environmentId: env.id, ...next, updatedAt })
-    .onConflictDoUpdate({ target: [flagStates.flagId, flagStates.environmentId], set: { ...next, updatedAt } })
-    .run();
+  const before = current ?? { enabled: false, rolloutPercentage: null };
+  const event = stateChangeEvent(before, next);
+  const queued = transaction(ctx, () => {
+    ctx.db
+      .insert(flagStates)
+      .values({ flagId: flag.id, environmentId: env.id, ...next, updatedAt })
+      .onConflictDoUpdate({ target: [flagStates.flagId, flagStates.environmentId], set: { ...next, updatedAt } })
+      .run();
+    const changes = event ? [{ event, environment, flagKey: flag.key, previous: before.enabled, current: next.enabled }] : [];
+    return recordEvents(ctx, project, changes, updatedAt);
+  });
   ctx.snapshot.setState(project.id, flag.key, env.id, next);
+  ctx.deliveries.kick(queued);
   return { flagKey: flag.key, environment, ...next, updatedAt };
 }

@@ -138,6 +138,7 @@ export function deleteProject(ctx: AppContext, slug: string): void {
   ctx.db.delete(projects).where(eq(projects.id, project.id)).run();
   credentialsChanged(ctx);
   projectChanged(ctx, project.id);
+  ctx.testSessions.removeProject(project.id); // its test sessions' tokens stop working at once
 }
 
 export function listEnvironments(ctx: AppContext, slug: string): Environment[] {

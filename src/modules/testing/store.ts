@@ -1,0 +1,92 @@
+/**
+ * The live test sessions in memory: what evaluation reads (resolution step 1) and what the
+ * Testing API answers from. The database (`test_sessions`, `session_overrides`) is the durable
+ * copy: start-up fills this store from it, and every write of the service commits first and
+ * then updates this store, before its response goes out (read-your-writes).
+ *
+ * Evaluation's cost: one Map get by token and a comparison of `expiresAt` with the clock's
+ * `now`; an expired session is ignored at once, whatever the hourly sweep has done yet.
+ */
+import { gt } from "drizzle-orm";
+import type { Store } from "../../db/client";
+import { sessionOverrides, testSessions } from "../../db/schema";
+import type { Override } from "../../evaluation/types";
+import { iso } from "../../lib/clock";
+import type { OverrideSource } from "../evaluation/service";
+
+export interface LiveSession {
+  id: string;
+  token: string;
+  projectId: string;
+  label: string | null;
+  createdAt: string;
+  expiresAt: string;
+  /** `expiresAt` in ms since the epoch: live while `now < expiresAtMs`. */
+  expiresAtMs: number;
+  /** Flag key -> override value; mutated in place by the service after each commit. */
+  overrides: Map<string, Override>;
+}
+
+export class SessionStore implements OverrideSource {
+  private readonly byId = new Map<string, LiveSession>();
+  private readonly byToken = new Map<string, LiveSession>();
+
+  /** The hot path: the overrides of a live session of `projectId` with this token, else undefined. */
+  overridesFor(token: string, projectId: string, now: number): ReadonlyMap<string, Override> | undefined {
+    const session = this.byToken.get(token);
+    return session !== undefined && now < session.expiresAtMs && session.projectId === projectId ? session.overrides : undefined;
+  }
+
+  /** The session with this id unless it is unknown or expired at `now`. */
+  live(id: string, now: number): LiveSession | undefined {
+    const session = this.byId.get(id);
+    return session !== undefined && now < session.expiresAtMs ? session : undefined;
+  }
+
+  add(session: LiveSession): void {
+    this.byId.set(session.id, session);
+    this.byToken.set(session.token, session);
+  }
+
+  remove(id: string): void {
+    const session = this.byId.get(id);
+    if (session === undefined) return;
+    this.byId.delete(id);
+    this.byToken.delete(session.token);
+  }
+
+  /** A deleted project's sessions (the database cascade removed their rows). */
+  removeProject(projectId: string): void {
+    for (const session of this.byId.values()) if (session.projectId === projectId) this.remove(session.id);
+  }
+
+  /** Sessions expired at `now`; returns how many were dropped. */
+  removeExpired(now: number): number {
+    let removed = 0;
+    for (const session of this.byId.values()) {
+      if (now >= session.expiresAtMs) {
+        this.remove(session.id);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  /** Sessions held (live or expired but not yet swept). */
+  get size(): number {
+    return this.byId.size;
+  }
+}
+
+/** The sessions not yet expired at `now`, with their overrides, from the database. */
+export function loadSessions({ db }: Store, now: number): SessionStore {
+  const store = new SessionStore();
+  const cutoff = iso(now);
+  for (const row of db.select().from(testSessions).where(gt(testSessions.expiresAt, cutoff)).all()) {
+    store.add({ ...row, expiresAtMs: Date.parse(row.expiresAt), overrides: new Map() });
+  }
+  for (const row of db.select().from(sessionOverrides).all()) {
+    store.live(row.sessionId, now)?.overrides.set(row.flagKey, row.value);
+  }
+  return store;
+}

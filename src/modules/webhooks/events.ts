@@ -1,0 +1,115 @@
+/**
+ * The outbox (decisions §10): flag and state writes call `recordEvents` inside their own
+ * transaction, so an event and its deliveries are stored exactly when the change is. Each
+ * event gets one id and one payload text, which every delivery of it (each webhook, each
+ * retry, each redelivery) sends and signs unchanged. After the commit the writer calls
+ * `ctx.deliveries.kick()` to send at once.
+ *
+ * An event is stored only when at least one enabled webhook of the project takes it (its
+ * `events` holds the name and its `environments` is empty or holds the environment).
+ */
+import type { Store } from "../../db/client";
+import type { webhookDeliveries } from "../../db/schema";
+import { newId } from "../../lib/ids";
+import type { EventName } from "./model";
+
+/** One event in one environment. */
+export interface FlagChange {
+  event: EventName;
+  environment: string;
+  flagKey: string;
+  previous: boolean;
+  current: boolean;
+}
+
+/**
+ * A flag-level event (created, updated by PATCH, deleted) once per environment of the
+ * project, with that environment's state: `enabledBefore` maps environment id to its enabled
+ * (absent: disabled). `current` is the state after the change (false for every environment
+ * once the flag is deleted).
+ */
+export function flagLevelChanges(
+  event: "flag.created" | "flag.updated" | "flag.deleted",
+  environments: readonly { id: string; slug: string }[],
+  flagKey: string,
+  enabledBefore: ReadonlyMap<string, boolean>,
+): FlagChange[] {
+  return environments.map((env) => {
+    const previous = enabledBefore.get(env.id) ?? false;
+    return { event, environment: env.slug, flagKey, previous, current: event === "flag.deleted" ? false : previous };
+  });
+}
+
+/**
+ * The event of a state PUT, or null: enabled turned on or off wins (flag.enabled,
+ * flag.disabled, whatever happened to the rollout); a change of the rollout alone is
+ * flag.updated; no change, no event.
+ */
+export function stateChangeEvent(
+  before: { enabled: boolean; rolloutPercentage: number | null },
+  after: { enabled: boolean; rolloutPercentage: number | null },
+): EventName | null {
+  if (before.enabled !== after.enabled) return after.enabled ? "flag.enabled" : "flag.disabled";
+  return before.rolloutPercentage !== after.rolloutPercentage ? "flag.updated" : null;
+}
+
+/**
+ * Stores the events and one pending delivery per matching enabled webhook, due at once. Must
+ * run inside the transaction of the change. Returns the webhook of each delivery queued, for
+ * `ctx.deliveries.kick()` after the commit.
+ */
+export function recordEvents(store: Store, project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): string[] {
+  const queued: string[] = [];
+  if (changes.length === 0) return queued;
+  // Raw statements, prepared once per connection (bun:sqlite caches them): this runs inside
+  // every flag and state write.
+  const hooks = store.sqlite
+    .query<{ id: string; events: string; environments: string }, [string]>(HOOKS_SQL)
+    .all(project.id)
+    .map((w) => ({ id: w.id, events: JSON.parse(w.events) as string[], environments: JSON.parse(w.environments) as string[] }));
+  if (hooks.length === 0) return queued;
+  const insertEvent = store.sqlite.query(INSERT_EVENT_SQL);
+  const insertDelivery = store.sqlite.query(INSERT_DELIVERY_SQL);
+  for (const c of changes) {
+    const takers = hooks.filter((w) => w.events.includes(c.event) && (w.environments.length === 0 || w.environments.includes(c.environment)));
+    if (takers.length === 0) continue;
+    const id = newId("evt");
+    const payload = JSON.stringify({
+      id,
+      event: c.event,
+      projectSlug: project.slug,
+      environment: c.environment,
+      timestamp: at,
+      data: { flagKey: c.flagKey, previousState: { enabled: c.previous }, currentState: { enabled: c.current } },
+    });
+    insertEvent.run(id, project.id, c.event, c.environment, payload, at);
+    for (const w of takers) {
+      insertDelivery.run(newId("del"), w.id, id, at);
+      queued.push(w.id);
+    }
+  }
+  return queued;
+}
+
+const HOOKS_SQL = "SELECT id, events, environments FROM webhooks WHERE project_id = ?1 AND enabled = 1";
+const INSERT_EVENT_SQL = "INSERT INTO webhook_events (id, project_id, event, environment, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const INSERT_DELIVERY_SQL =
+  "INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)";
+
+/** A delivery row, pending and due at `at`. */
+export function newDelivery(webhookId: string, eventId: string, at: string, redeliveryOf: string | null): typeof webhookDeliveries.$inferInsert {
+  return {
+    id: newId("del"),
+    webhookId,
+    eventId,
+    status: "pending",
+    attempts: 0,
+    nextAttemptAt: at,
+    lastAttemptAt: null,
+    responseStatus: null,
+    error: null,
+    durationMs: null,
+    redeliveryOf,
+    createdAt: at,
+  };
+}

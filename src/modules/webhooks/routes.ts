@@ -1,0 +1,109 @@
+/** Webhooks and their delivery log: routes (api-spec: Webhooks; decisions §10). */
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context";
+import { accessGuard } from "../../http/auth";
+import { noContent } from "../../http/schema";
+import {
+  Delivery,
+  DELIVERY_LIMIT_MAX,
+  DeliveryList,
+  DeliveryParams,
+  DeliveryQuery,
+  EVENT_NAMES,
+  NewWebhook,
+  ProjectParams,
+  SECRET_MAX,
+  SECRET_MIN,
+  Webhook,
+  WebhookList,
+  WebhookParams,
+  WebhookPatch,
+} from "./model";
+import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, updateWebhook } from "./service";
+
+const TAGS = ["Webhooks"];
+const WHO =
+  "Who: admin keys, API keys of scope mgmt or full (their own project only: another project's webhook or delivery is 403 FORBIDDEN), login JWTs of role admin or editor.";
+const FIELDS = `\`url\` http or https (no credentials in it; a literal address that SVC_OUTBOUND_ALLOWED_HOSTS refuses, e.g. 127.0.0.1 under the default \`external\`, is a 400; host names are checked when a delivery is sent); \`events\` a non-empty list of distinct names among ${EVENT_NAMES.join(", ")}; \`secret\` ${SECRET_MIN} to ${SECRET_MAX} characters, never returned; \`environments\` distinct slugs of environments of the project (an unknown one is a 400), empty or omitted = every environment, including ones added later; \`description\` up to 2,000 characters; \`enabled\` (default true): a disabled webhook gets no new deliveries and its pending ones wait until it is enabled again.`;
+const EVENTS = "Events: creating a flag emits flag.created, a PATCH that changes it flag.updated, deleting it flag.deleted, each once per environment of the project with that environment's state (previousState = currentState for created and updated; currentState.enabled false for deleted); a state PUT that turns enabled on emits flag.enabled, off flag.disabled (also when the rollout changes with it), one that changes only rolloutPercentage flag.updated; a PATCH or PUT that changes nothing emits nothing. Payload `{ id: \"evt_...\", event, projectSlug, environment, timestamp, data: { flagKey, previousState: { enabled }, currentState: { enabled } } }`, the same bytes on every delivery of the event.";
+const DELIVERY = `Deliveries: a POST of the event's JSON payload with \`Content-Type: application/json\`, \`X-Service-Signature: sha256=<hex HMAC-SHA256 of the body keyed with the secret>\`, \`X-Service-Event\`, \`X-Service-Delivery\` (the delivery id), \`User-Agent: flagsvc-webhooks/VERSION\`. Success: a 2xx within SVC_WEBHOOK_TIMEOUT_MS; redirects are not followed. Retries after SVC_WEBHOOK_RETRY_DELAYS (default 1 min, 5 min, 30 min, 2 h); the 5th failed attempt marks the delivery failed. At-least-once: dedupe by the payload's \`id\`.`;
+
+export const webhooksRoutes = (ctx: AppContext) =>
+  new Elysia({ name: "flagsvc/webhooks" })
+    .use(accessGuard())
+    .post("/v1/projects/:slug/webhooks", ({ params, body, status }) => status(201, createWebhook(ctx, params.slug, body)), {
+      access: "webhooks",
+      params: ProjectParams,
+      body: NewWebhook,
+      response: { 201: Webhook },
+      detail: {
+        tags: TAGS,
+        summary: "Register a webhook",
+        description: `${FIELDS} Events of flags of this project are delivered from the next change on. ${EVENTS} ${DELIVERY} Unknown project 404. ${WHO}`,
+      },
+    })
+    .get("/v1/projects/:slug/webhooks", ({ params }) => ({ webhooks: listWebhooks(ctx, params.slug) }), {
+      access: "webhooks",
+      params: ProjectParams,
+      response: { 200: WebhookList },
+      detail: { tags: TAGS, summary: "List a project's webhooks", description: `Oldest first; never with the secret. Unknown project 404. ${WHO}` },
+    })
+    .get("/v1/webhooks/:webhookId", ({ principal, params }) => getWebhook(ctx, principal, params.webhookId), {
+      access: "webhooks",
+      params: WebhookParams,
+      response: { 200: Webhook },
+      detail: { tags: TAGS, summary: "Get a webhook", description: `Never with the secret. Unknown id 404. ${WHO}` },
+    })
+    .patch("/v1/webhooks/:webhookId", ({ principal, params, body }) => updateWebhook(ctx, principal, params.webhookId, body), {
+      access: "webhooks",
+      params: WebhookParams,
+      body: WebhookPatch,
+      response: { 200: Webhook },
+      detail: {
+        tags: TAGS,
+        summary: "Update a webhook",
+        description: `Any of url, events, secret, environments, description (null clears it), enabled; the fields sent replace the stored ones, with the rules of registration. ${FIELDS} Pending deliveries are sent with the webhook as it is when attempted (new URL, new secret). A PATCH that changes nothing leaves \`updatedAt\` alone. Unknown id 404. ${WHO}`,
+      },
+    })
+    .delete(
+      "/v1/webhooks/:webhookId",
+      ({ principal, params, status }) => {
+        deleteWebhook(ctx, principal, params.webhookId);
+        return status(204);
+      },
+      {
+        access: "webhooks",
+        params: WebhookParams,
+        detail: {
+          tags: TAGS,
+          summary: "Delete a webhook",
+          responses: noContent("Deleted, with its deliveries"),
+          description: `Permanent; its deliveries (pending ones included) go with it. Unknown id 404. ${WHO}`,
+        },
+      },
+    )
+    .get("/v1/webhooks/:webhookId/deliveries", ({ principal, params, query }) => ({ deliveries: listDeliveries(ctx, principal, params.webhookId, query) }), {
+      access: "webhooks",
+      params: WebhookParams,
+      query: DeliveryQuery,
+      response: { 200: DeliveryList },
+      detail: {
+        tags: TAGS,
+        summary: "List a webhook's deliveries",
+        description: `Newest first. \`limit\` 1 to ${DELIVERY_LIMIT_MAX} (default 20); \`status\` pending, succeeded or failed. A delivery is one event to this webhook: \`attempts\` so far (at most 5), \`nextAttemptAt\` while pending, and of the last attempt \`lastAttemptAt\`, \`responseStatus\` (null without a response), \`error\` (short text, null on success) and \`durationMs\`. Deliveries are kept 30 days. Unknown id 404. ${WHO}`,
+      },
+    })
+    .post(
+      "/v1/webhook-deliveries/:deliveryId/redeliver",
+      ({ principal, params, status }) => status(202, redeliver(ctx, principal, params.deliveryId)),
+      {
+        access: "webhooks",
+        params: DeliveryParams,
+        response: { 202: Delivery },
+        detail: {
+          tags: TAGS,
+          summary: "Redeliver an event",
+          description: `No body. For a failed (or succeeded) delivery: 202 with a new delivery of the same event to the same webhook (same event id, same payload bytes, signed with the webhook's current secret), \`redeliveryOf\` set to the given id, attempted at once and retried on the same schedule. The original delivery keeps its state. 409 CONFLICT when the delivery is still pending (it will be attempted anyway) or the webhook is disabled. Unknown id 404. ${WHO}`,
+        },
+      },
+    );

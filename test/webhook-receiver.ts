@@ -1,0 +1,78 @@
+/**
+ * A real HTTP receiver for webhook tests: Bun.serve on 127.0.0.1 that keeps every request it
+ * gets (headers and the exact body bytes) and answers as the test says.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+
+export interface Received {
+  headers: Headers;
+  /** The body bytes exactly as received. */
+  bytes: Uint8Array;
+  /** The body as UTF-8 text, parsed. */
+  json: Record<string, any>;
+  path: string;
+  /** performance.now() when it arrived. */
+  at: number;
+}
+
+export type Answer = (request: Request, n: number) => Response | Promise<Response>;
+
+export interface Receiver {
+  url: string;
+  port: number;
+  received: Received[];
+  /** How the next requests are answered (default 200 "ok"). */
+  answer: Answer;
+  /** Resolves once `n` requests have arrived; throws after `timeoutMs`. */
+  waitFor(n: number, timeoutMs?: number): Promise<Received[]>;
+  stop(): void;
+}
+
+export function startReceiver(opts: { port?: number; answer?: Answer } = {}): Receiver {
+  const received: Received[] = [];
+  const waiters = new Set<() => void>();
+  const receiver: Receiver = {
+    url: "",
+    port: 0,
+    received,
+    answer: opts.answer ?? (() => new Response("ok")),
+    waitFor(n, timeoutMs = 5_000) {
+      return new Promise((done, fail) => {
+        const check = () => {
+          if (received.length < n) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          done(received);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          fail(new Error(`expected ${n} webhook requests within ${timeoutMs} ms, got ${received.length}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    },
+    stop: () => server.stop(true),
+  };
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: opts.port ?? 0,
+    idleTimeout: 30,
+    async fetch(request) {
+      const bytes = new Uint8Array(await request.arrayBuffer());
+      received.push({ headers: request.headers, bytes, json: JSON.parse(new TextDecoder().decode(bytes)), path: new URL(request.url).pathname, at: performance.now() });
+      for (const w of [...waiters]) w();
+      return receiver.answer(request, received.length);
+    },
+  });
+  receiver.port = server.port!;
+  receiver.url = `http://127.0.0.1:${server.port}/hook`;
+  return receiver;
+}
+
+/** What a receiver does: recompute the signature over the exact bytes and compare in constant time. */
+export function signatureMatches(secret: string, bytes: Uint8Array, header: string | null): boolean {
+  const expected = Buffer.from(`sha256=${createHmac("sha256", secret).update(bytes).digest("hex")}`);
+  const given = Buffer.from(header ?? "");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
