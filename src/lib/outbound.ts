@@ -22,112 +22,83 @@
  * addresses are judged as the IPv4 address they carry.
  */
 import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
+import { BlockList, isIP } from "node:net";
 
 export type AddressKind = "loopback" | "private" | "link-local" | "unspecified" | "multicast" | "reserved" | "public";
 
 // ---- addresses ------------------------------------------------------------------------------
+// Address matching is node:net's BlockList (IPv4-mapped IPv6 addresses match IPv4 subnets).
 
-/** An address as bytes: 4 for IPv4, 16 for IPv6. */
-type Bytes = number[];
+type Family = "ipv4" | "ipv6";
 
-function ipv4Bytes(ip: string): Bytes {
-  return ip.split(".").map(Number);
+/** `ip` without brackets or zone id, and its family; null when it is not an IP address. */
+function parseIp(ip: string): { address: string; family: Family } | null {
+  const address = ip.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  const family = isIP(address);
+  return family === 0 ? null : { address, family: family === 4 ? "ipv4" : "ipv6" };
 }
 
-/** 16 bytes of an IPv6 address (brackets and zone id dropped, an IPv4 tail allowed). */
-function ipv6Bytes(ip: string): Bytes {
-  let s = ip.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
-  let tail: number[] = [];
-  const lastColon = s.lastIndexOf(":");
-  if (s.includes(".", lastColon)) {
-    const v4 = ipv4Bytes(s.slice(lastColon + 1));
-    tail = [(v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!];
-    s = s.slice(0, lastColon + 1);
-    if (!s.endsWith("::")) s = s.slice(0, -1);
-  }
-  const groups = (part: string) => (part === "" ? [] : part.split(":").map((g) => parseInt(g, 16)));
-  const gap = s.indexOf("::");
-  let all: number[];
-  if (gap < 0) all = [...groups(s), ...tail];
-  else {
-    const left = groups(s.slice(0, gap));
-    const right = [...groups(s.slice(gap + 2)), ...tail];
-    all = [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
-  }
-  return all.flatMap((g) => [(g >> 8) & 0xff, g & 0xff]);
-}
-
-const MAPPED = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0]; // ::ffff:0:0/96
-const NAT64 = [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]; // 64:ff9b::/96
-
-/** The address as bytes; IPv4-mapped and NAT64 IPv6 addresses become the IPv4 address they carry. */
-function addressBytes(ip: string): Bytes {
-  const family = isIP(ip.replace(/^\[|\]$/g, "").replace(/%.*$/, ""));
-  if (family === 4) return ipv4Bytes(ip);
-  if (family !== 6) throw new Error(`not an IP address: ${ip}`);
-  const b = ipv6Bytes(ip);
-  if (inPrefix(b, MAPPED, 96) || inPrefix(b, NAT64, 96)) return b.slice(12);
-  return b;
-}
-
-function inPrefix(b: Bytes, net: Bytes, bits: number): boolean {
-  if (b.length !== net.length) return false;
-  for (let i = 0; i < b.length && bits > 0; i++, bits -= 8) {
-    const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
-    if ((b[i]! & mask) !== (net[i]! & mask)) return false;
-  }
-  return true;
-}
-
-const cidr = (text: string): [Bytes, number] => {
-  const [ip, bits] = text.split("/") as [string, string];
-  return [ip.includes(":") ? ipv6Bytes(ip) : ipv4Bytes(ip), Number(bits)];
-};
-
-/** First match wins. */
-const V4_RANGES: [Bytes, number, AddressKind][] = [
-  ...(
-    [
-      ["0.0.0.0/8", "unspecified"],
-      ["127.0.0.0/8", "loopback"],
-      ["10.0.0.0/8", "private"],
-      ["172.16.0.0/12", "private"],
-      ["192.168.0.0/16", "private"],
-      ["100.64.0.0/10", "private"], // shared address space (CGNAT)
-      ["169.254.0.0/16", "link-local"], // includes the cloud metadata address 169.254.169.254
-      ["192.0.0.0/24", "reserved"],
-      ["192.0.2.0/24", "reserved"],
-      ["198.18.0.0/15", "reserved"],
-      ["198.51.100.0/24", "reserved"],
-      ["203.0.113.0/24", "reserved"],
-      ["224.0.0.0/4", "multicast"],
-      ["240.0.0.0/4", "reserved"], // includes 255.255.255.255
-    ] as const
-  ).map(([c, kind]) => [...cidr(c), kind] as [Bytes, number, AddressKind]),
+const V4_RANGES: readonly [cidr: string, kind: AddressKind][] = [
+  ["0.0.0.0/8", "unspecified"],
+  ["127.0.0.0/8", "loopback"],
+  ["10.0.0.0/8", "private"],
+  ["172.16.0.0/12", "private"],
+  ["192.168.0.0/16", "private"],
+  ["100.64.0.0/10", "private"], // shared address space (CGNAT)
+  ["169.254.0.0/16", "link-local"], // includes the cloud metadata address 169.254.169.254
+  ["192.0.0.0/24", "reserved"],
+  ["192.0.2.0/24", "reserved"],
+  ["198.18.0.0/15", "reserved"],
+  ["198.51.100.0/24", "reserved"],
+  ["203.0.113.0/24", "reserved"],
+  ["224.0.0.0/4", "multicast"],
+  ["240.0.0.0/4", "reserved"], // includes 255.255.255.255
 ];
 
-const V6_RANGES: [Bytes, number, AddressKind][] = [
-  ...(
-    [
-      ["::/128", "unspecified"],
-      ["::1/128", "loopback"],
-      ["fc00::/7", "private"], // unique-local
-      ["fec0::/10", "private"], // site-local (deprecated)
-      ["fe80::/10", "link-local"],
-      ["ff00::/8", "multicast"],
-      ["2001:db8::/32", "reserved"],
-      ["2000::/3", "public"],
-      ["::/0", "reserved"], // everything outside global unicast not named above
-    ] as const
-  ).map(([c, kind]) => [...cidr(c), kind] as [Bytes, number, AddressKind]),
+/** Looked up before the IPv4 ranges' NAT64 forms and the catch-all below. */
+const V6_RANGES: readonly [cidr: string, kind: AddressKind][] = [
+  ["::/128", "unspecified"],
+  ["::1/128", "loopback"],
+  ["fc00::/7", "private"], // unique-local
+  ["fec0::/10", "private"], // site-local (deprecated)
+  ["fe80::/10", "link-local"],
+  ["ff00::/8", "multicast"],
+  ["2001:db8::/32", "reserved"],
 ];
+
+function addCidr(list: BlockList, cidr: string): void {
+  const [ip, bits] = cidr.split("/") as [string, string];
+  const { address, family } = parseIp(ip)!;
+  list.addSubnet(address, Number(bits), family);
+}
+
+/**
+ * One BlockList per kind, in lookup order (first match wins). An IPv4 range also covers its
+ * NAT64 form (64:ff9b::a.b.c.d), judged as the IPv4 address it carries; IPv6 outside global
+ * unicast (2000::/3) and not named above is reserved.
+ */
+const KIND_LISTS: readonly [AddressKind, BlockList][] = (() => {
+  const lists = new Map<AddressKind, BlockList>();
+  const listOf = (kind: AddressKind) => lists.get(kind) ?? lists.set(kind, new BlockList()).get(kind)!;
+  for (const [cidr, kind] of V6_RANGES) addCidr(listOf(kind), cidr);
+  for (const [cidr, kind] of V4_RANGES) {
+    const [ip, bits] = cidr.split("/") as [string, string];
+    addCidr(listOf(kind), cidr);
+    addCidr(listOf(kind), `64:ff9b::${ip}/${96 + Number(bits)}`);
+  }
+  const global = new BlockList();
+  global.addSubnet("2000::", 3, "ipv6");
+  global.addSubnet("64:ff9b::", 96, "ipv6"); // NAT64 of a public IPv4 address
+  global.addSubnet("::ffff:0:0", 96, "ipv6"); // IPv4-mapped, of a public IPv4 address
+  return [...lists, ["public", global] as [AddressKind, BlockList]];
+})();
 
 /** What kind of address `ip` is (IPv4 or IPv6 text, brackets and zone allowed). */
 export function classifyAddress(ip: string): AddressKind {
-  const b = addressBytes(ip);
-  for (const [net, bits, kind] of b.length === 4 ? V4_RANGES : V6_RANGES) if (inPrefix(b, net, bits)) return kind;
-  return "public";
+  const parsed = parseIp(ip);
+  if (!parsed) throw new Error(`not an IP address: ${ip}`);
+  for (const [kind, list] of KIND_LISTS) if (list.check(parsed.address, parsed.family)) return kind;
+  return parsed.family === "ipv4" ? "public" : "reserved";
 }
 
 // ---- the policy -----------------------------------------------------------------------------
@@ -139,7 +110,7 @@ export class OutboundBlockedError extends Error {
 type Entry =
   | { type: "any" }
   | { type: "kind"; kind: AddressKind }
-  | { type: "cidr"; net: Bytes; bits: number }
+  | { type: "cidr"; list: BlockList }
   | { type: "host"; pattern: RegExp };
 
 const KEYWORDS: Record<string, AddressKind> = { external: "public", private: "private", loopback: "loopback" };
@@ -150,19 +121,13 @@ function parseEntry(raw: string): Entry {
   const e = raw.trim().toLowerCase();
   if (e === "*") return { type: "any" };
   if (KEYWORDS[e]) return { type: "kind", kind: KEYWORDS[e] };
-  const ip = e.replace(/^\[|\]$/g, "");
-  const slash = ip.indexOf("/");
-  const addr = slash >= 0 ? ip.slice(0, slash) : ip;
-  if (isIP(addr)) {
-    const full = isIP(addr) === 4 ? 32 : 128;
-    let bits = slash >= 0 ? Number(ip.slice(slash + 1)) : full;
-    let net = isIP(addr) === 4 ? ipv4Bytes(addr) : ipv6Bytes(addr);
-    // An IPv4-mapped network is the IPv4 network (addresses are compared in that form).
-    if (bits >= 96 && inPrefix(net, MAPPED, 96)) {
-      net = net.slice(12);
-      bits -= 96;
-    }
-    return { type: "cidr", net, bits };
+  const slash = e.indexOf("/");
+  const ip = parseIp(slash >= 0 ? e.slice(0, slash) : e);
+  if (ip) {
+    const list = new BlockList();
+    if (slash >= 0) list.addSubnet(ip.address, Number(e.slice(slash + 1)), ip.family);
+    else list.addAddress(ip.address, ip.family);
+    return { type: "cidr", list };
   }
   const glob = normalizeHost(e)
     .split("*")
@@ -186,12 +151,12 @@ export class OutboundPolicy {
 
   /** Why `ip` is refused, or null when an entry allows it. */
   refusal(ip: string): string | null {
-    const bytes = addressBytes(ip);
     const kind = classifyAddress(ip);
+    const { address, family } = parseIp(ip)!;
     for (const e of this.entries) {
       if (e.type === "any") return null;
       if (e.type === "kind" && e.kind === kind) return null;
-      if (e.type === "cidr" && inPrefix(bytes, e.net, e.bits)) return null;
+      if (e.type === "cidr" && e.list.check(address, family)) return null;
     }
     return kind;
   }
