@@ -27,6 +27,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { loadConfig } from "../../src/config";
 import { loadTls } from "../../src/tls";
+import { apiClient, pool } from "../lib/api";
 import { benchBinary } from "../lib/binary";
 import { baseEnv, freePort } from "../lib/proc";
 import { ensureWrk, pinServer, runWrk, type WrkResult } from "../lib/wrk";
@@ -43,6 +44,7 @@ const binary = benchBinary(argv.find((a, i) => !a.startsWith("--") && (secondsAt
 ensureWrk();
 
 const ADMIN_KEY = `svc_admin_${"b".repeat(40)}`;
+const api = apiClient(ADMIN_KEY);
 const ENVIRONMENTS = ["development", "staging", "production"];
 const CONTEXT = { userId: "user-4711", plan: "pro", country: "DE" };
 const flagKey = (i: number) => `flag-${String(i).padStart(5, "0")}`;
@@ -59,26 +61,6 @@ interface Instance {
   proc: Subprocess;
   base: string;
   evalKey: string;
-}
-
-async function api(base: string, method: string, path: string, body?: unknown, key = ADMIN_KEY): Promise<any> {
-  const res = await fetch(base + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    tls: { rejectUnauthorized: false },
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
-
-/** Runs `task(i)` for i in [0, n), `width` at a time. */
-async function pool(n: number, width: number, task: (i: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < n) await task(next++);
-  }));
 }
 
 /** Starts the binary on `dataDir` and waits for its health check. */

@@ -25,6 +25,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { apiClient, pool } from "../lib/api";
 import { benchBinary } from "../lib/binary";
 import { baseEnv, freePort } from "../lib/proc";
 import { ensureWrk, pinServer, runWrk, type WrkResult } from "../lib/wrk";
@@ -42,6 +43,7 @@ const binary = benchBinary(argv.find((a, i) => !a.startsWith("--") && !argv[i - 
 ensureWrk();
 
 const ADMIN_KEY = `svc_admin_${"w".repeat(40)}`;
+const api = apiClient(ADMIN_KEY);
 const flagKey = (i: number) => `toggle-${String(i).padStart(4, "0")}`;
 
 const dir = mkdtempSync(join(tmpdir(), "flagsvc-bench-webhooks-"));
@@ -91,27 +93,6 @@ function waitForArrivals(n: number, timeoutMs = 60_000): Promise<void> {
 }
 
 // ---- the binary -------------------------------------------------------------------------------
-
-async function api(base: string, method: string, path: string, body?: unknown, key = ADMIN_KEY): Promise<any> {
-  const res = await fetch(base + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    tls: { rejectUnauthorized: false },
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
-
-async function pool(n: number, width: number, task: (i: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < n) await task(next++);
-    }),
-  );
-}
 
 const port = await freePort();
 const proc = Bun.spawn([binary, "serve", "--port", String(port), "--data-dir", join(dir, "data")], {
