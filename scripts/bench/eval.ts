@@ -28,8 +28,7 @@ import type { Subprocess } from "bun";
 import { loadConfig } from "../../src/config";
 import { loadTls } from "../../src/tls";
 import { apiClient, pool } from "../lib/api";
-import { benchBinary } from "../lib/binary";
-import { baseEnv, freePort } from "../lib/proc";
+import { benchBinary, launchBinary } from "../lib/binary";
 import { ensureWrk, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 
 const argv = process.argv.slice(2);
@@ -65,23 +64,9 @@ interface Instance {
 
 /** Starts the binary on `dataDir` and waits for its health check. */
 async function launch(dataDir: string): Promise<{ proc: Subprocess; base: string }> {
-  const port = await freePort();
-  const proc = Bun.spawn([binary, "serve", "--port", String(port), "--data-dir", dataDir], {
-    env: baseEnv({ SVC_LOG_LEVEL: "warn", SVC_ADMIN_KEY: ADMIN_KEY, SVC_RATE_LIMITS: "eval:100000000,admin:100000000" }),
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "inherit",
-  });
-  live.add(proc);
-  const base = `https://127.0.0.1:${port}`;
-  for (let waited = 0; ; waited += 50) {
-    try {
-      if ((await fetch(`${base}/v1/health`, { tls: { rejectUnauthorized: false } })).status === 200) break;
-    } catch {}
-    if (proc.exitCode !== null || waited > 15_000) throw new Error("the binary did not start");
-    await Bun.sleep(50);
-  }
-  return { proc, base };
+  const started = await launchBinary(binary, dataDir, { SVC_LOG_LEVEL: "warn", SVC_ADMIN_KEY: ADMIN_KEY, SVC_RATE_LIMITS: "eval:100000000,admin:100000000" });
+  live.add(started.proc);
+  return started;
 }
 
 /** A first start on a fresh data dir, with `flags` flags and an eval key of production. */

@@ -26,8 +26,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { apiClient, pool } from "../lib/api";
-import { benchBinary } from "../lib/binary";
-import { baseEnv, freePort } from "../lib/proc";
+import { benchBinary, launchBinary } from "../lib/binary";
 import { ensureWrk, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 
 const argv = process.argv.slice(2);
@@ -94,27 +93,13 @@ function waitForArrivals(n: number, timeoutMs = 60_000): Promise<void> {
 
 // ---- the binary -------------------------------------------------------------------------------
 
-const port = await freePort();
-const proc = Bun.spawn([binary, "serve", "--port", String(port), "--data-dir", join(dir, "data")], {
-  env: baseEnv({
-    SVC_LOG_LEVEL: "warn",
-    SVC_ADMIN_KEY: ADMIN_KEY,
-    SVC_OUTBOUND_ALLOWED_HOSTS: "loopback",
-    SVC_RATE_LIMITS: "eval:100000000,admin:100000000",
-  }),
-  stdin: "ignore",
-  stdout: "ignore",
-  stderr: "inherit",
+const { proc, base } = await launchBinary(binary, join(dir, "data"), {
+  SVC_LOG_LEVEL: "warn",
+  SVC_ADMIN_KEY: ADMIN_KEY,
+  SVC_OUTBOUND_ALLOWED_HOSTS: "loopback",
+  SVC_RATE_LIMITS: "eval:100000000,admin:100000000",
 });
 live.add(proc);
-const base = `https://127.0.0.1:${port}`;
-for (let waited = 0; ; waited += 50) {
-  try {
-    if ((await fetch(`${base}/v1/health`, { tls: { rejectUnauthorized: false } })).status === 200) break;
-  } catch {}
-  if (proc.exitCode !== null || waited > 15_000) throw new Error("the binary did not start");
-  await Bun.sleep(50);
-}
 
 const webhookIds: string[] = [];
 for (let w = 0; w < WEBHOOKS; w++) {

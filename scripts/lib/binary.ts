@@ -1,6 +1,8 @@
 /** The binary a bench measures: the path given, else dist/flagsvc, built first when missing. */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { Subprocess } from "bun";
+import { baseEnv, freePort } from "./proc";
 
 export const ROOT = resolve(import.meta.dir, "..", "..");
 
@@ -20,4 +22,30 @@ export function benchBinary(given: string | undefined, bench: string): string {
     if (build.exitCode !== 0) process.exit(1);
   }
   return binary;
+}
+
+/**
+ * Starts `binary serve` on a free port of 127.0.0.1 with `dataDir` and the SVC_* variables of
+ * `env` (over a minimal base), and waits for its health check (15 s at most).
+ */
+export async function launchBinary(binary: string, dataDir: string, env: Record<string, string>): Promise<{ proc: Subprocess; base: string }> {
+  const port = await freePort();
+  const proc = Bun.spawn([binary, "serve", "--port", String(port), "--data-dir", dataDir], {
+    env: baseEnv(env),
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  const base = `https://127.0.0.1:${port}`;
+  for (let waited = 0; ; waited += 50) {
+    try {
+      if ((await fetch(`${base}/v1/health`, { tls: { rejectUnauthorized: false } })).status === 200) break;
+    } catch {}
+    if (proc.exitCode !== null || waited > 15_000) {
+      proc.kill("SIGKILL");
+      throw new Error("the binary did not start");
+    }
+    await Bun.sleep(50);
+  }
+  return { proc, base };
 }
