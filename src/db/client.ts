@@ -37,3 +37,18 @@ export function isUniqueViolation(e: unknown): boolean {
 export function transaction<T>(store: Store, fn: () => T): T {
   return store.sqlite.transaction(fn)();
 }
+
+/**
+ * Queries built and compiled once per connection: `prepared((db) => ({ q: db.select()...
+ * .where(eq(col, sql.placeholder("x"))).prepare() }))` gives a function of the store that
+ * returns them. For the lookups every management request makes (project, flag, state):
+ * building a drizzle query and preparing its SQLite statement anew costs more than running it.
+ */
+export function prepared<T>(build: (db: Db) => T): (store: Store) => T {
+  const byDb = new WeakMap<Db, T>();
+  return ({ db }) => {
+    let queries = byDb.get(db);
+    if (queries === undefined) byDb.set(db, (queries = build(db)));
+    return queries;
+  };
+}

@@ -5,9 +5,9 @@
  * stores its webhook events and deliveries in the same transaction (webhooks/events.ts) and
  * kicks the sender after the commit.
  */
-import { and, asc, eq, exists } from "drizzle-orm";
+import { and, asc, eq, exists, sql } from "drizzle-orm";
 import type { AppContext } from "../../context";
-import { isUniqueViolation, transaction } from "../../db/client";
+import { isUniqueViolation, prepared, transaction } from "../../db/client";
 import { flags, flagStates } from "../../db/schema";
 import { OPERATOR_VALUE_TYPES, VALUE_OPTIONAL, type Condition, type Rule, type Variant } from "../../evaluation/types";
 import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
@@ -147,8 +147,8 @@ function normalizeVariants(variants: readonly Variant[]): Variant[] {
 
 // ---- reads -------------------------------------------------------------------------------
 
-function findFlag(ctx: AppContext, projectId: string, key: string): Flag | undefined {
-  return ctx.db
+const lookups = prepared((db) => ({
+  flag: db
     .select({
       id: flags.id,
       key: flags.key,
@@ -160,8 +160,22 @@ function findFlag(ctx: AppContext, projectId: string, key: string): Flag | undef
       updatedAt: flags.updatedAt,
     })
     .from(flags)
-    .where(and(eq(flags.projectId, projectId), eq(flags.key, key)))
-    .get();
+    .where(and(eq(flags.projectId, sql.placeholder("projectId")), eq(flags.key, sql.placeholder("key"))))
+    .prepare(),
+  state: db
+    .select({ enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage, updatedAt: flagStates.updatedAt })
+    .from(flagStates)
+    .where(and(eq(flagStates.flagId, sql.placeholder("flagId")), eq(flagStates.environmentId, sql.placeholder("environmentId"))))
+    .prepare(),
+  states: db
+    .select({ environmentId: flagStates.environmentId, enabled: flagStates.enabled })
+    .from(flagStates)
+    .where(eq(flagStates.flagId, sql.placeholder("flagId")))
+    .prepare(),
+}));
+
+function findFlag(ctx: AppContext, projectId: string, key: string): Flag | undefined {
+  return lookups(ctx).flag.get({ projectId, key });
 }
 
 function requireFlag(ctx: AppContext, project: Project, key: string): Flag {
@@ -285,17 +299,12 @@ export function deleteFlag(ctx: AppContext, slug: string, key: string): void {
 // ---- states ------------------------------------------------------------------------------
 
 function stateRow(ctx: AppContext, flagId: string, environmentId: string) {
-  return ctx.db
-    .select({ enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage, updatedAt: flagStates.updatedAt })
-    .from(flagStates)
-    .where(and(eq(flagStates.flagId, flagId), eq(flagStates.environmentId, environmentId)))
-    .get();
+  return lookups(ctx).state.get({ flagId, environmentId });
 }
 
 /** Environment id -> enabled, for the environments where the flag has a state row. */
 function enabledByEnvironment(ctx: AppContext, flagId: string): Map<string, boolean> {
-  const rows = ctx.db.select({ environmentId: flagStates.environmentId, enabled: flagStates.enabled }).from(flagStates).where(eq(flagStates.flagId, flagId)).all();
-  return new Map(rows.map((r) => [r.environmentId, r.enabled]));
+  return new Map(lookups(ctx).states.all({ flagId }).map((r) => [r.environmentId, r.enabled]));
 }
 
 export function getState(ctx: AppContext, slug: string, key: string, environment: string): FlagState {

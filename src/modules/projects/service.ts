@@ -1,7 +1,7 @@
 /** Projects and their environments: storage operations and the rules of decisions §5. */
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { AppContext } from "../../context";
-import { transaction, type Store } from "../../db/client";
+import { prepared, transaction, type Store } from "../../db/client";
 import { credentialsChanged } from "../../http/credentials";
 import { projectChanged, type SnapshotStore } from "../flags/snapshot";
 import { environments, projects } from "../../db/schema";
@@ -63,19 +63,22 @@ export function countProjects({ db }: Store): number {
 
 const ENV_COLUMNS = { id: environments.id, slug: environments.slug, name: environments.name, createdAt: environments.createdAt };
 
-function environmentsOf({ db }: Store, projectId: string): Environment[] {
-  return db
+
+const lookups = prepared((db) => ({
+  projectBySlug: db.select().from(projects).where(eq(projects.slug, sql.placeholder("slug"))).prepare(),
+  environmentsOf: db
     .select(ENV_COLUMNS)
     .from(environments)
-    .where(eq(environments.projectId, projectId))
+    .where(eq(environments.projectId, sql.placeholder("projectId")))
     .orderBy(sql`rowid`) // the order they were added
-    .all();
-}
+    .prepare(),
+}));
 
 export function getProjectBySlug(store: Store, slug: string): Project | undefined {
-  const project = store.db.select().from(projects).where(eq(projects.slug, slug)).get();
+  const queries = lookups(store);
+  const project = queries.projectBySlug.get({ slug });
   if (!project) return undefined;
-  return { ...project, environments: environmentsOf(store, project.id) };
+  return { ...project, environments: queries.environmentsOf.all({ projectId: project.id }) };
 }
 
 /** The project, or 404 NOT_FOUND. */
