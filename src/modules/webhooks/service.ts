@@ -156,7 +156,7 @@ export function createWebhook(ctx: AppContext, slug: string, input: NewWebhookIn
     updatedAt: now,
   };
   ctx.db.insert(webhooks).values(row).run();
-  return toRecord({ ...row, projectSlug: project.slug });
+  return toRecord({ id: row.id, projectSlug: project.slug, ...row }); // the record's key order, as GET
 }
 
 export function getWebhook(ctx: AppContext, principal: Principal, webhookId: string): WebhookRecord {
