@@ -156,7 +156,8 @@ export function createWebhook(ctx: AppContext, slug: string, input: NewWebhookIn
     updatedAt: now,
   };
   ctx.db.insert(webhooks).values(row).run();
-  return toRecord({ id: row.id, projectSlug: project.slug, ...row }); // the record's key order, as GET
+  const { id, ...rest } = row;
+  return toRecord({ id, projectSlug: project.slug, ...rest }); // the record's key order, as GET
 }
 
 export function getWebhook(ctx: AppContext, principal: Principal, webhookId: string): WebhookRecord {
