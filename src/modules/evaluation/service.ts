@@ -1,8 +1,8 @@
 /**
  * Evaluation for an API key (decisions §7): the key's project and environment, the in-memory
  * snapshot, the engine. No database, no compilation: two map lookups and the engine per flag.
- * Test-session overrides (resolution step 1) come from an `OverrideSource`; until the Testing
- * API plugs one in (`evaluationService(ctx).overrides = ...`) there are none.
+ * Test-session overrides (resolution step 1) come from an `OverrideSource`: the Testing API's
+ * session store (src/modules/testing/store.ts), plugged in by createApp.
  */
 import type { AppContext } from "../../context";
 import { DISABLED_STATE, evaluate } from "../../evaluation/engine";
@@ -34,7 +34,7 @@ export interface BatchResult {
 const EMPTY_CONTEXT: EvalContext = Object.freeze({});
 
 export class EvaluationService {
-  /** Replaced by the Testing API when it starts; read on every request. */
+  /** The test sessions' overrides (createApp plugs in the session store); read on every request. */
   overrides: OverrideSource = NO_OVERRIDES;
   /** `evaluatedAt` of the last millisecond seen, formatted once. */
   private stampMs = Number.NaN;
