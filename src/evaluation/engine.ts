@@ -94,7 +94,7 @@ export interface CompiledState {
 export const DISABLED_STATE: CompiledState = Object.freeze({ enabled: false, threshold: null });
 
 /** States are immutable and few distinct ones exist: one shared object per value. */
-const states = new Map<string, CompiledState>();
+const states = new Map<string, CompiledState>([["false:null", DISABLED_STATE]]);
 
 export function compileState(state: FlagState | null): CompiledState {
   if (state === null) return DISABLED_STATE;
