@@ -1,4 +1,5 @@
 /** Webhooks and their deliveries: request and response schemas (api-spec: Webhook, Events; decisions §10). */
+import type { TLiteral } from "@sinclair/typebox";
 import { t } from "elysia";
 import { MAX_URL_LENGTH } from "../../lib/outbound";
 import { ResponseInt } from "../../http/schema";
@@ -14,14 +15,17 @@ export const DESCRIPTION_MAX = 2000;
 export const MAX_ENVIRONMENTS = 50;
 export const DELIVERY_LIMIT_MAX = 100;
 
+/** One literal schema per value, keeping the tuple's types. */
+const literals = <const T extends readonly string[]>(values: T) => values.map((v) => t.Literal(v)) as { -readonly [K in keyof T]: TLiteral<T[K]> };
+
 // Unions of literals, not t.UnionEnum: that gives the schema a `default` (its first value),
 // which Elysia fills into an omitted query parameter.
 const EventValue = t.Union(
-  [t.Literal("flag.created"), t.Literal("flag.updated"), t.Literal("flag.deleted"), t.Literal("flag.enabled"), t.Literal("flag.disabled")],
+  literals(EVENT_NAMES),
   { description: EVENT_NAMES.join(", "), error: `Must be one of ${EVENT_NAMES.join(", ")}` },
 );
 const Status = (description: string, error?: string) =>
-  t.Union([t.Literal("pending"), t.Literal("succeeded"), t.Literal("failed")], { description, ...(error ? { error } : {}) });
+  t.Union(literals(DELIVERY_STATUSES), { description, ...(error ? { error } : {}) });
 
 const Timestamp = (description = "ISO 8601 UTC with milliseconds") => t.String({ format: "date-time", description });
 
@@ -128,6 +132,5 @@ export const DeliveryQuery = t.Object(
   { additionalProperties: false },
 );
 
-export const ProjectParams = t.Object({ slug: t.String({ description: "Project slug" }) });
 export const WebhookParams = t.Object({ webhookId: t.String({ description: "wh_..." }) });
 export const DeliveryParams = t.Object({ deliveryId: t.String({ description: "del_..." }) });

@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { accessGuard } from "../../http/auth";
 import { noContent } from "../../http/schema";
+import { ProjectParams } from "../projects/model";
 import {
   Delivery,
   DELIVERY_LIMIT_MAX,
@@ -11,7 +12,6 @@ import {
   DeliveryQuery,
   EVENT_NAMES,
   NewWebhook,
-  ProjectParams,
   SECRET_MAX,
   SECRET_MIN,
   Webhook,
