@@ -26,3 +26,6 @@ export const Slug = (description = "kebab-case, 1 to 64 characters") =>
  * schema would come out as `content: { type: "void" }`, which is not valid OpenAPI.
  */
 export const noContent = (description = "Done; no body") => ({ 204: { description } });
+
+/** A timestamp in a response: ISO 8601 UTC with milliseconds (decisions §2). */
+export const Timestamp = (description = "ISO 8601 UTC with milliseconds") => Type.String({ format: "date-time", description });

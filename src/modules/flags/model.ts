@@ -5,7 +5,7 @@
  * for its operator) is checked by the service, before anything is stored.
  */
 import { t } from "elysia";
-import { ResponseInt, SLUG_PATTERN } from "../../http/schema";
+import { ResponseInt, SLUG_PATTERN, Timestamp } from "../../http/schema";
 import { OPERATORS, type Operator } from "../../evaluation/types";
 
 const VARIANT_KEY_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
@@ -15,7 +15,6 @@ const NAME_MAX = 200;
 const DESCRIPTION_MAX = 2000;
 export const PER_PAGE_MAX = 100;
 
-const Timestamp = (description = "ISO 8601 UTC with milliseconds") => t.String({ format: "date-time", description });
 const Name = () => t.String({ minLength: 1, maxLength: NAME_MAX, error: `Must be a string of 1 to ${NAME_MAX} characters` });
 const Description = () => t.String({ maxLength: DESCRIPTION_MAX, error: `Must be a string of at most ${DESCRIPTION_MAX} characters` });
 

@@ -1,6 +1,6 @@
 /** Projects and environments: request and response schemas. */
 import { t } from "elysia";
-import { Slug } from "../../http/schema";
+import { Slug, Timestamp } from "../../http/schema";
 
 export const NAME_MAX = 200;
 /** How many environments `POST /v1/projects` accepts at once. */
@@ -9,7 +9,6 @@ export const MAX_ENVIRONMENTS_ON_CREATE = 50;
 export const Name = () =>
   t.String({ minLength: 1, maxLength: NAME_MAX, error: `Must be a string of 1 to ${NAME_MAX} characters` });
 
-const Timestamp = (description: string) => t.String({ format: "date-time", description });
 
 export const Environment = t.Object(
   {

@@ -5,6 +5,7 @@
  * anything is stored.
  */
 import { Type } from "@sinclair/typebox";
+import { Timestamp } from "../../http/schema";
 import { t, type Static } from "elysia";
 import { FlagKey, Variant } from "../flags/model";
 
@@ -32,7 +33,6 @@ export const OverrideValue = t.Union([t.Boolean(), t.String({ pattern: VARIANT_K
   error: OVERRIDE_VALUE_ERROR,
 });
 
-const Timestamp = (description: string) => t.String({ format: "date-time", description });
 
 const Overrides = (description: string) =>
   t.Record(t.String(), t.Union([t.Boolean(), t.String()]), { description });

@@ -2,7 +2,7 @@
 import type { TLiteral } from "@sinclair/typebox";
 import { t } from "elysia";
 import { MAX_URL_LENGTH } from "../../lib/outbound";
-import { ResponseInt } from "../../http/schema";
+import { ResponseInt, Timestamp } from "../../http/schema";
 
 export const EVENT_NAMES = ["flag.created", "flag.updated", "flag.deleted", "flag.enabled", "flag.disabled"] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
@@ -27,7 +27,6 @@ const EventValue = t.Union(
 const Status = (description: string, error?: string) =>
   t.Union(literals(DELIVERY_STATUSES), { description, ...(error ? { error } : {}) });
 
-const Timestamp = (description = "ISO 8601 UTC with milliseconds") => t.String({ format: "date-time", description });
 
 const Url = () =>
   t.String({
