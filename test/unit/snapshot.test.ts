@@ -5,7 +5,8 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import fc from "fast-check";
-import { environments } from "../../src/db/schema";
+import { count } from "drizzle-orm";
+import { environments, flags } from "../../src/db/schema";
 import type { Snapshot } from "../../src/evaluation/snapshot";
 import { loadSnapshot } from "../../src/modules/flags/snapshot";
 import { createFlag, deleteFlag, putState, updateFlag } from "../../src/modules/flags/service";
@@ -84,6 +85,7 @@ test("incremental updates equal a rebuild from the database", () => {
       }
       const ids = ctx.db.select({ id: environments.id }).from(environments).all().map((e) => e.id);
       expect(view(ctx.snapshot, ids)).toEqual(view(loadSnapshot(ctx), ids));
+      expect(ctx.snapshot.flagCount()).toBe(ctx.db.select({ n: count() }).from(flags).get()!.n);
     }),
     { numRuns: 25 },
   );
