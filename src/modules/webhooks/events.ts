@@ -10,7 +10,7 @@
  */
 import type { Store } from "../../db/client";
 import type { webhookDeliveries } from "../../db/schema";
-import { newId } from "../../lib/ids";
+import { sortableId } from "../../lib/ids";
 import type { EventName } from "./model";
 
 /** One event in one environment. */
@@ -69,11 +69,12 @@ export function recordEvents(store: Store, project: { id: string; slug: string }
     .map((w) => ({ id: w.id, events: JSON.parse(w.events) as string[], environments: JSON.parse(w.environments) as string[] }));
   if (hooks.length === 0) return queued;
   const insertEvent = store.sqlite.query(INSERT_EVENT_SQL);
+  const ms = Date.parse(at);
   const insertDelivery = store.sqlite.query(INSERT_DELIVERY_SQL);
   for (const c of changes) {
     const takers = hooks.filter((w) => w.events.includes(c.event) && (w.environments.length === 0 || w.environments.includes(c.environment)));
     if (takers.length === 0) continue;
-    const id = newId("evt");
+    const id = sortableId("evt", ms);
     const payload = JSON.stringify({
       id,
       event: c.event,
@@ -84,7 +85,7 @@ export function recordEvents(store: Store, project: { id: string; slug: string }
     });
     insertEvent.run(id, project.id, c.event, c.environment, payload, at);
     for (const w of takers) {
-      insertDelivery.run(newId("del"), w.id, id, at);
+      insertDelivery.run(sortableId("del", ms), w.id, id, at);
       queued.push(w.id);
     }
   }
@@ -99,7 +100,7 @@ const INSERT_DELIVERY_SQL =
 /** A delivery row, pending and due at `at`. */
 export function newDelivery(webhookId: string, eventId: string, at: string, redeliveryOf: string | null): typeof webhookDeliveries.$inferInsert {
   return {
-    id: newId("del"),
+    id: sortableId("del", Date.parse(at)),
     webhookId,
     eventId,
     status: "pending",

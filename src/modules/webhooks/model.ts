@@ -104,9 +104,9 @@ export const WebhookList = t.Object({ webhooks: t.Array(Webhook) }, { title: "We
 
 export const Delivery = t.Object(
   {
-    id: t.String({ description: "del_..." }),
+    id: t.String({ description: "del_...: 8 characters of creation time, then 22 random (ids sort by time)" }),
     webhookId: t.String({ description: "wh_..." }),
-    eventId: t.String({ description: "evt_...: the `id` of the payload; the same for every delivery of one event" }),
+    eventId: t.String({ description: "evt_... (time-ordered like delivery ids): the `id` of the payload; the same for every delivery of one event" }),
     event: t.String({ description: "The event name" }),
     status: Status("pending (will be attempted), succeeded (a 2xx), failed (5 attempts failed; never tried again)"),
     attempts: ResponseInt({ description: "Attempts made so far, 0 to 5" }),
