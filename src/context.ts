@@ -7,7 +7,7 @@ import type { Snapshot } from "./evaluation/snapshot";
 import type { Clock } from "./lib/clock";
 import type { Logger } from "./lib/log";
 import type { Scheduler } from "./lib/scheduler";
-import type { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
+import type { Deliveries } from "./modules/webhooks/dispatcher";
 import type { SessionStore } from "./modules/testing/store";
 
 export interface AppContext extends Store {
@@ -23,7 +23,7 @@ export interface AppContext extends Store {
   /** Live test sessions and their overrides (Testing API): what evaluation step 1 reads. */
   testSessions: SessionStore;
   /** Webhook deliveries: `kick()` after a write that queued some sends them at once. */
-  deliveries: DeliveryDispatcher;
+  deliveries: Deliveries;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** Stops the jobs, closes the database and releases the data-dir lock. */

@@ -228,7 +228,10 @@ export const webhookDeliveries = sqliteTable(
     createdAt: text("created_at").notNull(),
   },
   (table) => [
-    index("webhook_deliveries_due").on(table.status, table.nextAttemptAt),
+    // The sender's queue, per webhook (src/modules/webhooks/dispatcher.ts).
+    index("webhook_deliveries_due").on(table.webhookId, table.status, table.nextAttemptAt),
+    // Retention's "no delivery refers to this event", and the cascade when an event goes.
+    index("webhook_deliveries_event").on(table.eventId),
     index("webhook_deliveries_webhook").on(table.webhookId, table.createdAt),
     index("webhook_deliveries_created").on(table.createdAt),
   ],

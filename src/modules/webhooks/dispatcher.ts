@@ -11,12 +11,16 @@
  *   attempt runs another while deliveries were left waiting for room.
  * - Bounds: at most MAX_IN_FLIGHT attempts overall and PER_WEBHOOK_IN_FLIGHT per webhook, so
  *   one slow receiver cannot hold up the others; a delivery in flight is never started again.
+ *   A pass looks at the webhooks that may have work (a write's, those an attempt left room
+ *   in; all enabled ones on the every-second pass) in turn, one index seek each.
  * - An attempt: POST of the event's stored payload text, 2xx within SVC_WEBHOOK_TIMEOUT_MS is
  *   success, anything else (3xx included: redirects are not followed) a failure. After a failure
  *   the next attempt is due SVC_WEBHOOK_RETRY_DELAYS[attempts - 1] seconds later; the failure of
  *   retry 4 (the 5th attempt) marks the delivery failed for good.
- * - Outcomes are stored in one transaction per turn of the event loop; a delivery counts as in
- *   flight until its outcome is stored, so no pass can start it twice.
+ * - Outcomes are stored together, one transaction FLUSH_AFTER_MS after the first of them (one
+ *   commit per attempt would cost more than the attempt). An attempt that ends frees its room
+ *   at once, but its delivery stays held until the outcome is stored, so no pass can start it
+ *   twice. A crash before the store leaves it pending: it is sent again (at-least-once).
  * - stop(): no new attempts; outcomes already known are stored, attempts in flight are aborted
  *   and stay pending.
  */
@@ -30,6 +34,8 @@ import { VERSION } from "../../version";
 
 export const MAX_IN_FLIGHT = 16;
 export const PER_WEBHOOK_IN_FLIGHT = 4;
+/** Outcomes are stored together, this long after the first of them is known. */
+const FLUSH_AFTER_MS = 10;
 /** Response bodies are read up to this much (to keep the connection reusable), then dropped. */
 const BODY_READ_LIMIT = 64 * 1024;
 const ERROR_MAX = 300;
@@ -40,24 +46,32 @@ export function signature(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
 }
 
+/** Enabled webhooks: the ones a pass over everything looks at. */
+const ENABLED_SQL = "SELECT id FROM webhooks WHERE enabled = 1 ORDER BY id";
+
 /**
- * Due deliveries with what an attempt needs, oldest due first (the due index, in order), leaving
- * out those in flight (?3) and those of webhooks already at their bound (?2), so that a webhook
- * with a long backlog cannot crowd the others out of the answer.
+ * The due deliveries of one webhook (?1), oldest due first, as row numbers: a seek and a short
+ * walk on the (webhook_id, status, next_attempt_at) index alone, however long the backlog of
+ * this or any other webhook. The first rows are often held already (attempting, or outcome
+ * not stored yet): they cost an index entry each here, not a payload.
  */
 const DUE_SQL = `
-  SELECT d.id, d.webhook_id AS webhookId, d.attempts, e.event, e.payload, w.url, w.secret
-  FROM webhook_deliveries d
-  JOIN webhooks w ON w.id = d.webhook_id
-  JOIN webhook_events e ON e.id = d.event_id
-  WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND w.enabled = 1
-    AND d.webhook_id NOT IN (SELECT value FROM json_each(?2))
-    AND d.id NOT IN (SELECT value FROM json_each(?3))
-  ORDER BY d.next_attempt_at
-  LIMIT ?4`;
+  SELECT rowid FROM webhook_deliveries
+  WHERE webhook_id = ?1 AND status = 'pending' AND next_attempt_at <= ?2
+  ORDER BY next_attempt_at
+  LIMIT ?3`;
 
-/** The same, for the given webhooks only (?2): those that were at their bound and have room again. */
-const DUE_OF_SQL = DUE_SQL.replace("d.webhook_id NOT IN", "d.webhook_id IN");
+/** Where and how a pass sends one webhook's deliveries: nothing when it is disabled (or gone). */
+const TARGET_SQL = "SELECT url, secret FROM webhooks WHERE id = ?1 AND enabled = 1";
+
+/** One delivery with what an attempt needs, if it is still pending and due (?2). */
+const ATTEMPT_SQL = `
+  SELECT d.id, d.attempts, e.event, e.payload
+  FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+  WHERE d.rowid = ?1 AND d.status = 'pending' AND d.next_attempt_at <= ?2`;
+
+/** Row numbers of due deliveries fetched beyond the room there is, kept for the next passes. */
+const PREFETCH = 64;
 
 /** An attempt's outcome; `status = 'pending'` in the condition: never undo a deletion's cascade or revive a row. */
 const RECORD_SQL = `
@@ -66,6 +80,7 @@ const RECORD_SQL = `
   WHERE id = ?8 AND status = 'pending'`;
 
 interface DueRow {
+  rowid: number;
   id: string;
   webhookId: string;
   attempts: number;
@@ -77,36 +92,65 @@ interface DueRow {
 
 type Outcome = [status: string, attempts: number, lastAttemptAt: string, nextAttemptAt: string | null, responseStatus: number | null, error: string | null, durationMs: number, id: string];
 
-interface InFlight {
+interface Held {
   webhookId: string;
+  rowid: number;
   controller: AbortController;
   /** Resolves once the attempt's outcome is stored (or abandoned). */
   done: Promise<void>;
   release: () => void;
 }
 
+/**
+ * The sender as the rest of the service uses it: a DeliveryDispatcher on the main thread
+ * (tests, tools), or the same dispatcher on the background thread (the server,
+ * src/background/thread.ts), where its SQLite and network work does not hold up requests.
+ */
+export interface Deliveries {
+  /**
+   * Deliveries came due (see DeliveryDispatcher.kick). On the background thread a kick with
+   * webhooks returns a promise that settles once the sender has taken it: the write that
+   * queued the deliveries answers then (flow control, see BackgroundThread.kick).
+   */
+  kick(webhookIds?: readonly string[]): void | Promise<void>;
+  /** Attempts every due delivery and resolves once none is in flight (tests and tools). */
+  drain(): Promise<void>;
+  /** No new attempts; outcomes already known are stored. */
+  stop(): void | Promise<void>;
+}
+
 class AttemptTimeout extends Error {}
 class Stopped extends Error {}
 
-export class DeliveryDispatcher {
-  private readonly inFlight = new Map<string, InFlight>();
-  private readonly perWebhook = new Map<string, number>();
+export class DeliveryDispatcher implements Deliveries {
+  /** Deliveries started and not settled yet (attempting, or outcome not stored): no pass starts these. */
+  private readonly held = new Map<string, Held>();
+  /** The row numbers of the held deliveries, which the due query returns. */
+  private readonly heldRows = new Set<number>();
+  /** Attempts in progress, what the bounds count: overall, and per webhook with its held deliveries. */
+  private attempting = 0;
+  private readonly perWebhook = new Map<string, { attempting: number; held: number }>();
   private readonly policy: OutboundPolicy;
   private readonly delays: readonly number[];
   private readonly timeoutMs: number;
-  /** Outcomes waiting to be stored: one transaction per turn of the event loop, not one per attempt. */
+  /** Outcomes waiting to be stored, FLUSH_AFTER_MS at most: one transaction for many attempts. */
   private outcomes: Outcome[] = [];
   private scheduled = false;
-  private flushScheduled = false;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
   /**
-   * What the last passes learnt, so that a pass does not scan a backlog it cannot start: when
-   * `othersDone`, every due delivery is in flight or belongs to a webhook of `waiting` (those
-   * that were at their bound); a finished attempt of such a webhook looks for its next
-   * deliveries only. A write (kick), the every-second job and drain() forget it.
+   * Webhooks that may have due deliveries not yet started, in the order they are looked at:
+   * those a write queued deliveries for, and those an attempt just left room in. `everything`:
+   * any enabled webhook may (start-up, the every-second job, a webhook enabled again).
    */
-  private othersDone = false;
-  private readonly waiting = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private everything = true;
+  /**
+   * Per webhook, row numbers of due deliveries from its last due query, oldest first, that a
+   * pass takes before it asks again (each is checked to be pending and due before it starts).
+   * Forgotten on every pass over everything, so retries that came due are found in order.
+   */
+  private readonly candidates = new Map<string, number[]>();
 
   constructor(private readonly deps: Store & { clock: Clock; log: Logger; config: Config }) {
     this.policy = new OutboundPolicy(deps.config.outboundAllowedHosts);
@@ -119,20 +163,15 @@ export class DeliveryDispatcher {
     return 1 + this.delays.length;
   }
 
-  /** Ids of the deliveries being attempted right now. */
-  inFlightIds(): string[] {
-    return [...this.inFlight.keys()];
-  }
-
   /**
    * Deliveries came due: a pass on the next turn of the event loop (kicks in one turn make one
    * pass). `webhookIds`: they are of these webhooks only (a write's deliveries; nothing to do
    * when empty); without it anything may be due (the clock moved, a start, a webhook enabled).
    */
   kick(webhookIds?: readonly string[]): void {
-    if (webhookIds === undefined) this.othersDone = false;
+    if (webhookIds === undefined) this.everything = true;
     else if (webhookIds.length === 0) return;
-    else for (const id of webhookIds) this.waiting.add(id);
+    else for (const id of webhookIds) this.dirty.add(id);
     this.schedule();
   }
 
@@ -145,55 +184,66 @@ export class DeliveryDispatcher {
     });
   }
 
-  /** Starts every due delivery there is room for, now. Returns how many it started. */
+  /**
+   * Starts every due delivery there is room for, now, webhook by webhook (round robin: a
+   * webhook looked at goes to the back of the line). Returns how many it started.
+   */
   pump(): number {
     if (this.stopped) return 0;
+    if (this.everything) {
+      this.everything = false;
+      this.candidates.clear();
+      for (const { id } of this.deps.sqlite.query<{ id: string }, []>(ENABLED_SQL).all()) this.dirty.add(id);
+    }
     const now = iso(this.deps.clock.now());
-    const full = () => [...this.perWebhook].filter(([, n]) => n >= PER_WEBHOOK_IN_FLIGHT).map(([id]) => id);
+    const due = this.deps.sqlite.query<{ rowid: number }, [string, string, number]>(DUE_SQL);
+    const target = this.deps.sqlite.query<{ url: string; secret: string }, [string]>(TARGET_SQL);
+    const attempt = this.deps.sqlite.query<{ id: string; attempts: number; event: string; payload: string }, [number, string]>(ATTEMPT_SQL);
     let started = 0;
-    for (;;) {
-      const room = MAX_IN_FLIGHT - this.inFlight.size;
-      if (room <= 0) break;
-      const inFlight = JSON.stringify([...this.inFlight.keys()]);
-      let of: string[] | undefined;
-      let rows: DueRow[];
-      if (!this.othersDone) {
-        rows = this.deps.sqlite.query<DueRow, [string, string, string, number]>(DUE_SQL).all(now, JSON.stringify(full()), inFlight, room);
-      } else {
-        of = [...this.waiting].filter((id) => (this.perWebhook.get(id) ?? 0) < PER_WEBHOOK_IN_FLIGHT);
-        if (of.length === 0) break;
-        rows = this.deps.sqlite.query<DueRow, [string, string, string, number]>(DUE_OF_SQL).all(now, JSON.stringify(of), inFlight, room);
-      }
-      // The first row's webhook had room when asked for: every round starts at least one.
-      for (const row of rows) {
-        if ((this.perWebhook.get(row.webhookId) ?? 0) >= PER_WEBHOOK_IN_FLIGHT) continue;
-        this.start(row);
+    for (const webhookId of this.dirty) {
+      if (this.attempting >= MAX_IN_FLIGHT) break; // the rest stay in line
+      this.dirty.delete(webhookId); // an attempt of it that ends puts it back
+      const counts = this.perWebhook.get(webhookId);
+      let room = Math.min(PER_WEBHOOK_IN_FLIGHT - (counts?.attempting ?? 0), MAX_IN_FLIGHT - this.attempting);
+      if (room <= 0) continue;
+      let hook: { url: string; secret: string } | null | undefined;
+      let queue = this.candidates.get(webhookId);
+      let fresh = false;
+      while (room > 0) {
+        if (queue === undefined || queue.length === 0) {
+          if (fresh) break; // all there is
+          // Its held deliveries are pending (and maybe due) in the table still: ask for that many more.
+          queue = due.all(webhookId, now, room + (counts?.held ?? 0) + PREFETCH).map((r) => r.rowid);
+          this.candidates.set(webhookId, queue);
+          fresh = true;
+          continue;
+        }
+        const rowid = queue.shift()!;
+        if (this.heldRows.has(rowid)) continue;
+        if ((hook ??= target.get(webhookId)) === null) break; // disabled
+        const row = attempt.get(rowid, now);
+        if (row === null || this.held.has(row.id)) continue; // settled meanwhile, or renumbered by a VACUUM
+        this.start({ rowid, webhookId, ...hook, ...row });
         started++;
+        if (--room === 0 && this.perWebhook.get(webhookId)!.attempting < PER_WEBHOOK_IN_FLIGHT) {
+          this.dirty.add(webhookId); // cut short by the overall bound, not its own: next in line
+        }
       }
-      if (rows.length === room) continue; // cut by the limit: there may be more
-      // The answer held all there was: what is left is in flight or of webhooks at their bound.
-      if (of) {
-        for (const id of of) if ((this.perWebhook.get(id) ?? 0) < PER_WEBHOOK_IN_FLIGHT) this.waiting.delete(id);
-      } else {
-        this.othersDone = true;
-      }
-      for (const id of full()) this.waiting.add(id);
-      break;
     }
     return started;
   }
 
   /**
-   * Runs due deliveries now and waits until none is in flight, passing again while attempts
+   * Runs due deliveries now and waits until none is held, passing again while attempts
    * finish (a delivery whose next attempt is due at once is attempted again). For tests and
    * tools; the server relies on kick() and the every-second job.
    */
   async drain(): Promise<void> {
     for (;;) {
-      this.othersDone = false;
+      this.everything = true;
       this.pump();
-      if (this.inFlight.size === 0) return;
-      await Promise.all([...this.inFlight.values()].map((f) => f.done));
+      if (this.held.size === 0) return;
+      await Promise.all([...this.held.values()].map((f) => f.done));
     }
   }
 
@@ -205,37 +255,48 @@ export class DeliveryDispatcher {
     if (this.stopped) return;
     this.flush();
     this.stopped = true;
-    for (const f of this.inFlight.values()) f.controller.abort(new Stopped("stopping"));
+    for (const f of this.held.values()) f.controller.abort(new Stopped("stopping"));
   }
 
   private start(row: DueRow): void {
     let release!: () => void;
     const done = new Promise<void>((resolve) => (release = resolve));
     const controller = new AbortController();
-    this.inFlight.set(row.id, { webhookId: row.webhookId, controller, done, release });
-    this.perWebhook.set(row.webhookId, (this.perWebhook.get(row.webhookId) ?? 0) + 1);
+    this.held.set(row.id, { webhookId: row.webhookId, rowid: row.rowid, controller, done, release });
+    this.heldRows.add(row.rowid);
+    const counts = this.perWebhook.get(row.webhookId);
+    if (counts) {
+      counts.attempting++;
+      counts.held++;
+    } else this.perWebhook.set(row.webhookId, { attempting: 1, held: 1 });
+    this.attempting++;
     this.attempt(row, controller).then(
-      (outcome) => {
-        if (outcome && !this.stopped) this.store(outcome);
-        else if (this.finish(row.id)) this.schedule();
-      },
+      (outcome) => this.attempted(row, outcome),
       (e) => {
         this.deps.log.error("webhook attempt failed unexpectedly", { delivery: row.id, error: e instanceof Error ? e.message : String(e) });
-        if (this.finish(row.id)) this.schedule();
+        this.attempted(row, null);
       },
     );
   }
 
-  /** The delivery stays "in flight" until its outcome is stored, so no pass can start it again. */
-  private store(outcome: Outcome): void {
-    this.outcomes.push(outcome);
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(() => this.flush());
+  /**
+   * The attempt is over: its room goes to the next delivery at once, while the delivery stays
+   * held until its outcome is stored (null: abandoned, it stays pending as it is).
+   */
+  private attempted(row: DueRow, outcome: Outcome | null): void {
+    this.attempting--;
+    this.perWebhook.get(row.webhookId)!.attempting--;
+    this.dirty.add(row.webhookId);
+    if (outcome && !this.stopped) {
+      this.outcomes.push(outcome);
+      if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), FLUSH_AFTER_MS);
+    } else this.settle(row.id);
+    this.schedule();
   }
 
   private flush(): void {
-    this.flushScheduled = false;
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
     if (this.stopped || this.outcomes.length === 0) return;
     const batch = this.outcomes;
     this.outcomes = [];
@@ -248,21 +309,19 @@ export class DeliveryDispatcher {
       // Not stored: the deliveries stay pending and due, and are attempted again.
       this.deps.log.error("webhook outcomes not stored", { deliveries: batch.length, error: e instanceof Error ? e.message : String(e) });
     }
-    let more = false;
-    for (const o of batch) more = this.finish(o[7]) || more;
-    if (more) this.pump();
+    for (const o of batch) this.settle(o[7]);
+    this.schedule();
   }
 
-  /** The attempt is over. Returns whether a pass may find deliveries for the room it left. */
-  private finish(id: string): boolean {
-    const entry = this.inFlight.get(id);
-    if (!entry) return false;
-    this.inFlight.delete(id);
-    const n = (this.perWebhook.get(entry.webhookId) ?? 1) - 1;
-    if (n === 0) this.perWebhook.delete(entry.webhookId);
-    else this.perWebhook.set(entry.webhookId, n);
+  /** The delivery is no longer held: a pass may find it again (if still pending and due). */
+  private settle(id: string): void {
+    const entry = this.held.get(id);
+    if (!entry) return;
+    this.held.delete(id);
+    this.heldRows.delete(entry.rowid);
+    const counts = this.perWebhook.get(entry.webhookId)!;
+    if (--counts.held === 0) this.perWebhook.delete(entry.webhookId);
     entry.release();
-    return !this.othersDone || this.waiting.has(entry.webhookId);
   }
 
   /** One attempt; null when it was abandoned (stopping). */
