@@ -16,7 +16,8 @@ const proc = Bun.spawnSync(
     process.execPath, "build", "--compile", "--minify", "--bytecode", "--format=esm",
     // The binary must not pick up .env or bunfig.toml from whatever folder it runs in.
     "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
-    "src/main.ts", "--outfile", outfile,
+    // The background thread's worker is an entry point of its own (src/background/thread.ts).
+    "src/main.ts", "src/background/worker.ts", "--outfile", outfile,
   ],
   { cwd: root, stdout: "inherit", stderr: "inherit" },
 );

@@ -6,6 +6,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Server } from "bun";
 import { Elysia } from "elysia";
+import { BackgroundThread } from "./background/thread";
 import { bootstrap } from "./bootstrap";
 import { ConfigError, type Config } from "./config";
 import type { AppContext } from "./context";
@@ -124,12 +125,24 @@ export function openStore(config: Config) {
   }
 }
 
-export function createContext(config: Config, deps: { log?: Logger; clock?: Clock } = {}): AppContext & { applied: number } {
+export interface ContextDeps {
+  log?: Logger;
+  clock?: Clock;
+  /**
+   * Webhooks are sent from the background thread (src/background/), the server's choice;
+   * otherwise on this thread with this context's clock (tests step it to drive retries).
+   */
+  background?: boolean;
+}
+
+export function createContext(config: Config, deps: ContextDeps = {}): AppContext & { applied: number } {
   const log = deps.log ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const store = openStore(config);
   const scheduler = new Scheduler(log);
   const clock = deps.clock ?? systemClock;
-  const deliveries = new DeliveryDispatcher({ ...store, clock, log, config });
+  const deliveries = deps.background
+    ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
+    : new DeliveryDispatcher({ ...store, clock, log, config });
   return {
     ...store,
     config,
@@ -162,15 +175,14 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export interface ServerDeps {
-  log?: Logger;
-  clock?: Clock;
+export interface ServerDeps extends ContextDeps {
   /** Mounts more routes on the app, in place (tests: routes that hold a request open). */
   extend?: (app: App) => void;
 }
 
 export async function startServer(config: Config, deps: ServerDeps = {}): Promise<RunningServer> {
-  const ctx = createContext(config, deps);
+  // The background thread runs on the system clock: a test that injects a clock keeps the sender here.
+  const ctx = createContext(config, { ...deps, background: deps.background ?? deps.clock === undefined });
   const { log } = ctx;
   try {
     if (ctx.applied > 0) log.info("database migrated", { migrations: ctx.applied });
@@ -218,6 +230,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
           await server.stop(true);
         }
         ctx.credentials.flushLastUsed();
+        await ctx.deliveries.stop();
         ctx.sqlite.run("PRAGMA optimize");
         ctx.close();
         log.info("stopped");

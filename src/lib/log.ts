@@ -52,6 +52,11 @@ export function createLogger(opts: LoggerOptions): Logger {
     }
   };
 
+  return loggerOf(emit, min, flush);
+}
+
+/** The Logger around one `emit` that already dropped what is below `min`. */
+function loggerOf(emit: (level: LogLevel, msg: string, fields?: LogFields) => void, min: number, flush: () => void): Logger {
   return {
     debug: (m, f) => emit("debug", m, f),
     info: (m, f) => emit("info", m, f),
@@ -60,6 +65,25 @@ export function createLogger(opts: LoggerOptions): Logger {
     enabled: (level) => RANK[level] >= min,
     flush,
   };
+}
+
+/** One log call, as a worker thread hands it to the main thread's logger. */
+export interface LogRecord {
+  level: LogLevel;
+  msg: string;
+  fields?: LogFields;
+}
+
+/**
+ * A logger for a worker thread: calls at or above `level` go to `send` (the main thread
+ * writes them with its own logger, so that lines keep one format and one destination).
+ */
+export function forwardingLogger(level: LogLevel, send: (record: LogRecord) => void): Logger {
+  const min = RANK[level];
+  const emit = (l: LogLevel, msg: string, fields?: LogFields) => {
+    if (RANK[l] >= min) send(fields ? { level: l, msg, fields } : { level: l, msg });
+  };
+  return loggerOf(emit, min, () => {});
 }
 
 function jsonLine(time: number, level: LogLevel, msg: string, fields?: LogFields): string {

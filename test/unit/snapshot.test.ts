@@ -44,9 +44,9 @@ const op = fc.oneof(
   fc.record({ kind: fc.constant("project" as const), create: fc.boolean() }),
 );
 
-test("incremental updates equal a rebuild from the database", () => {
-  fc.assert(
-    fc.property(fc.array(op, { minLength: 20, maxLength: 60 }), (ops) => {
+test("incremental updates equal a rebuild from the database", async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { minLength: 20, maxLength: 60 }), async (ops) => {
       h?.close();
       h = testApp({ SVC_LOG_LEVEL: "warn" });
       const ctx = h.ctx;
@@ -55,16 +55,16 @@ test("incremental updates equal a rebuild from the database", () => {
           for (const slug of ["default", "side"]) {
             switch (o.kind) {
               case "create":
-                createFlag(ctx, slug, { key: o.key, name: o.key, variants: o.weighted ? [{ key: "x", weight: 25 }, { key: "y", weight: 75 }] : [] });
+                await createFlag(ctx, slug, { key: o.key, name: o.key, variants: o.weighted ? [{ key: "x", weight: 25 }, { key: "y", weight: 75 }] : [] });
                 break;
               case "patch":
-                updateFlag(ctx, slug, o.key, { rules: Array.from({ length: o.rules }, (_, i) => ({ conditions: [{ attribute: "n", operator: "greater_than" as const, value: i }] })) });
+                await updateFlag(ctx, slug, o.key, { rules: Array.from({ length: o.rules }, (_, i) => ({ conditions: [{ attribute: "n", operator: "greater_than" as const, value: i }] })) });
                 break;
               case "state":
-                putState(ctx, slug, o.key, o.env, { enabled: o.enabled, rolloutPercentage: o.rollout });
+                await putState(ctx, slug, o.key, o.env, { enabled: o.enabled, rolloutPercentage: o.rollout });
                 break;
               case "delete":
-                deleteFlag(ctx, slug, o.key);
+                await deleteFlag(ctx, slug, o.key);
                 break;
               case "addEnv":
                 createEnvironment(ctx, slug, { slug: "qa", name: "QA" });

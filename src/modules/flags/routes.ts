@@ -15,7 +15,7 @@ const DEFINITION = `Variants \`{ key, name?, description?, weight? }\`: keys uni
 export const flagsRoutes = (ctx: AppContext) =>
   new Elysia({ name: "flagsvc/flags" })
     .use(accessGuard())
-    .post("/v1/projects/:slug/flags", ({ params, body, status }) => status(201, createFlag(ctx, params.slug, body)), {
+    .post("/v1/projects/:slug/flags", async ({ params, body, status }) => status(201, await createFlag(ctx, params.slug, body)), {
       access: "flags",
       params: ProjectParams,
       body: NewFlag,
@@ -56,8 +56,8 @@ export const flagsRoutes = (ctx: AppContext) =>
     })
     .delete(
       "/v1/projects/:slug/flags/:key",
-      ({ params, status }) => {
-        deleteFlag(ctx, params.slug, params.key);
+      async ({ params, status }) => {
+        await deleteFlag(ctx, params.slug, params.key);
         return status(204);
       },
       {

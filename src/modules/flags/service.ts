@@ -172,6 +172,21 @@ const lookups = prepared((db) => ({
     .from(flagStates)
     .where(eq(flagStates.flagId, sql.placeholder("flagId")))
     .prepare(),
+  /** A state PUT's write: the row, created or replaced. */
+  upsertState: db
+    .insert(flagStates)
+    .values({
+      flagId: sql.placeholder("flagId"),
+      environmentId: sql.placeholder("environmentId"),
+      enabled: sql.placeholder("enabled"),
+      rolloutPercentage: sql.placeholder("rolloutPercentage"),
+      updatedAt: sql.placeholder("updatedAt"),
+    })
+    .onConflictDoUpdate({
+      target: [flagStates.flagId, flagStates.environmentId],
+      set: { enabled: sql`excluded.enabled`, rolloutPercentage: sql`excluded.rollout_percentage`, updatedAt: sql`excluded.updated_at` },
+    })
+    .prepare(),
 }));
 
 function findFlag(ctx: AppContext, projectId: string, key: string): Flag | undefined {
@@ -224,7 +239,7 @@ export function listFlags(ctx: AppContext, slug: string, query: ListQuery) {
 
 // ---- writes ------------------------------------------------------------------------------
 
-export function createFlag(ctx: AppContext, slug: string, input: NewFlagInput): Flag {
+export async function createFlag(ctx: AppContext, slug: string, input: NewFlagInput): Promise<Flag> {
   const project = requireProject(ctx, slug);
   const variants = input.variants ?? [];
   const rules = input.rules ?? [];
@@ -252,11 +267,11 @@ export function createFlag(ctx: AppContext, slug: string, input: NewFlagInput): 
     throw e;
   }
   ctx.snapshot.putFlag(project.id, flag);
-  ctx.deliveries.kick(queued);
+  await ctx.deliveries.kick(queued);
   return flag;
 }
 
-export function updateFlag(ctx: AppContext, slug: string, key: string, patch: FlagPatchInput): Flag {
+export async function updateFlag(ctx: AppContext, slug: string, key: string, patch: FlagPatchInput): Promise<Flag> {
   const project = requireProject(ctx, slug);
   const current = requireFlag(ctx, project, key);
   const variants = patch.variants ?? current.variants;
@@ -279,11 +294,11 @@ export function updateFlag(ctx: AppContext, slug: string, key: string, patch: Fl
     return recordEvents(ctx, project, flagLevelChanges("flag.updated", project.environments, key, enabledByEnvironment(ctx, current.id)), updatedAt);
   });
   ctx.snapshot.putFlag(project.id, next);
-  ctx.deliveries.kick(queued);
+  await ctx.deliveries.kick(queued);
   return next;
 }
 
-export function deleteFlag(ctx: AppContext, slug: string, key: string): void {
+export async function deleteFlag(ctx: AppContext, slug: string, key: string): Promise<void> {
   const project = requireProject(ctx, slug);
   const flag = requireFlag(ctx, project, key);
   const queued = transaction(ctx, () => {
@@ -293,7 +308,7 @@ export function deleteFlag(ctx: AppContext, slug: string, key: string): void {
     return recordEvents(ctx, project, flagLevelChanges("flag.deleted", project.environments, key, before), iso(ctx.clock.now()));
   });
   ctx.snapshot.removeFlag(project.id, key);
-  ctx.deliveries.kick(queued);
+  await ctx.deliveries.kick(queued);
 }
 
 // ---- states ------------------------------------------------------------------------------
@@ -320,7 +335,7 @@ export function getState(ctx: AppContext, slug: string, key: string, environment
  * environment creates the state row (the flag then counts as set there for the list filter);
  * a later PUT that changes nothing writes nothing.
  */
-export function putState(ctx: AppContext, slug: string, key: string, environment: string, input: { enabled: boolean; rolloutPercentage?: number | null }): FlagState {
+export async function putState(ctx: AppContext, slug: string, key: string, environment: string, input: { enabled: boolean; rolloutPercentage?: number | null }): Promise<FlagState> {
   if (input.rolloutPercentage != null && !hasAtMost3Decimals(input.rolloutPercentage)) {
     throw validationError("Invalid request", [{ path: "body.rolloutPercentage", message: "At most 3 decimal places" }]);
   }
@@ -339,15 +354,11 @@ export function putState(ctx: AppContext, slug: string, key: string, environment
   const before = current ?? { enabled: false, rolloutPercentage: null };
   const event = stateChangeEvent(before, next);
   const queued = transaction(ctx, () => {
-    ctx.db
-      .insert(flagStates)
-      .values({ flagId: flag.id, environmentId: env.id, ...next, updatedAt })
-      .onConflictDoUpdate({ target: [flagStates.flagId, flagStates.environmentId], set: { ...next, updatedAt } })
-      .run();
+    lookups(ctx).upsertState.run({ flagId: flag.id, environmentId: env.id, ...next, updatedAt });
     const changes = event ? [{ event, environment, flagKey: flag.key, previous: before.enabled, current: next.enabled }] : [];
     return recordEvents(ctx, project, changes, updatedAt);
   });
   ctx.snapshot.setState(project.id, flag.key, env.id, next);
-  ctx.deliveries.kick(queued);
+  await ctx.deliveries.kick(queued);
   return { flagKey: flag.key, environment, ...next, updatedAt };
 }

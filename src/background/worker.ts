@@ -1,0 +1,65 @@
+/**
+ * The background thread: work that must not hold up requests on the main thread, on its own
+ * SQLite connection to the same database (WAL: its reads never block the main thread's).
+ *  - Webhook sending: the DeliveryDispatcher, kicked by the main thread after each write that
+ *    queued deliveries (and every second). Its due queries, outcome writes, signing and HTTP
+ *    happen here; the database stays the queue, so nothing is lost when this thread or the
+ *    process dies.
+ *  - WAL checkpoints: the main connection has automatic checkpoints off while this thread
+ *    runs (a checkpoint copies pages and syncs the file: milliseconds, inside whichever commit
+ *    crosses the threshold); a passive checkpoint here every second keeps the WAL short.
+ * Log lines go to the main thread's logger. Started and watched by thread.ts.
+ */
+import { openDatabase, type Store } from "../db/client";
+import { systemClock } from "../lib/clock";
+import { forwardingLogger, type Logger } from "../lib/log";
+import { DeliveryDispatcher } from "../modules/webhooks/dispatcher";
+import type { FromWorker, ToWorker } from "./protocol";
+
+declare const self: Worker;
+
+const CHECKPOINT_EVERY_MS = 1000;
+
+const send = (message: FromWorker) => self.postMessage(message);
+
+let running: { store: Store; dispatcher: DeliveryDispatcher; log: Logger; timer: ReturnType<typeof setInterval> } | undefined;
+
+function checkpoint(store: Store, log: Logger): void {
+  try {
+    store.sqlite.run("PRAGMA wal_checkpoint(PASSIVE)");
+  } catch (e) {
+    log.warn("WAL checkpoint failed; retrying in a second", { error: e instanceof Error ? e.message : String(e) });
+  }
+}
+
+self.onmessage = (event: MessageEvent<ToWorker>) => {
+  const message = event.data;
+  switch (message.kind) {
+    case "start": {
+      const log = forwardingLogger(message.config.logLevel, (record) => send({ kind: "log", record }));
+      const store = openDatabase(message.file);
+      const dispatcher = new DeliveryDispatcher({ ...store, clock: systemClock, log, config: message.config });
+      const timer = setInterval(() => checkpoint(store, log), CHECKPOINT_EVERY_MS);
+      running = { store, dispatcher, log, timer };
+      send({ kind: "ready" });
+      return;
+    }
+    case "kick":
+      running?.dispatcher.kick(message.webhookIds);
+      if (message.id !== undefined) send({ kind: "kicked", id: message.id });
+      return;
+    case "drain":
+      void (running ? running.dispatcher.drain() : Promise.resolve()).then(() => send({ kind: "drained", id: message.id }));
+      return;
+    case "stop":
+      if (running) {
+        clearInterval(running.timer);
+        running.dispatcher.stop();
+        checkpoint(running.store, running.log);
+        running.store.sqlite.close();
+        running = undefined;
+      }
+      send({ kind: "stopped" });
+      return;
+  }
+};

@@ -1,0 +1,120 @@
+/**
+ * The background thread (src/background/) as the server runs it: a real worker with its own
+ * SQLite connection sends the webhooks, checkpoints the WAL, forwards its log lines, and is
+ * started again when it dies; a state change's delivery arrives through it.
+ */
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { rmSync } from "node:fs";
+import { BackgroundThread } from "../../src/background/thread";
+import { loadConfig } from "../../src/config";
+import { createLogger, forwardingLogger, type LogRecord } from "../../src/lib/log";
+import { startServer, type RunningServer } from "../../src/server";
+import { seedAdminKey, tempDir } from "../helpers";
+import { startReceiver, type Receiver } from "../webhook-receiver";
+
+let dir: string;
+let server: RunningServer;
+let rx: Receiver;
+let lines: string[];
+let key: string;
+
+beforeAll(async () => {
+  dir = tempDir();
+  rx = startReceiver();
+  lines = [];
+  const config = loadConfig({ SVC_DATA_DIR: dir, SVC_PORT: "0", SVC_HOST: "127.0.0.1", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_LOG_LEVEL: "info" });
+  // No injected clock: the server sends from its background thread.
+  server = await startServer(config, { log: createLogger({ level: "info", format: "json", write: (chunk) => lines.push(chunk) }) });
+  key = seedAdminKey(server.ctx);
+});
+afterEach(() => {
+  rx.received.length = 0;
+});
+afterAll(async () => {
+  await server.stop();
+  rx.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const call = async (method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    tls: { rejectUnauthorized: false },
+  });
+  return { status: res.status, body: res.status === 204 ? null : ((await res.json()) as Record<string, any>) };
+};
+const thread = () => server.ctx.deliveries as BackgroundThread;
+const worker = () => (thread() as unknown as { worker: Worker | undefined }).worker;
+const autoCheckpoint = () => server.ctx.sqlite.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
+const until = async (what: () => boolean, timeoutMs = 5_000) => {
+  for (const started = Date.now(); !what(); await Bun.sleep(20)) if (Date.now() - started > timeoutMs) throw new Error("timed out");
+};
+
+test("the server sends from the background thread, and the main connection leaves checkpoints to it", async () => {
+  expect(thread()).toBeInstanceOf(BackgroundThread);
+  await until(() => autoCheckpoint() === 0);
+  const hook = await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.enabled"], secret: "background-thread-secret" });
+  expect(hook.status).toBe(201);
+  expect((await call("POST", "/v1/projects/default/flags", { key: "threaded", name: "Threaded" })).status).toBe(201);
+  expect((await call("PUT", "/v1/projects/default/flags/threaded/states/production", { enabled: true })).status).toBe(200);
+
+  // Flow control: a write's kick waits for the worker to take it; a kick of everything does not.
+  const taken = thread().kick([hook.body!.id]);
+  expect(taken).toBeInstanceOf(Promise);
+  await taken;
+  expect(thread().kick()).toBeUndefined();
+
+  const [got] = await rx.waitFor(1);
+  expect(got!.json).toMatchObject({ event: "flag.enabled", environment: "production", data: { flagKey: "threaded" } });
+  await thread().drain();
+  const { body } = await call("GET", `/v1/webhooks/${hook.body!.id}/deliveries`);
+  expect(body!.deliveries).toEqual([expect.objectContaining({ status: "succeeded", attempts: 1, responseStatus: 200 })]);
+
+  // The WAL is checkpointed by the worker: its size stops growing at what the writes need.
+  const frames = () => server.ctx.sqlite.query<{ log: number; checkpointed: number }, []>("PRAGMA wal_checkpoint(PASSIVE)").get()!;
+  await until(() => frames().checkpointed === frames().log);
+});
+
+test("a worker that dies is started again; meanwhile the main connection checkpoints, and nothing is lost", async () => {
+  const hook = await call("POST", "/v1/projects/default/webhooks", { url: `${rx.url}/again`, events: ["flag.disabled"], secret: "background-thread-secret" });
+  const first = worker()!;
+  first.terminate();
+  await until(() => worker() === undefined);
+  expect(autoCheckpoint()).toBe(1000);
+  expect(thread().kick([hook.body!.id])).toBeUndefined(); // no worker: nothing to wait for
+  expect(lines.join("")).toContain("background thread ended unexpectedly");
+
+  // Written while no worker runs: queued in the database, sent by the next worker.
+  expect((await call("PUT", "/v1/projects/default/flags/threaded/states/production", { enabled: false })).status).toBe(200);
+  await until(() => worker() !== undefined && worker() !== first);
+  const arrived = await rx.waitFor(1);
+  expect(arrived.map((r) => r.path)).toEqual(["/hook/again"]);
+  await until(() => autoCheckpoint() === 0);
+  await thread().drain();
+  const { body } = await call("GET", `/v1/webhooks/${hook.body!.id}/deliveries`);
+  expect(body!.deliveries).toEqual([expect.objectContaining({ status: "succeeded", attempts: 1 })]);
+});
+
+test("the worker's log lines are written by the main thread's logger", async () => {
+  const hook = await call("POST", "/v1/projects/default/webhooks", { url: "http://127.0.0.1:9/refused", events: ["flag.enabled"], secret: "background-thread-secret" });
+  expect((await call("PUT", "/v1/projects/default/flags/threaded/states/production", { enabled: true })).status).toBe(200);
+  await until(() => lines.join("").includes("webhook attempt failed; will retry"));
+  const line = lines.join("").split("\n").find((l) => l.includes("webhook attempt failed; will retry"))!;
+  expect(JSON.parse(line)).toMatchObject({ level: "info", webhook: hook.body!.id, error: "connection refused" });
+});
+
+test("forwardingLogger: records at or above its level, with their fields", () => {
+  const sent: LogRecord[] = [];
+  const log = forwardingLogger("info", (r) => sent.push(r));
+  log.debug("hidden");
+  log.info("shown", { n: 1 });
+  log.error("bad");
+  expect(log.enabled("debug")).toBe(false);
+  expect(log.enabled("warn")).toBe(true);
+  expect(sent).toEqual([
+    { level: "info", msg: "shown", fields: { n: 1 } },
+    { level: "error", msg: "bad" },
+  ]);
+});
