@@ -18,6 +18,17 @@ export function pinServer(pid = process.pid): number | undefined {
   return pinned.exitCode === 0 ? 1 : undefined;
 }
 
+/**
+ * After `pinServer`: every thread of `pid` but its main one (the thread id equal to the pid,
+ * which answers requests) goes to `cpu`; the main thread stays on CPU 0. For a server whose
+ * background work (a worker, the fetch client, JIT and GC helpers) must not be measured on
+ * the request core. Returns whether it worked.
+ */
+export function pinRequestThread(pid: number, cpu: number): boolean {
+  const taskset = (args: string[]) => Bun.spawnSync(["taskset", ...args], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+  return taskset(["-a", "-cp", String(cpu), String(pid)]) && taskset(["-cp", "0", String(pid)]);
+}
+
 const pinnedTo = (cpu: number | undefined): string[] => (cpu === undefined ? [] : ["taskset", "-c", String(cpu)]);
 
 export interface WrkResult {
