@@ -81,15 +81,21 @@ export class BackgroundThread implements Deliveries {
     })());
   }
 
-  /** Posts a message that the worker answers with the same id (kicked, drained), waiting `timeoutMs` at most. */
+  /**
+   * Posts a message that the worker answers with the same id (kicked, drained), waiting
+   * `timeoutMs` at most; at once when there is no worker to answer.
+   */
   private request(message: (id: number) => ToWorker, timeoutMs?: number): Promise<void> {
+    if (!this.worker || this.stopping) return Promise.resolve();
     const id = this.nextRequest++;
     return new Promise((resolve) => {
-      const timer = timeoutMs === undefined ? undefined : setTimeout(done, timeoutMs);
-      function done() {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = () => {
         clearTimeout(timer);
+        this.waiting.delete(id);
         resolve();
-      }
+      };
+      if (timeoutMs !== undefined) timer = setTimeout(done, timeoutMs);
       this.waiting.set(id, done);
       this.post(message(id));
     });
@@ -128,7 +134,6 @@ export class BackgroundThread implements Deliveries {
       case "kicked":
       case "drained":
         this.waiting.get(message.id)?.();
-        this.waiting.delete(message.id);
         return;
       case "stopped":
         this.onStopped?.();
@@ -152,8 +157,7 @@ export class BackgroundThread implements Deliveries {
 
   /** Nothing waits on a worker that is gone. */
   private release(): void {
-    for (const resolve of this.waiting.values()) resolve();
-    this.waiting.clear();
+    for (const done of [...this.waiting.values()]) done();
   }
 
   private autoCheckpoint(pages: number): void {

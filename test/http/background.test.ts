@@ -84,6 +84,7 @@ test("a worker that dies is started again; meanwhile the main connection checkpo
   await until(() => worker() === undefined);
   expect(autoCheckpoint()).toBe(1000);
   expect(thread().kick([hook.body!.id])).toBeUndefined(); // no worker: nothing to wait for
+  await thread().drain(); // nor to drain
   expect(lines.join("")).toContain("background thread ended unexpectedly");
 
   // Written while no worker runs: queued in the database, sent by the next worker.
