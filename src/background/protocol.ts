@@ -8,6 +8,7 @@ export type ToWorker =
   /** `id`: answer with `kicked` once taken. */
   | { kind: "kick"; webhookIds?: readonly string[]; id?: number }
   | { kind: "drain"; id: number }
+  | { kind: "prune" }
   | { kind: "stop" };
 
 export type FromWorker =

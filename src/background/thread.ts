@@ -62,6 +62,10 @@ export class BackgroundThread implements Deliveries {
     return this.request((id) => ({ kind: "drain", id }));
   }
 
+  prune(): void {
+    this.post({ kind: "prune" });
+  }
+
   /** Asks the worker to store what it knows and close its connection, then ends it (3 s at most). */
   stop(): Promise<void> {
     return (this.stopping ??= (async () => {

@@ -5,6 +5,7 @@
  *    queued deliveries (and every second). Its due queries, outcome writes, signing and HTTP
  *    happen here; the database stays the queue, so nothing is lost when this thread or the
  *    process dies.
+ *    The daily retention clean-up runs here too, in short chunks.
  *  - WAL checkpoints: the main connection has automatic checkpoints off while this thread
  *    runs (a checkpoint copies pages and syncs the file: milliseconds, inside whichever commit
  *    crosses the threshold); a passive checkpoint here every second keeps the WAL short.
@@ -47,6 +48,9 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     case "kick":
       running?.dispatcher.kick(message.webhookIds);
       if (message.id !== undefined) send({ kind: "kicked", id: message.id });
+      return;
+    case "prune":
+      running?.dispatcher.prune();
       return;
     case "drain":
       void (running ? running.dispatcher.drain() : Promise.resolve()).then(() => send({ kind: "drained", id: message.id }));

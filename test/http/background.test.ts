@@ -106,6 +106,25 @@ test("the worker's log lines are written by the main thread's logger", async () 
   expect(JSON.parse(line)).toMatchObject({ level: "info", webhook: hook.body!.id, error: "connection refused" });
 });
 
+test("retention runs on the background thread, in chunks: 2,500 deliveries older than 30 days go, newer ones stay", async () => {
+  const hook = await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.deleted"], secret: "background-thread-secret" });
+  const { sqlite } = server.ctx;
+  const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
+  const projectId = sqlite.query<{ id: string }, []>("SELECT id FROM projects WHERE slug = 'default'").get()!.id;
+  const fresh = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM webhook_deliveries").get()!.n;
+  sqlite.transaction(() => {
+    sqlite.run("INSERT INTO webhook_events (id, project_id, event, environment, payload, created_at) VALUES ('evt_old', ?, 'flag.deleted', 'production', '{}', ?)", [projectId, old]);
+    const insert = sqlite.query("INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?, ?, 'evt_old', 'succeeded', 1, NULL, ?)");
+    for (let i = 0; i < 2500; i++) insert.run(`del_old${i}`, hook.body!.id, old);
+  })();
+  thread().prune();
+  const count = (table: string) => sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
+  await until(() => count("webhook_deliveries") === fresh && count("webhook_events WHERE id = 'evt_old'") === 0);
+  await until(() => lines.join("").includes("old webhook deliveries removed"));
+  const line = lines.join("").split("\n").find((l) => l.includes("old webhook deliveries removed"))!;
+  expect(JSON.parse(line)).toMatchObject({ deliveries: 2500, events: 1 });
+});
+
 test("forwardingLogger: records at or above its level, with their fields", () => {
   const sent: LogRecord[] = [];
   const log = forwardingLogger("info", (r) => sent.push(r));

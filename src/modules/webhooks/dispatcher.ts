@@ -31,6 +31,7 @@ import { iso, type Clock } from "../../lib/clock";
 import type { Logger } from "../../lib/log";
 import { guardedFetch, OutboundBlockedError, OutboundPolicy } from "../../lib/outbound";
 import { VERSION } from "../../version";
+import { pruneDeliveries } from "./events";
 
 export const MAX_IN_FLIGHT = 16;
 export const PER_WEBHOOK_IN_FLIGHT = 4;
@@ -115,6 +116,8 @@ export interface Deliveries {
   kick(webhookIds?: readonly string[]): void | Promise<void>;
   /** Attempts every due delivery and resolves once none is in flight (tests and tools). */
   drain(): Promise<void>;
+  /** The daily retention clean-up (pruneDeliveries), where the sender runs. */
+  prune(): void;
   /** No new attempts; outcomes already known are stored. */
   stop(): void | Promise<void>;
 }
@@ -245,6 +248,11 @@ export class DeliveryDispatcher implements Deliveries {
       if (this.held.size === 0) return;
       await Promise.all([...this.held.values()].map((f) => f.done));
     }
+  }
+
+  prune(): void {
+    const removed = pruneDeliveries(this.deps);
+    if (removed.deliveries + removed.events > 0) this.deps.log.info("old webhook deliveries removed", removed);
   }
 
   /**

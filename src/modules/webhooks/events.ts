@@ -9,6 +9,7 @@
  * `events` holds the name and its `environments` is empty or holds the environment).
  */
 import type { Store } from "../../db/client";
+import { iso, type Clock } from "../../lib/clock";
 import type { webhookDeliveries } from "../../db/schema";
 import { sortableId } from "../../lib/ids";
 import type { EventName } from "./model";
@@ -113,4 +114,31 @@ export function newDelivery(webhookId: string, eventId: string, at: string, rede
     redeliveryOf,
     createdAt: at,
   };
+}
+
+export const RETENTION_DAYS = 30;
+const PRUNE_CHUNK = 1000;
+const PRUNE_DELIVERIES_SQL =
+  "DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE created_at < ?1 LIMIT ?2)";
+const PRUNE_EVENTS_SQL = `
+  DELETE FROM webhook_events WHERE rowid IN (
+    SELECT rowid FROM webhook_events e
+    WHERE created_at < ?1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+    LIMIT ?2)`;
+
+/**
+ * The daily clean-up: deliveries older than RETENTION_DAYS, then events no delivery refers to
+ * (a redelivery keeps its event). In chunks of PRUNE_CHUNK rows, each its own short
+ * transaction: a month of deliveries is never one long hold on the write lock.
+ */
+export function pruneDeliveries(store: Store & { clock: Clock }): { deliveries: number; events: number } {
+  const cutoff = iso(store.clock.now() - RETENTION_DAYS * 86_400_000);
+  const drop = (sql: string) => {
+    for (let total = 0; ; ) {
+      const n = store.sqlite.run(sql, [cutoff, PRUNE_CHUNK]).changes;
+      total += n;
+      if (n < PRUNE_CHUNK) return total;
+    }
+  };
+  return { deliveries: drop(PRUNE_DELIVERIES_SQL), events: drop(PRUNE_EVENTS_SQL) };
 }

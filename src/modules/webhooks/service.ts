@@ -64,7 +64,6 @@ export interface WebhookPatchInput {
 }
 
 /** Deliveries older than this are removed by the daily job, and events no delivery refers to. */
-export const RETENTION_DAYS = 30;
 
 // ---- validation --------------------------------------------------------------------------
 
@@ -255,19 +254,6 @@ export function redeliver(ctx: AppContext, principal: Principal, deliveryId: str
   return record;
 }
 
-/** The daily clean-up: deliveries older than RETENTION_DAYS, then events no delivery refers to. */
-export function pruneDeliveries(ctx: AppContext): { deliveries: number; events: number } {
-  const cutoff = iso(ctx.clock.now() - RETENTION_DAYS * 86_400_000);
-  return transaction(ctx, () => {
-    const deliveries = ctx.sqlite.run("DELETE FROM webhook_deliveries WHERE created_at < ?", [cutoff]).changes;
-    const events = ctx.sqlite.run(
-      "DELETE FROM webhook_events WHERE created_at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id)",
-      [cutoff],
-    ).changes;
-    return { deliveries, events };
-  });
-}
-
 /**
  * The server's webhook jobs: a pass over due deliveries every second (retries; the first
  * attempt is kicked by the write itself), the retention clean-up daily at 03:41, and a pass
@@ -275,9 +261,6 @@ export function pruneDeliveries(ctx: AppContext): { deliveries: number; events: 
  */
 export function scheduleWebhookJobs(ctx: AppContext): void {
   ctx.scheduler.every("webhook-deliveries", "* * * * * *", () => ctx.deliveries.kick());
-  ctx.scheduler.every("webhook-retention", "0 41 3 * * *", () => {
-    const removed = pruneDeliveries(ctx);
-    if (removed.deliveries + removed.events > 0) ctx.log.info("old webhook deliveries removed", removed);
-  });
+  ctx.scheduler.every("webhook-retention", "0 41 3 * * *", () => ctx.deliveries.prune());
   ctx.deliveries.kick();
 }
