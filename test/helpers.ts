@@ -139,3 +139,36 @@ export async function json(res: Response, status: number): Promise<Record<string
   if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${text}`);
   return text === "" ? {} : (JSON.parse(text) as Record<string, any>);
 }
+
+/** A timestamp as the API writes it: ISO 8601 UTC with milliseconds (decisions §2). */
+export const ISO_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+export interface ServerAnswer {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/**
+ * A JSON request to a listening server (the binary, or startServer) over HTTPS with a
+ * self-signed certificate: status, headers and the parsed body, whatever the status.
+ */
+export async function callServer(
+  url: string,
+  method: string,
+  path: string,
+  opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<ServerAnswer> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      ...(opts.key !== undefined ? { authorization: `Bearer ${opts.key}` } : {}),
+      ...(opts.body !== undefined ? { "content-type": "application/json" } : {}),
+      ...opts.headers,
+    },
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    tls: { rejectUnauthorized: false },
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}

@@ -21,14 +21,13 @@
  * Targets: evaluate >= 70 % of the ceiling with p99 < 2 ms; batch >= 15,000 req/s; peak RSS
  * with 10,000 flags < 150 MB. A figure, not a test: exit 0 whether or not targets are met.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { loadConfig } from "../../src/config";
 import { loadTls } from "../../src/tls";
 import { apiClient, pool } from "../lib/api";
-import { benchBinary, launchBinary } from "../lib/binary";
+import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
 import { ensureWrk, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 
 const argv = process.argv.slice(2);
@@ -48,13 +47,7 @@ const ENVIRONMENTS = ["development", "staging", "production"];
 const CONTEXT = { userId: "user-4711", plan: "pro", country: "DE" };
 const flagKey = (i: number) => `flag-${String(i).padStart(5, "0")}`;
 
-const dir = mkdtempSync(join(tmpdir(), "flagsvc-bench-eval-"));
-const live = new Set<Subprocess>();
-process.on("exit", () => {
-  for (const p of live) p.kill("SIGKILL");
-  rmSync(dir, { recursive: true, force: true });
-});
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
+const { dir, live } = benchWorkspace("eval");
 
 interface Instance {
   proc: Subprocess;

@@ -24,12 +24,10 @@
  * A figure, not a test: exit 0 whether or not targets are met (exit 1 when deliveries are lost
  * or duplicated).
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import { apiClient, pool } from "../lib/api";
-import { benchBinary, launchBinary } from "../lib/binary";
+import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
 import { ensureWrk, pinRequestThread, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 
 const argv = process.argv.slice(2);
@@ -49,13 +47,7 @@ const ADMIN_KEY = `svc_admin_${"w".repeat(40)}`;
 const api = apiClient(ADMIN_KEY);
 const flagKey = (i: number) => `toggle-${String(i).padStart(4, "0")}`;
 
-const dir = mkdtempSync(join(tmpdir(), "flagsvc-bench-webhooks-"));
-const live = new Set<Subprocess>();
-process.on("exit", () => {
-  for (const p of live) p.kill("SIGKILL");
-  rmSync(dir, { recursive: true, force: true });
-});
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
+const { dir, live } = benchWorkspace("webhooks");
 
 // ---- the receiver -----------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 /** The binary a bench measures: the path given, else dist/flagsvc, built first when missing. */
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { baseEnv, freePort } from "./proc";
@@ -48,4 +49,19 @@ export async function launchBinary(binary: string, dataDir: string, env: Record<
     await Bun.sleep(50);
   }
   return { proc, base };
+}
+
+/**
+ * A bench's scratch folder, removed when the process exits (Ctrl-C included), with every
+ * process added to `live` killed first.
+ */
+export function benchWorkspace(name: string): { dir: string; live: Set<Subprocess> } {
+  const dir = mkdtempSync(join(tmpdir(), `flagsvc-bench-${name}-`));
+  const live = new Set<Subprocess>();
+  process.on("exit", () => {
+    for (const p of live) p.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  });
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
+  return { dir, live };
 }

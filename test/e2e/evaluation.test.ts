@@ -3,6 +3,7 @@
  * delete, evaluate again; then a restart serves the same results from the rebuilt snapshot.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { callServer } from "../helpers";
 import { binaryPath, cleanup, startBinary, tempDir, type RunningBinary } from "./binary";
 
 const T = 60_000;
@@ -14,16 +15,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => cleanup());
 
-async function call(srv: RunningBinary, method: string, path: string, key: string, body?: unknown) {
-  const res = await fetch(`${srv.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    tls: { rejectUnauthorized: false },
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-}
+const call = (srv: RunningBinary, method: string, path: string, key: string, body?: unknown) => callServer(srv.url, method, path, { key, body });
 
 const USERS = Array.from({ length: 200 }, (_, i) => `user-${i}`);
 

@@ -7,6 +7,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
+import { callServer } from "../helpers";
 import { binaryPath, cleanup, startBinary, tempDir, type RunningBinary } from "./binary";
 
 const T = 60_000;
@@ -17,20 +18,11 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => cleanup());
 
-async function call(srv: RunningBinary, method: string, path: string, key: string, body?: unknown, session?: string) {
-  const res = await fetch(`${srv.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body !== undefined ? { "content-type": "application/json" } : {}),
-      ...(session !== undefined ? { "x-service-session": session } : {}),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    tls: { rejectUnauthorized: false },
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const call = (srv: RunningBinary, method: string, path: string, key: string, body?: unknown, session?: string) =>
+  callServer(srv.url, method, path, { key, body, headers: session === undefined ? {} : { "x-service-session": session } }).then(
+    // Status and body only: the tests compare whole answers.
+    ({ status, body }) => ({ status, body }),
+  );
 
 /** A first start: a test key and an eval key of `default`/development, and an enabled flag `checkout`. */
 async function prepare(srv: RunningBinary) {

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { signatureMatches, startReceiver } from "../webhook-receiver";
+import { callServer } from "../helpers";
 import { binaryPath, cleanup, freePort, startBinary, tempDir, type RunningBinary } from "./binary";
 
 const ADMIN_KEY = `svc_admin_${"hook".repeat(10)}`;
@@ -16,16 +17,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => cleanup());
 
-async function call(srv: RunningBinary, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${srv.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    tls: { rejectUnauthorized: false },
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const call = (srv: RunningBinary, method: string, path: string, body?: unknown) => callServer(srv.url, method, path, { key: ADMIN_KEY, body });
 
 /** Polls the webhook's deliveries until `check` accepts them (every 50 ms, at most `ms`). */
 async function until(srv: RunningBinary, webhookId: string, check: (d: Record<string, any>[]) => boolean, ms = 10_000) {

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/db/client";
 import { sha256Hex } from "../../src/lib/secrets";
-import { bearer, seedAdminKey, testApp, type TestApp, userToken, json } from "../helpers";
+import { bearer, seedAdminKey, testApp, type TestApp, userToken, json, ISO_TIMESTAMP } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -14,7 +14,6 @@ beforeEach(() => {
 });
 afterEach(() => h.close());
 
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const FIELDS = ["createdAt", "environment", "id", "keyPrefix", "lastUsedAt", "name", "projectId", "scope"];
 
 function createKey(body: unknown, headers = admin, slug = "default") {
@@ -137,7 +136,7 @@ describe("list", () => {
     expect((await probe(k.key)).status).toBe(200);
     const body = await json(await h.request("GET", "/v1/projects/default/api-keys", { headers: admin }), 200);
     expect(body.apiKeys[0].lastUsedAt).toBe("2026-11-22T10:01:00.000Z");
-    expect(body.apiKeys[0].lastUsedAt).toMatch(ISO);
+    expect(body.apiKeys[0].lastUsedAt).toMatch(ISO_TIMESTAMP);
   });
 });
 

@@ -9,7 +9,7 @@ import { BackgroundThread } from "../../src/background/thread";
 import { loadConfig } from "../../src/config";
 import { createLogger, forwardingLogger, type LogRecord } from "../../src/lib/log";
 import { startServer, type RunningServer } from "../../src/server";
-import { seedAdminKey, tempDir } from "../helpers";
+import { callServer, seedAdminKey, tempDir } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 let dir: string;
@@ -36,15 +36,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const call = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    tls: { rejectUnauthorized: false },
-  });
-  return { status: res.status, body: res.status === 204 ? null : ((await res.json()) as Record<string, any>) };
-};
+const call = (method: string, path: string, body?: unknown) => callServer(server.url, method, path, { key, body });
 const thread = () => server.ctx.deliveries as BackgroundThread;
 const worker = () => (thread() as unknown as { worker: Worker | undefined }).worker;
 const autoCheckpoint = () => server.ctx.sqlite.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
@@ -63,7 +55,12 @@ test("the server sends from the background thread, and the main connection leave
   // Flow control: a write's kick waits for the worker to take it; a kick of everything does not.
   const taken = thread().kick([hook.body!.id]);
   expect(taken).toBeInstanceOf(Promise);
+  let answered = false;
+  void taken!.then(() => (answered = true));
+  await Promise.resolve();
+  expect(answered).toBe(false); // not before the worker answers
   await taken;
+  expect(answered).toBe(true);
   expect(thread().kick()).toBeUndefined();
 
   const [got] = await rx.waitFor(1);

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/db/client";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, json } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, json, ISO_TIMESTAMP } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -13,7 +13,6 @@ beforeEach(() => {
 });
 afterEach(() => h.close());
 
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const BASE = "/v1/projects/default/flags";
 
 const create = (body: unknown, headers = admin) => h.request("POST", BASE, { body, headers });
@@ -43,7 +42,7 @@ describe("create and read", () => {
       description: null,
       variants: [],
       rules: [{ id: expect.stringMatching(/^rule_[A-Za-z0-9]+$/), name: "beta users", conditions: RULE.conditions, enabled: true, variant: null }],
-      createdAt: expect.stringMatching(ISO),
+      createdAt: expect.stringMatching(ISO_TIMESTAMP),
       updatedAt: flag.createdAt,
     });
     expect(await json(await get(`${BASE}/new-checkout`), 200)).toEqual(flag);
@@ -206,7 +205,7 @@ describe("states", () => {
     });
     h.clock.advance(1000);
     const set = await json(await putState("f", "staging", { enabled: true, rolloutPercentage: 33.125 }), 200);
-    expect(set).toEqual({ flagKey: "f", environment: "staging", enabled: true, rolloutPercentage: 33.125, updatedAt: expect.stringMatching(ISO) });
+    expect(set).toEqual({ flagKey: "f", environment: "staging", enabled: true, rolloutPercentage: 33.125, updatedAt: expect.stringMatching(ISO_TIMESTAMP) });
     expect(set.updatedAt).not.toBe(flag.createdAt);
     expect(await json(await get(`${BASE}/f/states/staging`), 200)).toEqual(set);
     const kept = await json(await putState("f", "staging", { enabled: false }), 200);

@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { projects } from "../../src/db/schema";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, json } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, json, ISO_TIMESTAMP } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -12,7 +12,6 @@ beforeEach(() => {
 });
 afterEach(() => h.close());
 
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 async function create(body: unknown, headers = admin) {
   return h.request("POST", "/v1/projects", { body, headers });
@@ -26,14 +25,14 @@ describe("projects", () => {
     expect(body.id).toMatch(/^proj_[A-Za-z0-9]{22,}$/);
     expect(body.slug).toBe("web-shop");
     expect(body.name).toBe("Web shop");
-    expect(body.createdAt).toMatch(ISO);
+    expect(body.createdAt).toMatch(ISO_TIMESTAMP);
     expect(body.createdAt).toBe("2026-11-22T10:00:00.000Z");
     expect(body.updatedAt).toBe(body.createdAt);
     expect(body.environments.map((e: any) => e.slug)).toEqual(["development", "staging", "production"]);
     for (const e of body.environments) {
       expect(Object.keys(e).sort()).toEqual(["createdAt", "id", "name", "slug"]);
       expect(e.id).toMatch(/^env_/);
-      expect(e.createdAt).toMatch(ISO);
+      expect(e.createdAt).toMatch(ISO_TIMESTAMP);
     }
     // And it is stored: GET returns the same thing.
     expect(await json(await h.request("GET", "/v1/projects/web-shop", { headers: admin }), 200)).toEqual(body);

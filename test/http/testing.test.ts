@@ -16,9 +16,8 @@ import { createLogger } from "../../src/lib/log";
 import { MAX_OVERRIDES } from "../../src/modules/testing/model";
 import { sweepExpiredSessions } from "../../src/modules/testing/service";
 import { createApp, createContext, dispatcher, startServer, type App } from "../../src/server";
-import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, TestClock, tick, userToken, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, TestClock, tick, userToken, type TestApp, ISO_TIMESTAMP } from "../helpers";
 
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const SESSIONS = "/v1/testing/sessions";
 const RAISED_LIMITS = "test:1000000,eval:1000000,full:1000000,mgmt:1000000,admin:1000000,user:1000000";
 const HOUR = 3_600_000;
@@ -129,7 +128,7 @@ for (const edition of ["ce", "pro"] as const) {
           createdAt: new Date(h.clock.now()).toISOString(),
           expiresAt: plus(s.createdAt, HOUR),
         });
-        expect(s.createdAt).toMatch(ISO);
+        expect(s.createdAt).toMatch(ISO_TIMESTAMP);
         if (pro) expect(s.token).not.toBe(s.id);
         expect(await json(await get(s.id), 200)).toEqual(s);
         expect(dump().sessions).toEqual([{ id: s.id, project_id: projectId, token: s.token, label: null, created_at: s.createdAt, expires_at: s.expiresAt }]);
@@ -240,7 +239,7 @@ for (const edition of ["ce", "pro"] as const) {
         expect((await json(await unset(s.id, "a"), 404)).error).toBe("NOT_FOUND");
         const rows = dump();
         expect(rows.sessions.map((r: any) => r.id)).toEqual([kept.id]);
-        expect(rows.overrides).toEqual([{ session_id: kept.id, flag_key: "a", value: "true", updated_at: expect.stringMatching(ISO) }]);
+        expect(rows.overrides).toEqual([{ session_id: kept.id, flag_key: "a", value: "true", updated_at: expect.stringMatching(ISO_TIMESTAMP) }]);
         expect((await json(await get(kept.id), 200)).overrides).toEqual({ a: true });
       });
 
