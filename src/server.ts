@@ -14,7 +14,7 @@ import { DB_FILE, openDatabase } from "./db/client";
 import { lockDataDir } from "./db/lock";
 import { migrate } from "./db/migrate";
 import { OperatorError } from "./lib/errors";
-import { accessGuard, admitter } from "./http/auth";
+import { accessGuard, admitter, RATE_LIMIT_HEADERS } from "./http/auth";
 import { CredentialRegistry, jwtSecret } from "./http/credentials";
 import { pipeline } from "./http/pipeline";
 import type { NativeRoutes } from "./http/native";
@@ -63,7 +63,7 @@ export function createApp(ctx: AppContext) {
   // `serve.routes` go to Bun's router ahead of the app's own: the evaluation hot path (src/http/native.ts).
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes: evaluationNativeRoutes(ctx) } });
   return app
-    .use(pipeline({ log: ctx.log, behindProxy: ctx.config.behindProxy, routes: () => app.routes, admit: admitter(ctx) }))
+    .use(pipeline({ log: ctx.log, behindProxy: ctx.config.behindProxy, routes: () => app.routes, admit: admitter(ctx), admitHeaders: RATE_LIMIT_HEADERS }))
     .use(accessGuard())
     .use(docsRoutes(() => app))
     .use(healthRoutes(ctx))

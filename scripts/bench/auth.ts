@@ -11,7 +11,7 @@ import { rmSync } from "node:fs";
 import { Elysia } from "elysia";
 import { bootstrap } from "../../src/bootstrap";
 import { loadConfig } from "../../src/config";
-import { accessGuard, admitter } from "../../src/http/auth";
+import { accessGuard, admitter, RATE_LIMIT_HEADERS } from "../../src/http/auth";
 import { pipeline } from "../../src/http/pipeline";
 import { createLogger } from "../../src/lib/log";
 import { createContext } from "../../src/server";
@@ -40,13 +40,13 @@ const options = { normalize: false } as const;
 type Routes = readonly { method: string; path: string }[];
 const guardedApp = new Elysia(options);
 const guarded = guardedApp
-  .use(pipeline({ log, behindProxy: false, routes: (): Routes => guardedApp.routes, admit: admitter(ctx) }))
+  .use(pipeline({ log, behindProxy: false, routes: (): Routes => guardedApp.routes, admit: admitter(ctx), admitHeaders: RATE_LIMIT_HEADERS }))
   .use(accessGuard())
   .get("/bench", () => body, { access: "evaluate" })
   .listen({ hostname: "127.0.0.1", port: 0, reusePort: false, tls: { cert: tls.cert, key: tls.key } });
 const bareApp = new Elysia(options);
 const bare = bareApp
-  .use(pipeline({ log, behindProxy: false, routes: (): Routes => bareApp.routes, admit: async () => {} }))
+  .use(pipeline({ log, behindProxy: false, routes: (): Routes => bareApp.routes, admit: () => undefined, admitHeaders: [] }))
   .get("/bench", () => body)
   .listen({ hostname: "127.0.0.1", port: 0, reusePort: false, tls: { cert: tls.cert, key: tls.key } });
 

@@ -19,6 +19,9 @@ interface AuthState {
   auth: Resolution;
 }
 
+/** Set by admission on every response (decisions §13). */
+export const RATE_LIMIT_HEADERS = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] as const;
+
 function limitOf(principal: Principal | null): RateLimitKind {
   if (principal === null) return "anonymous";
   return principal.kind === "apiKey" ? principal.scope : principal.kind === "adminKey" ? "admin" : "user";

@@ -8,8 +8,9 @@
  * Bun serves directly, so that both paths answer alike.
  */
 import type { Server } from "bun";
-import { Elysia } from "elysia";
+import { Elysia, ElysiaCustomStatusResponse } from "elysia";
 import type { Logger } from "../lib/log";
+import { HeaderCache } from "./header-cache";
 import { ApiError, MAX_BODY_BYTES, payloadTooLarge, validationDetails, validationError } from "./errors";
 
 export interface PipelineOptions {
@@ -25,6 +26,8 @@ export interface PipelineOptions {
    * headers, cookies...), on every request.
    */
   admit: (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null) => unknown;
+  /** The headers `admit` sets on every request it lets through (the X-RateLimit-* ones). */
+  admitHeaders: readonly string[];
 }
 
 /** What onRequest leaves on the request's context: for the access log and the access guard. */
@@ -121,12 +124,28 @@ export function redactPath(path: string): string {
   return path.includes("sess_") ? path.replace(/sess_[A-Za-z0-9]+/g, "sess_[redacted]") : path;
 }
 
+/**
+ * A handler's value that Elysia turns into a Response synchronously (an object, an array, a
+ * string, nothing; `status(...)` around one): its headers may come from a HeaderCache.
+ */
+function mappedAtOnce(value: unknown): boolean {
+  const v = value instanceof ElysiaCustomStatusResponse ? (value.response as unknown) : value;
+  if (v === null || (typeof v !== "object" && typeof v !== "function")) return true;
+  return (v as object).constructor === Object || Array.isArray(v);
+}
+
 export function pipeline(opts: PipelineOptions) {
   const { log, behindProxy } = opts;
   const allowedMethods = methodTable(opts.routes);
+  // The standard headers are constants of the cache, the rest is per response. Behind a proxy,
+  // HSTS is set by the transport check, on the answers that passed it.
+  const headerCache = new HeaderCache(standardHeaders(behindProxy), [
+    "x-request-id",
+    ...opts.admitHeaders,
+    ...(behindProxy ? ["strict-transport-security"] : []),
+  ]);
 
   return new Elysia({ name: "flagsvc/pipeline" })
-    .headers(standardHeaders(behindProxy))
     .onRequest(async (c) => {
       const requestId = requestIdOf(c.request);
       (c as unknown as RequestState).requestId = requestId;
@@ -138,6 +157,8 @@ export function pipeline(opts: PipelineOptions) {
     })
     .onParse(async ({ request, contentType }) => parseJsonBody(await readBody(request), contentType))
     .onError(({ code, error, set, request, path }) => {
+      // Failed while Elysia built the Response from the cached Headers: a record again.
+      if ((set.headers as unknown) instanceof Headers) set.headers = (set.headers as unknown as Headers).toJSON() as never;
       let err: ApiError;
       if (error instanceof ApiError) err = error;
       else if (code === "VALIDATION") {
@@ -156,6 +177,15 @@ export function pipeline(opts: PipelineOptions) {
       }
       set.status = err.status;
       return errorBody(err, set.headers);
+    })
+    // Runs last for every answer, errors included, right before Elysia builds the Response.
+    // It hands the value back unchanged: Elysia's app-level error handler (404, 405) takes
+    // whatever this hook returns as the answer's body, undefined included.
+    .mapResponse(({ set, responseValue }) => {
+      const headers = mappedAtOnce(responseValue) ? headerCache.fill(set.headers) : null;
+      if (headers !== null) set.headers = headers as never;
+      else headerCache.complete(set.headers);
+      return responseValue as never;
     })
     .onAfterResponse(log.enabled("info") ? (accessLog(log) as never) : [])
     .as("global");

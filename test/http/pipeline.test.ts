@@ -30,6 +30,11 @@ const withProbe = (app: App) =>
     .get("/v1/probe-query", ({ query }) => query, {
       query: t.Object({ page: t.Optional(t.Integer({ minimum: 1 })) }, { additionalProperties: false }),
     })
+    // Answers after a turn of the event loop: other requests' answers are built meanwhile.
+    .get("/v1/probe-slow", async ({ query }) => {
+      await Bun.sleep(Number(query.ms ?? 0));
+      return { slow: true };
+    })
     .get("/v1/probe-crash", () => {
       throw new Error("secret internals at /srv/app.ts:42");
     });
@@ -198,6 +203,23 @@ describe("headers on every response", () => {
       expect(res.headers.get("x-content-type-options")).toBe("nosniff");
     });
   }
+
+  test("answers built while others wait keep their own values (the headers object is reused)", async () => {
+    const slow = (id: string, ms: number) => h.request("GET", `/v1/probe-slow?ms=${ms}`, { headers: { "x-request-id": id } });
+    const fast = (id: string) => h.request("GET", "/v1/health", { headers: { "x-request-id": id } });
+    const answers = await Promise.all([slow("slow-1", 30), fast("fast-1"), slow("slow-2", 10), fast("fast-2"), h.request("DELETE", "/v1/health", { headers: { "x-request-id": "err-1" } })]);
+    expect(answers.map((r) => r.headers.get("x-request-id"))).toEqual(["slow-1", "fast-1", "slow-2", "fast-2", "err-1"]);
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 405]);
+    for (const r of answers) {
+      expect(r.headers.get("strict-transport-security")).toBe("max-age=31536000");
+      expect(r.headers.get("cache-control")).toBe("no-store");
+      expect(r.headers.get("x-ratelimit-limit")).toBe("300");
+    }
+    expect(answers[4]!.headers.get("allow")).toBe("GET");
+    expect(answers[0]!.headers.get("allow")).toBeNull();
+    // Anonymous callers are counted per address: each answer carries its own remaining count.
+    expect(new Set(answers.map((r) => r.headers.get("x-ratelimit-remaining"))).size).toBe(5);
+  });
 
   test("a sane incoming X-Request-Id is kept, an insane one replaced", async () => {
     const kept = await h.request("GET", "/v1/health", { headers: { "x-request-id": "abc.DEF_1-2:3" } });

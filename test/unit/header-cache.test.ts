@@ -1,0 +1,40 @@
+import { describe, expect, test } from "bun:test";
+import { HeaderCache } from "../../src/http/header-cache";
+
+const entries = (h: Headers) => Object.fromEntries([...(h as unknown as Iterable<[string, string]>)]);
+const constant = { "cache-control": "no-store", "x-content-type-options": "nosniff" };
+
+describe("HeaderCache", () => {
+  test("fill: the constants plus the record's values, as Headers", () => {
+    const cache = new HeaderCache(constant, ["x-request-id", "x-ratelimit-remaining"]);
+    const h = cache.fill({ "x-request-id": "a", "x-ratelimit-remaining": "9" })!;
+    expect(entries(h)).toEqual({ ...constant, "x-request-id": "a", "x-ratelimit-remaining": "9" });
+  });
+
+  test("a Response keeps the values of its own fill; the next fill changes only the cache", () => {
+    const cache = new HeaderCache(constant, ["x-request-id"]);
+    const first = Response.json({}, { headers: cache.fill({ "x-request-id": "first" })! });
+    const second = Response.json({}, { headers: cache.fill({ "x-request-id": "second" })! });
+    expect(first.headers.get("x-request-id")).toBe("first");
+    expect(second.headers.get("x-request-id")).toBe("second");
+    expect(second.headers.get("cache-control")).toBe("no-store");
+  });
+
+  test("other names, a missing one, or a value that is not a string: null", () => {
+    const cache = new HeaderCache(constant, ["x-request-id", "x-ratelimit-limit"]);
+    expect(cache.fill({ "x-request-id": "a" })).toBeNull();
+    expect(cache.fill({ "x-request-id": "a", "x-ratelimit-limit": "1", allow: "GET" })).toBeNull();
+    expect(cache.fill({ "x-request-id": "a", "retry-after": "1" })).toBeNull();
+    expect(cache.fill({ "x-request-id": "a", "x-ratelimit-limit": 5 })).toBeNull();
+    // A value a header cannot hold is refused, and the cache still answers correctly after it.
+    expect(cache.fill({ "x-request-id": "a\r\nx-evil: 1", "x-ratelimit-limit": "1" })).toBeNull();
+    expect(entries(cache.fill({ "x-request-id": "b", "x-ratelimit-limit": "2" })!)).toEqual({ ...constant, "x-request-id": "b", "x-ratelimit-limit": "2" });
+  });
+
+  test("complete: adds the constants a record does not set, keeps the record's own", () => {
+    const cache = new HeaderCache(constant, ["x-request-id"]);
+    const record: Record<string, unknown> = { "x-request-id": "a", "cache-control": "public, max-age=60", allow: "GET" };
+    cache.complete(record);
+    expect(record).toEqual({ "x-request-id": "a", "cache-control": "public, max-age=60", allow: "GET", "x-content-type-options": "nosniff" });
+  });
+});
