@@ -13,8 +13,9 @@
  * decision, as Elysia parses before its transform hook; a body that does not fit the schema
  * is a 400 only after it.
  *
- * Hot path: one headers object literal per request (admission fills in its rate-limit values,
- * it becomes the response's headers), `JSON.stringify` of the result, no closures, no regex
+ * Hot path: one headers object literal per request with the per-request values (admission
+ * fills in its rate-limit values; a HeaderCache adds the constant ones and hands the Response
+ * a ready `Headers`), `JSON.stringify` of the result, no closures, no regex
  * compilation, one `await` (the body); a key resolves synchronously, and only a login token
  * (always refused here) takes the asynchronous way. A route may add an allocation-free
  * `accepts` test that spares valid bodies the compiled schema's allocations.
@@ -28,10 +29,11 @@ import type { Static, TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { AppContext } from "../context";
 import type { AccessGroup, Principal } from "./access";
-import { admitter, authorize } from "./auth";
+import { admitter, authorize, RATE_LIMIT_HEADERS } from "./auth";
 import type { Resolution } from "./credentials";
 import { ApiError, validationDetails, validationError } from "./errors";
-import { checkTransport, errorBody, HSTS, internalError, logAccess, parseJsonBody, readBody, requestIdOf } from "./pipeline";
+import { HeaderCache } from "./header-cache";
+import { checkTransport, errorBody, internalError, logAccess, parseJsonBody, readBody, requestIdOf, standardHeaders } from "./pipeline";
 
 export interface NativeRoute<S extends TSchema = TSchema> {
   method: "POST";
@@ -57,7 +59,6 @@ export type NativeRoutes = Record<string, Record<string, NativeHandler>>;
 const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
 /** Elysia reports at most this many value errors of one validation. */
 const MAX_ERRORS = 64;
-const RATE_LIMIT_HEADERS = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] as const;
 
 /** Typed by the route list: each route's handler gets its own body type. */
 export const nativeRoute = <S extends TSchema>(route: NativeRoute<S>): NativeRoute => route as unknown as NativeRoute;
@@ -91,6 +92,13 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
   const { method, path, access, handle, accepts } = route;
   const checker = TypeCompiler.Compile(route.body);
   const { admit, log, behindProxy, logging } = shared;
+  // As the pipeline's: the standard headers and the content type are constants; behind a proxy,
+  // HSTS is set by the transport check, on the answers that passed it.
+  const headerCache = new HeaderCache({ "content-type": JSON_CONTENT_TYPE, ...standardHeaders(behindProxy) }, [
+    "x-request-id",
+    ...RATE_LIMIT_HEADERS,
+    ...(behindProxy ? ["strict-transport-security"] : []),
+  ]);
 
   /** Any failure, as the pipeline's onError maps it. */
   const fail = (error: unknown, headers: ResponseHeaders, requestId: string, startedAt: number): Response => {
@@ -101,7 +109,9 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
       // A failure inside admission leaves rate-limit values unset: the pipeline sends none then.
       for (const name of RATE_LIMIT_HEADERS) if (headers[name] === "") delete headers[name];
     }
-    const response = new Response(JSON.stringify(errorBody(err, headers)), { status: err.status, headers });
+    const body = JSON.stringify(errorBody(err, headers));
+    headerCache.complete(headers);
+    const response = new Response(body, { status: err.status, headers });
     if (logging) logAccess(log, method, path, err.status, startedAt, requestId);
     return response;
   };
@@ -120,7 +130,8 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
       if (!(accepts?.(body) || checker.Check(body))) {
         throw validationError("Invalid request", validationDetails("body", valueErrors(checker, body)));
       }
-      const response = new Response(JSON.stringify(handle(body, principal, request)), { status: 200, headers });
+      const answer = JSON.stringify(handle(body, principal, request));
+      const response = new Response(answer, { status: 200, headers: headerCache.fill(headers) ?? (headerCache.complete(headers), headers) });
       if (logging) logAccess(log, method, path, 200, startedAt, requestId);
       return response;
     } catch (e) {
@@ -149,19 +160,14 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
   return (request, server) => {
     const startedAt = logging ? performance.now() : 0;
     const requestId = requestIdOf(request);
-    // One literal with every header the pipeline sends (the parity test holds the values equal);
-    // admission fills in the rate-limit values.
+    // The per-request headers (the parity test holds them equal to the pipeline's); admission
+    // fills in the rate-limit values.
     const headers: ResponseHeaders = {
-      "content-type": JSON_CONTENT_TYPE,
       "x-request-id": requestId,
-      "x-content-type-options": "nosniff",
-      "cache-control": "no-store",
       "x-ratelimit-limit": "",
       "x-ratelimit-remaining": "",
       "x-ratelimit-reset": "",
     };
-    // Behind a proxy, HSTS comes only once the request passed the HTTPS check (checkTransport).
-    if (!behindProxy) headers["strict-transport-security"] = HSTS;
     try {
       const admitted = admit(request, headers, server);
       if (admitted instanceof Promise) return admittedLater(admitted, request, headers, requestId, startedAt);

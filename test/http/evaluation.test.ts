@@ -78,6 +78,16 @@ function headerNames(res: Response): string[] {
 const projectId = () => (h.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
 
 describe("single evaluation", () => {
+  test("concurrent answers each carry their own request id and remaining count (one Headers reused)", async () => {
+    await createFlag({ key: "concurrent" });
+    const ids = Array.from({ length: 8 }, (_, i) => `eval-${i}`);
+    const answers = await Promise.all(ids.map((id, i) => evaluate(i % 3 === 2 ? { flagKey: 7 } : { flagKey: "concurrent" }, { ...evalKey, "x-request-id": id })));
+    expect(answers.map((r) => r.headers.get("x-request-id"))).toEqual(ids);
+    expect(answers.map((r) => r.status)).toEqual(ids.map((_, i) => (i % 3 === 2 ? 400 : 200)));
+    expect(new Set(answers.map((r) => r.headers.get("x-ratelimit-remaining"))).size).toBe(ids.length);
+    for (const r of answers) expect(r.headers.get("content-type")).toBe("application/json;charset=utf-8");
+  });
+
   test("an enabled boolean flag: 200 with exactly the result fields; FLAG_ENABLED", async () => {
     await createFlag({ key: "new-checkout" });
     await setState("new-checkout", { enabled: true });
