@@ -35,6 +35,8 @@ const withProbe = (app: App) =>
       await Bun.sleep(Number(query.ms ?? 0));
       return { slow: true };
     })
+    // Fails inside Elysia's own Response building (JSON cannot hold a BigInt): after the header cache was handed over.
+    .get("/v1/probe-unserialisable", () => ({ n: 1n }))
     .get("/v1/probe-crash", () => {
       throw new Error("secret internals at /srv/app.ts:42");
     });
@@ -219,6 +221,17 @@ describe("headers on every response", () => {
     expect(answers[0]!.headers.get("allow")).toBeNull();
     // Anonymous callers are counted per address: each answer carries its own remaining count.
     expect(new Set(answers.map((r) => r.headers.get("x-ratelimit-remaining"))).size).toBe(5);
+  });
+
+  test("a failure while the Response is built: 500 with this request's id and the standard headers", async () => {
+    const res = await h.request("GET", "/v1/probe-unserialisable", { headers: { "x-request-id": "unser-1" } });
+    expect(res.status).toBe(500);
+    const body = await json(res);
+    expect(body.error).toBe("INTERNAL_ERROR");
+    expect(body.message).toBe("Internal error; request id unser-1");
+    expect(res.headers.get("x-request-id")).toBe("unser-1");
+    expect(res.headers.get("strict-transport-security")).toBe("max-age=31536000");
+    expect(res.headers.get("x-ratelimit-limit")).toBe("300");
   });
 
   test("a sane incoming X-Request-Id is kept, an insane one replaced", async () => {
