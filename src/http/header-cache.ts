@@ -56,6 +56,14 @@ export class HeaderCache {
     return headers;
   }
 
+  /** `fill(record)`, or else `record` completed: the headers for a Response made right now. */
+  answer<R extends Record<string, unknown>>(record: R): Headers | R {
+    const headers = this.fill(record);
+    if (headers !== null) return headers;
+    this.complete(record as Record<string, unknown>);
+    return record;
+  }
+
   /** Adds the constant headers `record` does not set itself. */
   complete(record: Record<string, unknown>): void {
     for (const name of this.constantNames) if (record[name] === undefined) record[name] = this.constant[name];

@@ -110,8 +110,7 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
       for (const name of RATE_LIMIT_HEADERS) if (headers[name] === "") delete headers[name];
     }
     const body = JSON.stringify(errorBody(err, headers));
-    headerCache.complete(headers);
-    const response = new Response(body, { status: err.status, headers });
+    const response = new Response(body, { status: err.status, headers: headerCache.answer(headers) });
     if (logging) logAccess(log, method, path, err.status, startedAt, requestId);
     return response;
   };
@@ -131,7 +130,7 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
         throw validationError("Invalid request", validationDetails("body", valueErrors(checker, body)));
       }
       const answer = JSON.stringify(handle(body, principal, request));
-      const response = new Response(answer, { status: 200, headers: headerCache.fill(headers) ?? (headerCache.complete(headers), headers) });
+      const response = new Response(answer, { status: 200, headers: headerCache.answer(headers) });
       if (logging) logAccess(log, method, path, 200, startedAt, requestId);
       return response;
     } catch (e) {

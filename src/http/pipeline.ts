@@ -182,8 +182,7 @@ export function pipeline(opts: PipelineOptions) {
     // It hands the value back unchanged: Elysia's app-level error handler (404, 405) takes
     // whatever this hook returns as the answer's body, undefined included.
     .mapResponse(({ set, responseValue }) => {
-      const headers = mappedAtOnce(responseValue) ? headerCache.fill(set.headers) : null;
-      if (headers !== null) set.headers = headers as never;
+      if (mappedAtOnce(responseValue)) set.headers = headerCache.answer(set.headers) as never;
       else headerCache.complete(set.headers);
       return responseValue as never;
     })

@@ -354,6 +354,10 @@ describe("API docs", () => {
   test("the reference page loads only local resources", async () => {
     const res = await h.request("GET", "/v1/docs");
     expect(res.status).toBe(200);
+    // A Response made by the handler still gets the standard headers.
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("strict-transport-security")).toBe("max-age=31536000");
+    expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
     const html = await res.text();
     const sources = [...html.matchAll(/\b(?:src|href)=["']([^"']+)["']/g)].map((m) => m[1]);
     expect(sources).toEqual(["/v1/docs/scalar.js"]);
@@ -361,6 +365,9 @@ describe("API docs", () => {
     const script = await h.request("GET", "/v1/docs/scalar.js");
     expect(script.status).toBe(200);
     expect(script.headers.get("content-type")).toContain("javascript");
+    // A route's own value of a standard header wins; the others are still added.
+    expect(script.headers.get("cache-control")).toBe("public, max-age=86400");
+    expect(script.headers.get("x-content-type-options")).toBe("nosniff");
     expect((await script.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000);
   });
 });

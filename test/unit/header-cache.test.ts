@@ -31,6 +31,16 @@ describe("HeaderCache", () => {
     expect(entries(cache.fill({ "x-request-id": "b", "x-ratelimit-limit": "2" })!)).toEqual({ ...constant, "x-request-id": "b", "x-ratelimit-limit": "2" });
   });
 
+  test("answer: the cache's Headers when the record fits, else the record completed", () => {
+    const cache = new HeaderCache(constant, ["x-request-id"]);
+    const fits = cache.answer({ "x-request-id": "a" });
+    expect(fits).toBeInstanceOf(Headers);
+    expect(entries(fits as Headers)).toEqual({ ...constant, "x-request-id": "a" });
+    const own = { "x-request-id": "b", allow: "GET" };
+    expect(cache.answer(own)).toBe(own);
+    expect(own).toEqual({ "x-request-id": "b", allow: "GET", ...constant });
+  });
+
   test("complete: adds the constants a record does not set, keeps the record's own", () => {
     const cache = new HeaderCache(constant, ["x-request-id"]);
     const record: Record<string, unknown> = { "x-request-id": "a", "cache-control": "public, max-age=60", allow: "GET" };
