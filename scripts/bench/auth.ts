@@ -17,7 +17,7 @@ import { createLogger } from "../../src/lib/log";
 import { createContext } from "../../src/server";
 import { loadTls } from "../../src/tls";
 import { seedApiKey, tempDir } from "../../test/helpers";
-import { ensureWrk, pinServer, runWrk } from "../lib/wrk";
+import { ensureWrk, median, pairedRounds, pinServer, runWrk } from "../lib/wrk";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(name);
@@ -58,24 +58,15 @@ if (refused.status !== 401) throw new Error(`the guarded route without a key ans
 
 const cpu = pinServer();
 console.log(`wrk -t1 -c50 -d${seconds}s, ${rounds} rounds of both (order alternating), GET /bench with an eval key${cpu === undefined ? "" : "; server on CPU 0, wrk on CPU 1"}`);
-const results: Record<keyof typeof servers, number[]> = { bare: [], guarded: [] };
-// Order alternates by round: whichever runs second in a pair meets a slightly different
-// machine (caches, GC state, the VM's drift), and alternating cancels that.
-const orders = [["bare", "guarded"], ["guarded", "bare"]] as const;
-for (let round = 1; round <= rounds; round++) {
-  for (const name of orders[(round - 1) % 2]!) {
-    const r = await runWrk({ url: `https://127.0.0.1:${servers[name]}/bench`, seconds, cpu, headers: { authorization: `Bearer ${key}` } });
-    if (r.non2xx > 0) throw new Error(`${name}: ${r.non2xx} non-2xx answers`);
-    results[name].push(r.rps);
-    console.log(`  round ${round} ${name.padEnd(7)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms`);
-  }
-}
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const b = median(results.bare);
-const g = median(results.guarded);
-// The machine's speed drifts between rounds (shared VM): each round's two runs are back to
-// back, so the ratio within a round cancels the drift; the median of those ratios is the figure.
-const ratio = median(results.guarded.map((rps, i) => rps / results.bare[i]!));
+const run = (name: keyof typeof servers) => async (round: number) => {
+  const r = await runWrk({ url: `https://127.0.0.1:${servers[name]}/bench`, seconds, cpu, headers: { authorization: `Bearer ${key}` } });
+  if (r.non2xx > 0) throw new Error(`${name}: ${r.non2xx} non-2xx answers`);
+  console.log(`  round ${round} ${name.padEnd(7)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms`);
+  return r;
+};
+const { a: bareRuns, b: guardedRuns, ratio } = await pairedRounds(rounds, run("bare"), run("guarded"));
+const b = median(bareRuns.map((r) => r.rps));
+const g = median(guardedRuns.map((r) => r.rps));
 console.log(`bare     median ${Math.round(b)} req/s`);
 console.log(`guarded  median ${Math.round(g)} req/s`);
 console.log(`guarded / bare, median of the rounds' ratios = ${(ratio * 100).toFixed(1)} % (cost ${((1 - ratio) * 100).toFixed(1)} %; target: cost under 10 %: ${ratio >= 0.9 ? "met" : "NOT met"})`);

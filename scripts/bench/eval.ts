@@ -28,7 +28,7 @@ import { loadConfig } from "../../src/config";
 import { loadTls } from "../../src/tls";
 import { apiClient, pool } from "../lib/api";
 import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
-import { ensureWrk, pinServer, runWrk, type WrkResult } from "../lib/wrk";
+import { ensureWrk, median, pairedRounds, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 
 const argv = process.argv.slice(2);
 const secondsAt = argv.indexOf("--seconds");
@@ -196,21 +196,13 @@ const evaluate = await measure("evaluate, 1,000 flags", `${main.base}/v1/evaluat
 const batch = await measure("evaluate/batch of 50, 1,000 flags", `${main.base}/v1/evaluate/batch`, cpu, { key: main.evalKey, body: batchBody });
 
 console.log(`  evaluate without and with a session header (100 overrides, flag not overridden), ${SESSION_ROUNDS} rounds of ${SESSION_SECONDS} s runs:`);
-const plainRuns: WrkResult[] = [];
-const sessionRuns: WrkResult[] = [];
-for (let round = 1; round <= SESSION_ROUNDS; round++) {
-  const runs = [
-    ["plain", plainRuns, plainBody],
-    ["session", sessionRuns, withSession],
-  ] as const;
-  for (const [name, into, init] of round % 2 === 1 ? runs : [...runs].reverse()) {
-    into.push(await measure(`    round ${round} ${name}`, `${main.base}/v1/evaluate`, cpu, init, SESSION_SECONDS));
-  }
-}
+const { a: plainRuns, b: sessionRuns, ratio: sessionRatio } = await pairedRounds(
+  SESSION_ROUNDS,
+  (round) => measure(`    round ${round} plain`, `${main.base}/v1/evaluate`, cpu, plainBody, SESSION_SECONDS),
+  (round) => measure(`    round ${round} session`, `${main.base}/v1/evaluate`, cpu, withSession, SESSION_SECONDS),
+);
 await stop(main);
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const sessionRatio = median(sessionRuns.map((r, i) => r.rps / plainRuns[i]!.rps));
 const summary = (runs: WrkResult[]) =>
   `${Math.round(median(runs.map((r) => r.rps)))} req/s, p50 ${median(runs.map((r) => r.p50Ms)).toFixed(2)} ms, p99 ${median(runs.map((r) => r.p99Ms)).toFixed(2)} ms`;
 const sessionLine = () =>

@@ -76,3 +76,25 @@ export async function runWrk(opts: {
     non2xx: Number(out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0),
   };
 }
+
+/** The middle value (the upper one of an even count). */
+export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/**
+ * Two runs back to back in each round, which goes first alternating by round (whichever runs
+ * second meets a slightly different machine: caches, the collector, the VM's drift). The
+ * figure is the median of the rounds' ratios `b / a`: within a round the drift cancels.
+ */
+export async function pairedRounds(
+  rounds: number,
+  runA: (round: number) => Promise<WrkResult>,
+  runB: (round: number) => Promise<WrkResult>,
+): Promise<{ a: WrkResult[]; b: WrkResult[]; ratio: number }> {
+  const a: WrkResult[] = [];
+  const b: WrkResult[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    const pair = [async () => a.push(await runA(round)), async () => b.push(await runB(round))];
+    for (const run of round % 2 === 1 ? pair : pair.reverse()) await run();
+  }
+  return { a, b, ratio: median(b.map((r, i) => r.rps / a[i]!.rps)) };
+}
