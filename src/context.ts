@@ -4,7 +4,7 @@ import type { Store } from "./db/client";
 import type { CredentialRegistry } from "./http/credentials";
 import type { RateLimiter } from "./http/rate-limit";
 import type { Snapshot } from "./evaluation/snapshot";
-import type { Clock } from "./lib/clock";
+import type { Clock, CoarseClock } from "./lib/clock";
 import type { Logger } from "./lib/log";
 import type { Scheduler } from "./lib/scheduler";
 import type { Deliveries } from "./modules/webhooks/dispatcher";
@@ -13,6 +13,11 @@ import type { SessionStore } from "./modules/testing/store";
 export interface AppContext extends Store {
   config: Config;
   clock: Clock;
+  /**
+   * Read by every request's admission (credential, rate limit): the system clock at 10 ms
+   * resolution (`coarseClock`), or the injected clock as it is.
+   */
+  requestClock: CoarseClock;
   log: Logger;
   scheduler: Scheduler;
   /** Every accepted credential, in memory. */

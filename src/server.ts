@@ -19,7 +19,7 @@ import { CredentialRegistry, jwtSecret } from "./http/credentials";
 import { pipeline } from "./http/pipeline";
 import type { NativeRoutes } from "./http/native";
 import { RateLimiter } from "./http/rate-limit";
-import { systemClock, type Clock } from "./lib/clock";
+import { coarseClock, systemClock, type Clock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/log";
 import { Scheduler } from "./lib/scheduler";
 import { adminKeysRoutes } from "./modules/admin-keys/routes";
@@ -48,6 +48,8 @@ import { loadTls, type TlsMaterial } from "./tls";
  */
 const SERVER_BODY_CEILING = Number.MAX_SAFE_INTEGER;
 const DRAIN_MS = 10_000;
+/** Resolution of the clock that admits requests (decisions: rate limits). */
+const REQUEST_CLOCK_MS = 10;
 /**
  * Loading a large snapshot leaves its garbage (rows, parsed rules) in the heap, and the first
  * collection would come only under load, on top of the requests' garbage. Above this many
@@ -140,6 +142,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const store = openStore(config);
   const scheduler = new Scheduler(log);
   const clock = deps.clock ?? systemClock;
+  const requestClock = coarseClock(clock, deps.clock ? 0 : REQUEST_CLOCK_MS);
   const deliveries = deps.background
     ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
     : new DeliveryDispatcher({ ...store, clock, log, config });
@@ -148,8 +151,9 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     config,
     log,
     clock,
+    requestClock,
     scheduler,
-    credentials: new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock)),
+    credentials: new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock),
     limiter: new RateLimiter(config.rateLimits, clock),
     snapshot: loadSnapshot(store),
     testSessions: loadSessions(store, clock.now()),

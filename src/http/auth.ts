@@ -28,7 +28,7 @@ function limitOf(principal: Principal | null): RateLimitKind {
 }
 
 export function admitter(ctx: AppContext) {
-  const { credentials, limiter, clock } = ctx;
+  const { credentials, limiter, requestClock: clock } = ctx;
   const behindProxy = ctx.config.behindProxy;
   const admit = (auth: Resolution, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, now: number): Resolution => {
     const principal = auth.principal;

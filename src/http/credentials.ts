@@ -10,7 +10,7 @@ import { eq, gt, lt } from "drizzle-orm";
 import { jwtVerify, SignJWT } from "jose";
 import { transaction, type Store } from "../db/client";
 import { adminKeys, apiKeys, environments, projects, revokedTokens, settings, users } from "../db/schema";
-import { iso, type Clock } from "../lib/clock";
+import { iso, type Clock, type CoarseClock } from "../lib/clock";
 import { randomBase62 } from "../lib/ids";
 import { sha256Hex } from "../lib/secrets";
 import { newMeter, type Meter } from "./rate-limit";
@@ -56,6 +56,13 @@ export class CredentialRegistry {
    * can read this process's memory holds the JWT secret too: this adds no exposure.
    */
   private byHeader = new Map<string, KeyRecord>();
+  /**
+   * The `Authorization` value resolved last and its key. Requests mostly repeat the previous
+   * caller's header (an SDK, a service), and comparing two strings costs less than hashing one
+   * for the map. Cleared with `byHeader`.
+   */
+  private lastHeader: string | null = null;
+  private lastRecord: KeyRecord | null = null;
   private usage = new Map<string, Usage>();
   /** `validAfter`: Unix seconds; tokens issued earlier are refused (set by a password change). */
   private users = new Map<string, { email: string; role: Role; validAfter: number }>();
@@ -65,10 +72,15 @@ export class CredentialRegistry {
   private dataVersion = -1;
   private readonly secret: Uint8Array;
 
+  /**
+   * `requestClock`: the clock admission reads; every reload forgets its reading, so that a key
+   * created or rotated just now is not seen used before that moment.
+   */
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     jwtSecret: string,
+    private readonly requestClock?: CoarseClock,
   ) {
     this.secret = new TextEncoder().encode(jwtSecret);
     this.reload();
@@ -134,6 +146,8 @@ export class CredentialRegistry {
     this.keys = keys;
     this.usage = usage;
     this.byHeader = new Map();
+    this.lastHeader = this.lastRecord = null;
+    this.requestClock?.expire();
     this.dataVersion = this.readDataVersion();
   }
 
@@ -155,8 +169,13 @@ export class CredentialRegistry {
    */
   resolve(authorization: string | null, now = this.clock.now()): Resolution | Promise<Resolution> {
     if (authorization === null) return MISSING;
+    if (authorization === this.lastHeader) return this.use(this.lastRecord!, now);
     const known = this.byHeader.get(authorization);
-    if (known !== undefined) return this.use(known, now);
+    if (known !== undefined) {
+      this.lastHeader = authorization;
+      this.lastRecord = known;
+      return this.use(known, now);
+    }
     if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== "bearer ") return BAD_KEY;
     const token = authorization.slice(7).trim();
     if (token.startsWith("svc_")) {

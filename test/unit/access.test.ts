@@ -7,7 +7,8 @@ import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/db/client";
 import { decide, MESSAGES, type AccessGroup, type Principal, type Role, type Scope } from "../../src/http/access";
-import { iso } from "../../src/lib/clock";
+import { CredentialRegistry } from "../../src/http/credentials";
+import { coarseClock, iso } from "../../src/lib/clock";
 import { newId } from "../../src/lib/ids";
 import { generateSecret } from "../../src/lib/secrets";
 import { bearer, seedAdminKey, seedApiKey, testApp } from "../helpers";
@@ -94,6 +95,39 @@ describe("credential registry", () => {
         expect((await h.ctx.credentials.resolve(bad)).principal).toBeNull();
       }
       expect(await h.ctx.credentials.resolve(null)).toEqual({ principal: null, failure: "missing", meter: null });
+    } finally {
+      h.close();
+    }
+  });
+
+  test("a repeated header resolves again (the last-seen entry), alternating keys each resolve, a dropped key is refused at once", async () => {
+    const h = testApp();
+    try {
+      const a = seedApiKey(h.ctx, "eval");
+      const b = seedApiKey(h.ctx, "mgmt");
+      // Each header a fresh string of equal content, as a request brings it.
+      for (const [secret, id] of [[a.secret, a.id], [a.secret, a.id], [b.secret, b.id], [a.secret, a.id], [b.secret, b.id], [b.secret, b.id]]) {
+        expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal?.id).toBe(id!);
+      }
+      h.ctx.sqlite.run("DELETE FROM api_keys WHERE id = ?", [b.id]);
+      h.ctx.credentials.reload();
+      expect(await h.ctx.credentials.resolve(`Bearer ${b.secret}`)).toEqual({ principal: null, failure: "key", meter: null });
+      expect((await h.ctx.credentials.resolve(`Bearer ${a.secret}`)).principal?.id).toBe(a.id);
+    } finally {
+      h.close();
+    }
+  });
+
+  test("a reload forgets the admission clock's reading: a key created just now is not seen used before its creation", () => {
+    const h = testApp();
+    try {
+      let t = Date.parse("2026-11-22T11:00:00.000Z");
+      const requestClock = coarseClock({ now: () => t }, 60_000);
+      const registry = new CredentialRegistry(h.ctx, h.clock, "a-jwt-secret-for-this-test", requestClock);
+      expect(requestClock.now()).toBe(t);
+      t += 5;
+      registry.reload(); // as after a key is written
+      expect(requestClock.now()).toBe(t);
     } finally {
       h.close();
     }
