@@ -32,8 +32,7 @@ import type { AccessGroup, Principal } from "./access";
 import { admitter, authorize, RATE_LIMIT_HEADERS } from "./auth";
 import type { Resolution } from "./credentials";
 import { ApiError, validationDetails, validationError } from "./errors";
-import { HeaderCache } from "./header-cache";
-import { checkTransport, errorBody, internalError, logAccess, parseJsonBody, readBody, requestIdOf, standardHeaders } from "./pipeline";
+import { checkTransport, errorBody, internalError, logAccess, parseJsonBody, readBody, requestIdOf, responseHeaderCache } from "./pipeline";
 
 export interface NativeRoute<S extends TSchema = TSchema> {
   method: "POST";
@@ -92,13 +91,8 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
   const { method, path, access, handle, accepts } = route;
   const checker = TypeCompiler.Compile(route.body);
   const { admit, log, behindProxy, logging } = shared;
-  // As the pipeline's: the standard headers and the content type are constants; behind a proxy,
-  // HSTS is set by the transport check, on the answers that passed it.
-  const headerCache = new HeaderCache({ "content-type": JSON_CONTENT_TYPE, ...standardHeaders(behindProxy) }, [
-    "x-request-id",
-    ...RATE_LIMIT_HEADERS,
-    ...(behindProxy ? ["strict-transport-security"] : []),
-  ]);
+  // As the pipeline's, with the content type a constant too.
+  const headerCache = responseHeaderCache(behindProxy, RATE_LIMIT_HEADERS, { "content-type": JSON_CONTENT_TYPE });
 
   /** Any failure, as the pipeline's onError maps it. */
   const fail = (error: unknown, headers: ResponseHeaders, requestId: string, startedAt: number): Response => {

@@ -46,12 +46,25 @@ const JSON_TYPE = /^application\/(?:[a-z0-9.!#$&^_-]+\+)?json\s*(?:;|$)/i;
 export const HSTS = "max-age=31536000";
 
 /** Headers on every response; HSTS too unless TLS ends at a proxy (then only after the check). */
-export function standardHeaders(behindProxy: boolean): Record<string, string> {
+function standardHeaders(behindProxy: boolean): Record<string, string> {
   return {
     ...(behindProxy ? {} : { "strict-transport-security": HSTS }),
     "x-content-type-options": "nosniff",
     "cache-control": "no-store",
   };
+}
+
+/**
+ * The response headers of one answering path (this pipeline, each native route): the standard
+ * ones and `constant` preset, the request id and `admitHeaders` set per response. Behind a
+ * proxy, HSTS is per response too: the transport check sets it on the answers that passed it.
+ */
+export function responseHeaderCache(behindProxy: boolean, admitHeaders: readonly string[], constant: Record<string, string> = {}): HeaderCache {
+  return new HeaderCache({ ...constant, ...standardHeaders(behindProxy) }, [
+    "x-request-id",
+    ...admitHeaders,
+    ...(behindProxy ? ["strict-transport-security"] : []),
+  ]);
 }
 
 /** A sane incoming `X-Request-Id` is kept; anything else gets a random UUID. */
@@ -137,13 +150,7 @@ function mappedAtOnce(value: unknown): boolean {
 export function pipeline(opts: PipelineOptions) {
   const { log, behindProxy } = opts;
   const allowedMethods = methodTable(opts.routes);
-  // The standard headers are constants of the cache, the rest is per response. Behind a proxy,
-  // HSTS is set by the transport check, on the answers that passed it.
-  const headerCache = new HeaderCache(standardHeaders(behindProxy), [
-    "x-request-id",
-    ...opts.admitHeaders,
-    ...(behindProxy ? ["strict-transport-security"] : []),
-  ]);
+  const headerCache = responseHeaderCache(behindProxy, opts.admitHeaders);
 
   return new Elysia({ name: "flagsvc/pipeline" })
     .onRequest(async (c) => {

@@ -116,6 +116,7 @@ export function newDelivery(webhookId: string, eventId: string, at: string, rede
   };
 }
 
+/** Deliveries older than this are removed by the daily job, and events no delivery refers to. */
 export const RETENTION_DAYS = 30;
 const PRUNE_CHUNK = 1000;
 const PRUNE_DELIVERIES_SQL =

@@ -63,8 +63,6 @@ export interface WebhookPatchInput {
   enabled?: boolean;
 }
 
-/** Deliveries older than this are removed by the daily job, and events no delivery refers to. */
-
 // ---- validation --------------------------------------------------------------------------
 
 /** What the schema cannot check: the URL against the outbound policy, repeats, environments of the project. */
