@@ -33,18 +33,20 @@ export function admitter(ctx: AppContext) {
   const admit = (auth: Resolution, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, now: number): Resolution => {
     const principal = auth.principal;
     const caller = auth.meter ?? (principal ? principal.id : `ip:${clientAddress(request, server, behindProxy)}`);
-    const state = limiter.hit(limitOf(principal), caller, now);
-    headers["x-ratelimit-limit"] = state.limitText;
-    headers["x-ratelimit-remaining"] = String(state.remaining);
-    headers["x-ratelimit-reset"] = state.resetText;
-    if (!state.allowed) {
+    const meter = limiter.hit(limitOf(principal), caller, now);
+    const { count, limit } = meter;
+    headers["x-ratelimit-limit"] = meter.limitText;
+    headers["x-ratelimit-remaining"] = String(count >= limit ? 0 : limit - count);
+    headers["x-ratelimit-reset"] = limiter.resetText;
+    if (count > limit) {
+      const retryAfter = limiter.retryAfter(now);
       throw new ApiError(
         429,
         "RATE_LIMITED",
-        `Rate limit exceeded: ${state.limit} requests a minute; retry after ${state.retryAfter} s`,
+        `Rate limit exceeded: ${limit} requests a minute; retry after ${retryAfter} s`,
         undefined,
-        { "retry-after": String(state.retryAfter) },
-        { retryAfter: state.retryAfter },
+        { "retry-after": String(retryAfter) },
+        { retryAfter },
       );
     }
     return auth;

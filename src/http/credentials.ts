@@ -20,14 +20,14 @@ export const TOKEN_TTL_SECONDS = 3600;
 const JWT_SECRET_SETTING = "jwt_secret";
 
 /**
- * When a key was last used (`dirty` until the flush writes it) and its rate-limit meter; kept
- * across reloads, so neither restarts when any credential changes.
+ * When a key was last used (`dirty` until the flush writes it), and its rate-limit meter in the
+ * same object (one object per request to touch); kept across reloads, so neither restarts when
+ * any credential changes.
  */
-interface Usage {
+interface Usage extends Meter {
   at: number;
   dirty: boolean;
   table: typeof apiKeys | typeof adminKeys;
-  meter: Meter;
 }
 
 interface KeyRecord {
@@ -93,7 +93,7 @@ export class CredentialRegistry {
     const previousUsage = this.usage;
     const usage = new Map<string, Usage>();
     const usageOf = (id: string, table: Usage["table"]) => {
-      const u = previousUsage.get(id) ?? { at: 0, dirty: false, table, meter: newMeter() };
+      const u = previousUsage.get(id) ?? { ...newMeter(), at: 0, dirty: false, table };
       usage.set(id, u);
       return u;
     };
@@ -124,13 +124,13 @@ export class CredentialRegistry {
         environmentSlug: r.environmentSlug,
       };
       const u = usageOf(r.id, apiKeys);
-      const resolution = { principal, failure: null, meter: u.meter };
+      const resolution = { principal, failure: null, meter: u };
       keys.set(r.keyHash, { resolution, usage: u });
       if (r.previousHash && r.previousExpiresAt) keys.set(r.previousHash, { resolution, usage: u, notAfter: Date.parse(r.previousExpiresAt) });
     }
     for (const r of db.select({ id: adminKeys.id, keyHash: adminKeys.keyHash }).from(adminKeys).all()) {
       const u = usageOf(r.id, adminKeys);
-      keys.set(r.keyHash, { resolution: { principal: { kind: "adminKey", id: r.id }, failure: null, meter: u.meter }, usage: u });
+      keys.set(r.keyHash, { resolution: { principal: { kind: "adminKey", id: r.id }, failure: null, meter: u }, usage: u });
     }
     const now = iso(this.clock.now());
     const userRows = db
