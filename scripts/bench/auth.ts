@@ -15,7 +15,7 @@
  * Target: the guarded route keeps at least 90 % of the bare route's throughput.
  * Usage: bun scripts/bench/auth.ts [--launches N] [--rounds N per launch] [--seconds N]
  */
-import { readFileSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { Elysia } from "elysia";
 import { bootstrap } from "../../src/bootstrap";
 import { loadConfig } from "../../src/config";
@@ -25,7 +25,7 @@ import { createLogger } from "../../src/lib/log";
 import { createContext } from "../../src/server";
 import { loadTls } from "../../src/tls";
 import { seedApiKey, tempDir } from "../../test/helpers";
-import { ensureWrk, median, pinServer, runWrk } from "../lib/wrk";
+import { cpuSeconds, ensureWrk, median, pinServer, runWrk } from "../lib/wrk";
 
 type Variant = "bare" | "guarded";
 const arg = (name: string) => process.argv[process.argv.indexOf(name) + 1];
@@ -103,12 +103,6 @@ async function load(server: Server, key: string, seconds: number, cpu: number | 
   const r = await runWrk({ url: `https://127.0.0.1:${server.port}/bench`, seconds, cpu, headers: { authorization: `Bearer ${key}` } });
   if (r.non2xx > 0) throw new Error(`${r.non2xx} non-2xx answers from port ${server.port}`);
   return r;
-}
-
-/** User plus system CPU time of a process so far (Linux). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 const fmt = (n: number) => Math.round(n).toString().padStart(6);

@@ -24,11 +24,10 @@
  * A figure, not a test: exit 0 whether or not targets are met (exit 1 when deliveries are lost
  * or duplicated).
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { apiClient, pool } from "../lib/api";
 import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
-import { ensureWrk, pinRequestThread, pinServer, runWrk, type WrkResult } from "../lib/wrk";
+import { cpuSeconds, ensureWrk, pinRequestThread, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 
 const argv = process.argv.slice(2);
 const option = (name: string, fallback: number) => {
@@ -109,10 +108,7 @@ for (let w = 0; w < WEBHOOKS; w++) {
 }
 const setWebhooks = (enabled: boolean) => Promise.all(webhookIds.map((id) => api(base, "PATCH", `/v1/webhooks/${id}`, { enabled })));
 /** CPU time (user + system, all threads) of the server so far, in ms (Linux). */
-const serverCpuMs = () => {
-  const fields = readFileSync(`/proc/${proc.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks of 10 ms
-};
+const serverCpuMs = () => cpuSeconds(proc.pid) * 1000;
 await pool(TOGGLES, 8, (i) => api(base, "POST", "/v1/projects/default/flags", { key: flagKey(i), name: `Toggle ${i}` }));
 const { key: evalKey } = await api(base, "POST", "/v1/projects/default/api-keys", { name: "bench", scope: "eval", environment: "production" });
 const cpu = pinServer(proc.pid);
