@@ -96,13 +96,12 @@ export async function pairedRounds(
   rounds: number,
   runA: (round: number) => Promise<WrkResult>,
   runB: (round: number) => Promise<WrkResult>,
-): Promise<{ a: WrkResult[]; b: WrkResult[]; ratios: number[]; ratio: number }> {
+): Promise<{ a: WrkResult[]; b: WrkResult[]; ratio: number }> {
   const a: WrkResult[] = [];
   const b: WrkResult[] = [];
   for (let round = 1; round <= rounds; round++) {
     const pair = [async () => a.push(await runA(round)), async () => b.push(await runB(round))];
     for (const run of round % 2 === 1 ? pair : pair.reverse()) await run();
   }
-  const ratios = b.map((r, i) => r.rps / a[i]!.rps);
-  return { a, b, ratios, ratio: median(ratios) };
+  return { a, b, ratio: median(b.map((r, i) => r.rps / a[i]!.rps)) };
 }
