@@ -32,8 +32,10 @@ export function admitter(ctx: AppContext) {
   const behindProxy = ctx.config.behindProxy;
   const admit = (auth: Resolution, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, now: number): Resolution => {
     const principal = auth.principal;
-    const caller = auth.meter ?? (principal ? principal.id : `ip:${clientAddress(request, server, behindProxy)}`);
-    const meter = limiter.hit(limitOf(principal), caller, now);
+    const meter =
+      auth.meter !== null
+        ? limiter.hit(auth.meter, now)
+        : limiter.hitNamed(limitOf(principal), principal ? principal.id : `ip:${clientAddress(request, server, behindProxy)}`, now);
     const { count, limit } = meter;
     headers["x-ratelimit-limit"] = meter.limitText;
     headers["x-ratelimit-remaining"] = String(count >= limit ? 0 : limit - count);

@@ -13,7 +13,8 @@ import { adminKeys, apiKeys, environments, projects, revokedTokens, settings, us
 import { iso, type Clock, type CoarseClock } from "../lib/clock";
 import { randomBase62 } from "../lib/ids";
 import { sha256Hex } from "../lib/secrets";
-import { newMeter, type Meter } from "./rate-limit";
+import type { RateLimitKind } from "../config";
+import { Meter } from "./rate-limit";
 import type { Principal, Role } from "./access";
 
 export const TOKEN_TTL_SECONDS = 3600;
@@ -24,24 +25,32 @@ const JWT_SECRET_SETTING = "jwt_secret";
  * same object (one object per request to touch); kept across reloads, so neither restarts when
  * any credential changes.
  */
-interface Usage extends Meter {
-  at: number;
-  dirty: boolean;
-  table: typeof apiKeys | typeof adminKeys;
-}
-
-interface KeyRecord {
-  /** Made once per reload: resolving a key allocates nothing. */
-  resolution: Resolution & { principal: Extract<Principal, { kind: "apiKey" | "adminKey" }> };
-  /** A rotated-out secret stays valid until then (ms); undefined: no end. */
-  notAfter?: number;
-  usage: Usage;
+class Usage extends Meter {
+  at = 0;
+  dirty = false;
+  constructor(
+    kind: RateLimitKind,
+    readonly table: typeof apiKeys | typeof adminKeys,
+  ) {
+    super(kind);
+  }
 }
 
 /** Who is calling; `meter`: a key's own rate-limit counter (others are counted by id or address). */
 export type Resolution =
   | { principal: Principal; failure: null; meter: Meter | null }
   | { principal: null; failure: "missing" | "key" | "token"; meter: null };
+
+/**
+ * A key's resolution, made once per reload (resolving a key allocates nothing); a rotated-out
+ * secret's stays valid until `notAfter` (ms).
+ */
+interface KeyRecord {
+  principal: Extract<Principal, { kind: "apiKey" | "adminKey" }>;
+  failure: null;
+  meter: Usage;
+  notAfter?: number;
+}
 
 const MISSING: Resolution = { principal: null, failure: "missing", meter: null };
 const BAD_KEY: Resolution = { principal: null, failure: "key", meter: null };
@@ -92,8 +101,8 @@ export class CredentialRegistry {
     const keys = new Map<string, KeyRecord>();
     const previousUsage = this.usage;
     const usage = new Map<string, Usage>();
-    const usageOf = (id: string, table: Usage["table"]) => {
-      const u = previousUsage.get(id) ?? { ...newMeter(), at: 0, dirty: false, table };
+    const usageOf = (id: string, kind: RateLimitKind, table: Usage["table"]) => {
+      const u = previousUsage.get(id) ?? new Usage(kind, table);
       usage.set(id, u);
       return u;
     };
@@ -123,14 +132,12 @@ export class CredentialRegistry {
         environmentId: r.environmentId,
         environmentSlug: r.environmentSlug,
       };
-      const u = usageOf(r.id, apiKeys);
-      const resolution = { principal, failure: null, meter: u };
-      keys.set(r.keyHash, { resolution, usage: u });
-      if (r.previousHash && r.previousExpiresAt) keys.set(r.previousHash, { resolution, usage: u, notAfter: Date.parse(r.previousExpiresAt) });
+      const u = usageOf(r.id, r.scope, apiKeys);
+      keys.set(r.keyHash, { principal, failure: null, meter: u });
+      if (r.previousHash && r.previousExpiresAt) keys.set(r.previousHash, { principal, failure: null, meter: u, notAfter: Date.parse(r.previousExpiresAt) });
     }
     for (const r of db.select({ id: adminKeys.id, keyHash: adminKeys.keyHash }).from(adminKeys).all()) {
-      const u = usageOf(r.id, adminKeys);
-      keys.set(r.keyHash, { resolution: { principal: { kind: "adminKey", id: r.id }, failure: null, meter: u }, usage: u });
+      keys.set(r.keyHash, { principal: { kind: "adminKey", id: r.id }, failure: null, meter: usageOf(r.id, "admin", adminKeys) });
     }
     const now = iso(this.clock.now());
     const userRows = db
@@ -190,9 +197,9 @@ export class CredentialRegistry {
 
   private use(record: KeyRecord, now: number): Resolution {
     if (record.notAfter !== undefined && now >= record.notAfter) return BAD_KEY;
-    record.usage.at = now;
-    record.usage.dirty = true;
-    return record.resolution;
+    record.meter.at = now;
+    record.meter.dirty = true;
+    return record;
   }
 
   private async resolveToken(token: string): Promise<Resolution> {

@@ -12,18 +12,17 @@ import type { Clock } from "../lib/clock";
 const WINDOW_MS = 60_000;
 
 /**
- * Requests counted in the window that started at `window` (ms), and the limit they count
- * against with its `X-RateLimit-Limit` value (set when the window turns, so a request reads
- * nothing but its meter).
+ * Requests counted in the window that started at `window` (ms), under the limit of `kind`; the
+ * limit and its `X-RateLimit-Limit` value are set when the window turns, so a request reads
+ * nothing but its meter.
  */
-export interface Meter {
-  window: number;
-  count: number;
-  limit: number;
-  limitText: string;
+export class Meter {
+  window = -1;
+  count = 0;
+  limit = 0;
+  limitText = "";
+  constructor(readonly kind: RateLimitKind) {}
 }
-
-export const newMeter = (): Meter => ({ window: -1, count: 0, limit: 0, limitText: "" });
 
 export class RateLimiter {
   private windowStart = -1;
@@ -39,30 +38,25 @@ export class RateLimiter {
     this.limitTexts = Object.fromEntries(RATE_LIMIT_KINDS.map((k) => [k, String(limits[k])])) as Record<RateLimitKind, string>;
   }
 
-  /**
-   * Counts one request under the limit of `kind`: on a credential's own meter, or on the
-   * meter of a caller named by `key` (e.g. `ip:10.0.0.1`, a user id). Returns that meter:
-   * allowed while `count <= limit`.
-   */
-  hit(kind: RateLimitKind, caller: Meter | string, now = this.clock.now()): Readonly<Meter> {
-    if (now - this.windowStart >= WINDOW_MS || now < this.windowStart) {
-      this.windowStart = now - (now % WINDOW_MS);
-      this.meters = new Map();
-      this.resetText = String((this.windowStart + WINDOW_MS) / 1000);
-    }
-    let meter: Meter;
-    if (typeof caller === "string") {
-      meter = this.meters.get(caller) ?? newMeter();
-      if (meter.window < 0) this.meters.set(caller, meter);
-    } else meter = caller;
+  /** Counts one request on `meter` (a credential's own); allowed while `count <= limit`. */
+  hit(meter: Meter, now = this.clock.now()): Readonly<Meter> {
+    if (now - this.windowStart >= WINDOW_MS || now < this.windowStart) this.turn(now);
     if (meter.window !== this.windowStart) {
       meter.window = this.windowStart;
       meter.count = 0;
-      meter.limit = this.limits[kind];
-      meter.limitText = this.limitTexts[kind];
+      meter.limit = this.limits[meter.kind];
+      meter.limitText = this.limitTexts[meter.kind];
     }
     meter.count++;
     return meter;
+  }
+
+  /** `hit` for a caller without a meter of its own, named by `name` (`ip:10.0.0.1`, a user id). */
+  hitNamed(kind: RateLimitKind, name: string, now = this.clock.now()): Readonly<Meter> {
+    if (now - this.windowStart >= WINDOW_MS || now < this.windowStart) this.turn(now);
+    let meter = this.meters.get(name);
+    if (meter === undefined) this.meters.set(name, (meter = new Meter(kind)));
+    return this.hit(meter, now);
   }
 
   /** Seconds until the current window ends, at least 1 (`Retry-After` of a refused request). */
@@ -73,5 +67,11 @@ export class RateLimiter {
   /** Callers without a meter of their own counted in the current window (for tests). */
   size(): number {
     return this.meters.size;
+  }
+
+  private turn(now: number): void {
+    this.windowStart = now - (now % WINDOW_MS);
+    this.meters = new Map();
+    this.resetText = String((this.windowStart + WINDOW_MS) / 1000);
   }
 }
