@@ -42,8 +42,8 @@ export type Resolution =
   | { principal: null; failure: "missing" | "key" | "token"; meter: null };
 
 /**
- * A key's resolution, made once per reload (resolving a key allocates nothing); a rotated-out
- * secret's stays valid until `notAfter` (ms).
+ * A key's resolution, made once per reload (resolving a key allocates nothing); the record of a
+ * rotated-out secret stays valid until `notAfter` (ms).
  */
 interface KeyRecord {
   principal: Extract<Principal, { kind: "apiKey" | "adminKey" }>;

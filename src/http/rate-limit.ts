@@ -40,7 +40,7 @@ export class RateLimiter {
 
   /** Counts one request on `meter` (a credential's own); allowed while `count <= limit`. */
   hit(meter: Meter, now = this.clock.now()): Readonly<Meter> {
-    if (now - this.windowStart >= WINDOW_MS || now < this.windowStart) this.turn(now);
+    this.advance(now);
     if (meter.window !== this.windowStart) {
       meter.window = this.windowStart;
       meter.count = 0;
@@ -53,7 +53,7 @@ export class RateLimiter {
 
   /** `hit` for a caller without a meter of its own, named by `name` (`ip:10.0.0.1`, a user id). */
   hitNamed(kind: RateLimitKind, name: string, now = this.clock.now()): Readonly<Meter> {
-    if (now - this.windowStart >= WINDOW_MS || now < this.windowStart) this.turn(now);
+    this.advance(now);
     let meter = this.meters.get(name);
     if (meter === undefined) this.meters.set(name, (meter = new Meter(kind)));
     return this.hit(meter, now);
@@ -69,7 +69,9 @@ export class RateLimiter {
     return this.meters.size;
   }
 
-  private turn(now: number): void {
+  /** Starts the window `now` falls in, when it is not the current one. */
+  private advance(now: number): void {
+    if (now - this.windowStart < WINDOW_MS && now >= this.windowStart) return;
     this.windowStart = now - (now % WINDOW_MS);
     this.meters = new Map();
     this.resetText = String((this.windowStart + WINDOW_MS) / 1000);
