@@ -65,13 +65,6 @@ export class CredentialRegistry {
    * can read this process's memory holds the JWT secret too: this adds no exposure.
    */
   private byHeader = new Map<string, KeyRecord>();
-  /**
-   * The `Authorization` value resolved last and its key. Requests mostly repeat the previous
-   * caller's header (an SDK, a service), and comparing two strings costs less than hashing one
-   * for the map. Cleared with `byHeader`.
-   */
-  private lastHeader: string | null = null;
-  private lastRecord: KeyRecord | null = null;
   private usage = new Map<string, Usage>();
   /** `validAfter`: Unix seconds; tokens issued earlier are refused (set by a password change). */
   private users = new Map<string, { email: string; role: Role; validAfter: number }>();
@@ -153,7 +146,6 @@ export class CredentialRegistry {
     this.keys = keys;
     this.usage = usage;
     this.byHeader = new Map();
-    this.lastHeader = this.lastRecord = null;
     this.requestClock?.expire();
     this.dataVersion = this.readDataVersion();
   }
@@ -176,13 +168,8 @@ export class CredentialRegistry {
    */
   resolve(authorization: string | null, now = this.clock.now()): Resolution | Promise<Resolution> {
     if (authorization === null) return MISSING;
-    if (authorization === this.lastHeader) return this.use(this.lastRecord!, now);
     const known = this.byHeader.get(authorization);
-    if (known !== undefined) {
-      this.lastHeader = authorization;
-      this.lastRecord = known;
-      return this.use(known, now);
-    }
+    if (known !== undefined) return this.use(known, now);
     if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== "bearer ") return BAD_KEY;
     const token = authorization.slice(7).trim();
     if (token.startsWith("svc_")) {

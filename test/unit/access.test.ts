@@ -100,7 +100,7 @@ describe("credential registry", () => {
     }
   });
 
-  test("a repeated header resolves again (the last-seen entry), alternating keys each resolve, a dropped key is refused at once", async () => {
+  test("a repeated header resolves again (from the remembered values), alternating keys each resolve, a dropped key is refused at once", async () => {
     const h = testApp();
     try {
       const a = seedApiKey(h.ctx, "eval");
