@@ -21,3 +21,17 @@ export function generateSecret(prefix: string): { secret: string; hash: string; 
 export function adminKeyParts(secret: string): { hash: string; keyPrefix: string } {
   return { hash: sha256Hex(secret), keyPrefix: secret.slice(0, "svc_admin_".length + SHOWN_RANDOM) };
 }
+
+/**
+ * Whether a sent value equals a secret, in a time that depends only on their lengths, not on
+ * where they differ (a plain `===` stops at the first differing character, and its time tells how
+ * much of a guess was right). Lengths are public (the formats above), so another length is
+ * refused at once. `crypto.timingSafeEqual` does the same on byte buffers, which would copy the
+ * sent value on every request that uses this.
+ */
+export function sameSecret(sent: string, secret: string): boolean {
+  if (sent.length !== secret.length) return false;
+  let diff = 0;
+  for (let i = 0; i < sent.length; i++) diff |= sent.charCodeAt(i) ^ secret.charCodeAt(i);
+  return diff === 0;
+}

@@ -100,7 +100,7 @@ describe("credential registry", () => {
     }
   });
 
-  test("a repeated header resolves again (from the remembered values), alternating keys each resolve, a dropped key is refused at once", async () => {
+  test("a repeated header resolves again (the last-seen entry), alternating keys each resolve, a dropped key is refused at once", async () => {
     const h = testApp();
     try {
       const a = seedApiKey(h.ctx, "eval");
@@ -109,6 +109,9 @@ describe("credential registry", () => {
       for (const [secret, id] of [[a.secret, a.id], [a.secret, a.id], [b.secret, b.id], [a.secret, a.id], [b.secret, b.id], [b.secret, b.id]]) {
         expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal?.id).toBe(id!);
       }
+      // The last value differing only in its last character is another (unknown) key.
+      const near = `Bearer ${b.secret.slice(0, -1)}${b.secret.endsWith("A") ? "B" : "A"}`;
+      expect(await h.ctx.credentials.resolve(near)).toEqual({ principal: null, failure: "key", meter: null });
       h.ctx.sqlite.run("DELETE FROM api_keys WHERE id = ?", [b.id]);
       h.ctx.credentials.reload();
       expect(await h.ctx.credentials.resolve(`Bearer ${b.secret}`)).toEqual({ principal: null, failure: "key", meter: null });
