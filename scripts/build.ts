@@ -13,7 +13,9 @@ mkdirSync(dirname(outfile), { recursive: true });
 const started = performance.now();
 const proc = Bun.spawnSync(
   [
-    process.execPath, "build", "--compile", "--minify", "--bytecode", "--format=esm",
+    // Whitespace and syntax only: renamed identifiers break Elysia, which recognises TypeBox's
+    // TransformDecodeError by its class name (a query value out of range then passed as a string).
+    process.execPath, "build", "--compile", "--minify-whitespace", "--minify-syntax", "--bytecode", "--format=esm",
     // The binary must not pick up .env or bunfig.toml from whatever folder it runs in.
     "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
     // The background thread's worker is an entry point of its own (src/background/thread.ts).

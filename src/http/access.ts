@@ -65,7 +65,6 @@ export const MESSAGES = {
   invalidToken: "Invalid or expired token",
   scope: "This key scope does not have access to this endpoint",
   otherProject: "This key does not have access to this project",
-  adminKey: "Admin keys cannot call this endpoint: use a project API key",
   role: (role: Role) => `The role ${role} does not have access to this endpoint`,
 } as const;
 
@@ -90,7 +89,7 @@ export function decide(
       if (projectSlug !== undefined && projectSlug !== principal.projectSlug) return { allow: false, status: 403, message: MESSAGES.otherProject };
       return ALLOW;
     case "adminKey":
-      return rule.adminKey ? ALLOW : { allow: false, status: 403, message: MESSAGES.adminKey };
+      return rule.adminKey ? ALLOW : { allow: false, status: 403, message: MESSAGES.scope };
     case "user": {
       const roles = method === "GET" || method === "HEAD" ? rule.roles.read : rule.roles.write;
       return roles.includes(principal.role) ? ALLOW : { allow: false, status: 403, message: MESSAGES.role(principal.role) };

@@ -179,8 +179,7 @@ COLUMNS.forEach((column, i) => {
           expect(res.status).toBe(403);
           const body = JSON.parse(text);
           expect(body.error).toBe("FORBIDDEN");
-          if (column.kind === "key") expect(body.message).toBe(MESSAGES.scope);
-          if (column.kind === "admin") expect(body.message).toBe(MESSAGES.adminKey);
+          if (column.kind === "key" || column.kind === "admin") expect(body.message).toBe(MESSAGES.scope);
           if (column.kind === "user") expect(body.message).toBe(MESSAGES.role(column.role));
         }
       });

@@ -388,7 +388,7 @@ describe("access", () => {
   test("mgmt key, admin key and login tokens: 403 with the exact messages; no or a bad key: 401", async () => {
     const cases: [Record<string, string>, number, string][] = [
       [bearer(seedApiKey(h.ctx, "mgmt").secret), 403, MESSAGES.scope],
-      [admin, 403, MESSAGES.adminKey],
+      [admin, 403, MESSAGES.scope],
       [await userToken(h.ctx, "admin"), 403, "The role admin does not have access to this endpoint"],
       [{}, 401, "Invalid or expired API key"],
       [bearer("svc_sk_eval_unknownunknownunknownunknown12"), 401, "Invalid or expired API key"],

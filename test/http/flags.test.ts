@@ -48,6 +48,10 @@ describe("create and read", () => {
     expect(await json(await get(`${BASE}/new-checkout`), 200)).toEqual(flag);
   });
 
+  test("description null on create means none, as on a PATCH", async () => {
+    expect((await json(await create({ key: "f", name: "F", description: null }), 201)).description).toBeNull();
+  });
+
   test("variants with weights and a rule serving one", async () => {
     const variants = [
       { key: "control", name: "Control", weight: 50 },
@@ -316,6 +320,7 @@ describe("list", () => {
       expect(res.error).toBe("VALIDATION_ERROR");
       expect(res.details[0].path).toStartWith("query.");
     }
+    expect((await json(await get(`${BASE}?environment=production&enabled=1`), 400)).details).toEqual([{ path: "query.enabled", message: "Must be true or false" }]);
   });
 });
 

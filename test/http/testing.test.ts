@@ -429,7 +429,7 @@ for (const edition of ["ce", "pro"] as const) {
           [bearer("svc_sk_test_0123456789abcdefghijklmnopqrstuv"), 401, "Invalid or expired API key"],
           [evalKey, 403, MESSAGES.scope],
           [bearer(seedApiKey(h.ctx, "mgmt", slug).secret), 403, MESSAGES.scope],
-          [admin, 403, MESSAGES.adminKey],
+          [admin, 403, MESSAGES.scope],
           [await userToken(h.ctx, "admin"), 403, MESSAGES.role("admin")],
           [await userToken(h.ctx, "editor"), 403, MESSAGES.role("editor")],
           [await userToken(h.ctx, "viewer"), 403, MESSAGES.role("viewer")],

@@ -78,7 +78,7 @@ export const NewFlag = t.Object(
   {
     key: FlagKey(),
     name: Name(),
-    description: t.Optional(Description()),
+    description: t.Optional(t.Union([Description(), t.Null()], { description: "null or omitted: none" })),
     variants: t.Optional(Variants()),
     rules: t.Optional(Rules()),
   },
@@ -140,7 +140,7 @@ export const FlagList = t.Object(
 export const FlagListQuery = t.Object(
   {
     environment: t.Optional(t.String({ description: "Keep flags that have a state in this environment (unknown: 404)" })),
-    enabled: t.Optional(t.Boolean({ description: "With environment only: keep flags enabled (true) or disabled (false) there" })),
+    enabled: t.Optional(t.Boolean({ description: "With environment only: keep flags enabled (true) or disabled (false) there", error: "Must be true or false" })),
     q: t.Optional(t.String({ maxLength: 200, description: "Case-insensitive substring of key or name" })),
     page: t.Optional(t.Integer({ minimum: 1, description: "Default 1", error: "Must be an integer of at least 1" })),
     perPage: t.Optional(t.Integer({ minimum: 1, maximum: PER_PAGE_MAX, description: `Default 20, at most ${PER_PAGE_MAX}`, error: `Must be an integer from 1 to ${PER_PAGE_MAX}` })),

@@ -48,7 +48,7 @@ export interface RuleInput {
 export interface NewFlagInput {
   key: string;
   name: string;
-  description?: string;
+  description?: string | null;
   variants?: Variant[];
   rules?: RuleInput[];
 }
