@@ -217,8 +217,23 @@ export function variantBucketOf(flagKey: string, userId: string): number {
 function usableUserId(context: EvalContext): string | null {
   const userId = context.userId;
   if (typeof userId === "string") return userId === "" ? null : userId;
-  if (typeof userId === "number") return String(userId);
+  if (typeof userId === "number") return decimalString(userId);
   return null;
+}
+
+/**
+ * A number in plain decimal notation (decisions §7): the digits of `String(n)` (the shortest
+ * that read back as `n`) without its exponent, which it uses from 1e21 up and below 1e-6: 1e21
+ * buckets as "1000000000000000000000", 1e-7 as "0.0000001".
+ */
+export function decimalString(n: number): string {
+  const s = String(n);
+  const e = s.indexOf("e");
+  if (e === -1) return s;
+  const sign = n < 0 ? "-" : "";
+  const digits = s.slice(sign.length, e).replace(".", ""); // "d" or "d.ddd": one digit before the point
+  const exponent = Number(s.slice(e + 1));
+  return exponent > 0 ? sign + digits.padEnd(exponent + 1, "0") : `${sign}0.${"0".repeat(-exponent - 1)}${digits}`;
 }
 
 /** The variant served by weight, or the first one when unweighted or without a usable userId. */

@@ -13,6 +13,7 @@ import {
   bucketOf,
   compileFlag,
   compileState,
+  decimalString,
   evaluate,
   variantBucketOf,
 } from "../../src/evaluation/engine";
@@ -575,6 +576,21 @@ describe("state and userId", () => {
     for (const n of [0, -7, 1.5, 123456789012]) {
       expect(run(f, { userId: n }, rollout(50))).toEqual(run(f, { userId: String(n) }, rollout(50)));
     }
+    for (const p of [0, 25, 50, 75, 99.999]) {
+      expect(run(f, { userId: 1e21 }, rollout(p))).toEqual(run(f, { userId: "1000000000000000000000" }, rollout(p)));
+    }
+  });
+
+  test("decimal strings never use an exponent", () => {
+    const cases: [number, string][] = [
+      [42, "42"], [-0, "0"], [1.5, "1.5"], [0.000001, "0.000001"], [1e21, "1000000000000000000000"],
+      [-2.5e22, "-25000000000000000000000"], [1e-7, "0.0000001"], [-1.25e-8, "-0.0000000125"], [123e-20, "0.00000000000000000123"],
+    ];
+    for (const [n, s] of cases) expect(decimalString(n)).toBe(s);
+    fc.assert(fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => {
+      const s = decimalString(n);
+      return !/e/i.test(s) && Number(s) === n;
+    }));
   });
 
   test("without a usable userId a rollout of 100 includes and anything lower excludes", () => {
