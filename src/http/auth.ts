@@ -90,7 +90,10 @@ export const accessGuard = () =>
       access: (group: AccessGroup) => ({
         // The group, for the API document (operations without it need no credential).
         detail: { "x-flagsvc-access": group } as Record<string, string>,
-        transform(c) {
+        // An arrow function: Elysia reads a hook's source to learn which parts of the context it
+        // uses, and fails on a method written without line breaks (as in the minified binary):
+        // it prints a warning with the hook's code, which breaks JSON log lines.
+        transform: (c) => {
           const { auth } = c as unknown as AuthState;
           const slug = (c.params as Record<string, string> | undefined)?.slug;
           c.principal = authorize(auth, group, c.request.method, slug);

@@ -34,8 +34,9 @@ export const editionGuard = (config: Pick<Config, "edition">) =>
     .macro({
       edition: (edition: Exclude<Edition, "ce">) => ({
         detail: { "x-flagsvc-edition": edition } as Record<string, string>,
-        // No parameter: Elysia then prepares nothing extra for the request.
-        transform() {
+        // No parameter: Elysia then prepares nothing extra for the request. An arrow function:
+        // Elysia reads hooks' source, and misreads a minified method (see auth.ts).
+        transform: () => {
           requirePro(config);
         },
       }),
