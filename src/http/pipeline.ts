@@ -88,20 +88,54 @@ export function checkTransport(request: Request, headers: Record<string, unknown
   if (length !== null && Number(length) > MAX_BODY_BYTES) throw payloadTooLarge();
 }
 
+/** How deeply a request body may nest arrays and objects (ours need fewer than ten levels). */
+export const MAX_BODY_DEPTH = 64;
+
 /**
  * The body as read, to JSON: empty is null (the schema then says what is missing), anything
- * else needs a JSON content type (`contentType` with or without parameters) and valid JSON.
+ * else needs a JSON content type (`contentType` with or without parameters) and must be a JSON
+ * object (every endpoint takes one) nested at most MAX_BODY_DEPTH levels: validating and
+ * reporting on a deeper value takes time that grows with the square of its depth, and from a few
+ * ten thousand levels overflows the stack.
  */
 export function parseJsonBody(text: string, contentType: string | null | undefined): unknown {
   if (text.trim() === "") return null;
   if (!JSON_TYPE.test(contentType ?? "")) {
     throw validationError("Content-Type must be application/json");
   }
+  if (nestedDeeperThan(text, MAX_BODY_DEPTH)) {
+    throw validationError(`Request body is nested too deeply (at most ${MAX_BODY_DEPTH} levels)`);
+  }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw validationError("Request body is not valid JSON");
   }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw validationError("Invalid request", [{ path: "body", message: "Expected object" }]);
+  }
+  return value;
+}
+
+/** Whether JSON text opens more than `max` arrays or objects inside each other (strings skipped). */
+function nestedDeeperThan(text: string, max: number): boolean {
+  if (text.length <= 2 * max) return false; // too short to hold max + 1 pairs of brackets
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // a string: skip to its closing quote, past escaped characters
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
 }
 
 /** Anything thrown that is not an ApiError: logged with the request id, answered as a bare 500. */

@@ -185,9 +185,10 @@ describe("rotate", () => {
     expect((await probe(r2.key)).status).toBe(200);
   });
 
-  test("validation: grace outside 0..86400, not an integer, unknown fields: 400 and the key unchanged", async () => {
+  test("validation: grace outside 0..86400, not an integer, unknown fields, not an object: 400 and the key unchanged", async () => {
     const k = await newKey("mgmt");
-    const cases: unknown[] = [{ gracePeriodSeconds: -1 }, { gracePeriodSeconds: 86_401 }, { gracePeriodSeconds: 1.5 }, { gracePeriodSeconds: "60" }, { grace: 60 }, [1]];
+    // Strings go as they are: JSON bodies that are not objects.
+    const cases: unknown[] = [{ gracePeriodSeconds: -1 }, { gracePeriodSeconds: 86_401 }, { gracePeriodSeconds: 1.5 }, { gracePeriodSeconds: "60" }, { grace: 60 }, [1], "[]", "5", '"x"', "true", "null"];
     for (const input of cases) {
       const body = await json(await h.request("POST", `/v1/api-keys/${k.id}/rotate`, { body: input, headers: admin }), 400);
       expect(body.error).toBe("VALIDATION_ERROR");

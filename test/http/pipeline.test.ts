@@ -135,6 +135,33 @@ describe("error shapes", () => {
     expect(await json(res)).toEqual({ error: "VALIDATION_ERROR", message: "Request body is not valid JSON" });
   });
 
+  test("a JSON body that is not an object: 400 naming the body", async () => {
+    for (const text of ["[]", '[{"name":"x"}]', "5", '"x"', "true", "null"]) {
+      const res = await h.request("POST", "/v1/probe/abc", { body: text });
+      expect({ text, status: res.status, body: await json(res) }).toEqual({
+        text,
+        status: 400,
+        body: { error: "VALIDATION_ERROR", message: "Invalid request", details: [{ path: "body", message: "Expected object" }] },
+      });
+    }
+  });
+
+  test("a body nested deeper than 64 levels: 400 at once, and the server answers others meanwhile", async () => {
+    const deep = (n: number) => `{"name":"x","items":${"[".repeat(n)}${"]".repeat(n)}}`;
+    const tooDeep = [deep(64), "[".repeat(50_000) + "]".repeat(50_000), `{"name":${'{"a":'.repeat(50_000)}1${"}".repeat(50_000)}}`];
+    for (const text of tooDeep) {
+      const res = await h.request("POST", "/v1/probe/abc", { body: text });
+      expect(res.status).toBe(400);
+      expect(await json(res)).toEqual({ error: "VALIDATION_ERROR", message: "Request body is nested too deeply (at most 64 levels)" });
+    }
+    // 64 levels are read: the schema answers (items must be objects); brackets in strings do not count.
+    const schemaAnswer = await json(await h.request("POST", "/v1/probe/abc", { body: deep(63) }));
+    expect(schemaAnswer.message).toBe("Invalid request");
+    expect(schemaAnswer.details[0].path).toStartWith("body.items");
+    const res = await h.request("POST", "/v1/probe/abc", { body: JSON.stringify({ name: `${"[{".repeat(500)}\\"` }) });
+    expect(res.status).toBe(200);
+  });
+
   test("a non-JSON content type with a body: 400", async () => {
     const res = await h.request("POST", "/v1/probe/abc", { body: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
     expect(res.status).toBe(400);
