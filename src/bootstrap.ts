@@ -35,8 +35,10 @@ const defaultProject: BootstrapStep = {
 /**
  * The first admin user (SVC_ADMIN_EMAIL / SVC_ADMIN_PASSWORD, the password generated when
  * unset) when no user exists, and the first admin key (SVC_ADMIN_KEY, else generated) when no
- * admin key exists. On the first start only, or later when neither a user nor an admin key
- * exists (an instance bootstrapped by a version without identity, which nobody could enter).
+ * admin key exists. On the first start, or later when neither a user nor an admin key exists
+ * (an instance bootstrapped by a version without identity, which nobody could enter). Later
+ * starts also create a configured SVC_ADMIN_KEY when no admin key exists (decisions §1: "created
+ * only when none exists"), but generate none: a second start prints no secret.
  * A generated secret is printed here, once; a configured one never is.
  */
 const credentials: BootstrapStep = {
@@ -44,7 +46,8 @@ const credentials: BootstrapStep = {
   run(ctx, firstStart) {
     const noUser = countUsers(ctx) === 0;
     const noKey = countAdminKeys(ctx) === 0;
-    if (!firstStart && !(noUser && noKey)) return [];
+    const configuredKeyMissing = noKey && ctx.config.adminKey !== undefined;
+    if (!firstStart && !(noUser && noKey) && !configuredKeyMissing) return [];
     const lines: string[] = [];
     let generated = false;
     if (noUser) {

@@ -297,7 +297,27 @@ describe("bootstrap: the first admin user and admin key", () => {
     }
   });
 
-  test("later starts do not replace a deleted key or user while another way in exists", () => {
+  test("a later start creates a configured SVC_ADMIN_KEY again when no admin key exists, printing no secret", async () => {
+    const dir = tempDir();
+    const key = `svc_admin_${"Xy9".repeat(12)}`;
+    try {
+      const first = start(dir, { SVC_ADMIN_KEY: key });
+      first.ctx.sqlite.run("DELETE FROM admin_keys");
+      first.ctx.close();
+      const again = start(dir, { SVC_ADMIN_KEY: key });
+      expect(again.result.lines).toEqual(["Admin key:    (from SVC_ADMIN_KEY)"]);
+      expect(await again.ctx.credentials.resolve(`Bearer ${key}`)).toMatchObject({ principal: { kind: "adminKey" } });
+      again.ctx.close();
+      const third = start(dir, { SVC_ADMIN_KEY: key });
+      expect(third.result.lines).toEqual([]);
+      expect(third.ctx.sqlite.query("SELECT COUNT(*) AS n FROM admin_keys").get()).toEqual({ n: 1 });
+      third.ctx.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("later starts do not generate a key for a deleted one, nor a user, while another way in exists", () => {
     const dir = tempDir();
     try {
       const first = start(dir);
