@@ -44,8 +44,8 @@ async function list(app: TestApp, key: string): Promise<Json[]> {
 }
 
 describe("create and list", () => {
-  test("POST 201 returns { id, email, role }; the email is stored lower-case; GET lists by email", async () => {
-    const user = await createOk(h, admin, "Zoe@Example.com", "editor");
+  test("POST 201 returns { id, email, role }; the email is stored trimmed and lower-case; GET lists by email", async () => {
+    const user = await createOk(h, admin, "  Zoe@Example.com ", "editor");
     expect(user).toEqual({ id: expect.stringMatching(/^usr_[A-Za-z0-9]{22}$/), email: "zoe@example.com", role: "editor" });
     await createOk(h, admin, "bob@example.com", "viewer");
     const users = await list(h, admin);
@@ -72,6 +72,7 @@ describe("create and list", () => {
       [{ email: "v@example.com", password: "123456789", role: "viewer" }, "body.password"],
       [{ email: "v@example.com", password: "a long password", role: "owner" }, "body.role"],
       [{ email: "not-an-email", password: "a long password", role: "viewer" }, "body.email"],
+      [{ email: "v w@example.com", password: "a long password", role: "viewer" }, "body.email"],
       [{ email: "v@example.com", password: "a long password" }, "body.role"],
       [{ email: "v@example.com", password: "a long password", role: "viewer", name: "V" }, "body.name"],
       [{ email: "v@example.com", password: 1234567890, role: "viewer" }, "body.password"],

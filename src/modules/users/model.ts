@@ -1,8 +1,8 @@
 /** Login users: request and response schemas. */
 import { t } from "elysia";
 
-/** `something@something`, no spaces (as SVC_ADMIN_EMAIL); stored lower-case. */
-export const EMAIL_PATTERN = "^[^\\s@]+@[^\\s@]+$";
+/** `something@something`, no spaces inside (as SVC_ADMIN_EMAIL); trimmed, stored lower-case. */
+export const EMAIL_PATTERN = "^\\s*[^\\s@]+@[^\\s@]+\\s*$";
 export const PASSWORD_MIN = 10;
 export const PASSWORD_MAX = 1024;
 
@@ -11,7 +11,7 @@ export const Role = t.Union(
   { description: "admin: everything an admin key may do; editor: flags, states, webhooks, API keys; viewer: read-only", error: "Expected admin, editor or viewer" },
 );
 
-export const Email = t.String({ pattern: EMAIL_PATTERN, maxLength: 254, description: "Compared and stored lower-case", error: "Expected an email address" });
+export const Email = t.String({ pattern: EMAIL_PATTERN, maxLength: 254, description: "Trimmed; compared and stored lower-case", error: "Expected an email address" });
 export const Password = t.String({
   minLength: PASSWORD_MIN,
   maxLength: PASSWORD_MAX,
