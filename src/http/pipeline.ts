@@ -17,8 +17,11 @@ export interface PipelineOptions {
   log: Logger;
   /** TLS terminates here (HSTS on every response), or at a proxy (`SVC_BEHIND_PROXY`). */
   behindProxy: boolean;
-  /** The app's routes, read on the first 404 to tell "unknown path" from "wrong method". */
-  routes: () => readonly { method: string; path: string }[];
+  /**
+   * The app's routes, read on the first 404 to tell "unknown path" from "wrong method", and on
+   * the first body to know the routes that take none (no `body` schema).
+   */
+  routes: () => readonly { method: string; path: string; hooks?: { body?: unknown } }[];
   /**
    * Credential and rate limit, right after the request id, so that its headers go on every
    * response; what it returns is kept on the context as `auth`. It gets the parts it needs, not
@@ -118,6 +121,15 @@ export function parseJsonBody(text: string, contentType: string | null | undefin
   return value;
 }
 
+/**
+ * A route without a body schema takes no body: an empty object passes (clients send `{}`), any
+ * field is unknown (decisions §2: unknown fields are refused, not ignored).
+ */
+function refuseFields(body: Record<string, unknown>): void {
+  const names = Object.keys(body);
+  if (names.length > 0) throw validationError("Invalid request", names.map((name) => ({ path: `body.${name}`, message: "Unknown field" })));
+}
+
 /** Whether JSON text opens more than `max` arrays or objects inside each other (strings skipped). */
 function nestedDeeperThan(text: string, max: number): boolean {
   if (text.length <= 2 * max) return false; // too short to hold max + 1 pairs of brackets
@@ -184,6 +196,9 @@ function mappedAtOnce(value: unknown): boolean {
 export function pipeline(opts: PipelineOptions) {
   const { log, behindProxy } = opts;
   const allowedMethods = methodTable(opts.routes);
+  let bodyless: Set<string> | undefined;
+  const takesNoBody = (method: string, route: string) =>
+    (bodyless ??= new Set(opts.routes().filter((r) => !r.hooks?.body).map((r) => `${r.method} ${r.path}`))).has(`${method} ${route}`);
   const headerCache = responseHeaderCache(behindProxy, opts.admitHeaders);
 
   return new Elysia({ name: "flagsvc/pipeline" })
@@ -196,7 +211,12 @@ export function pipeline(opts: PipelineOptions) {
       (c as unknown as RequestState).auth = admitted instanceof Promise ? await admitted : admitted;
       checkTransport(c.request, c.set.headers, behindProxy);
     })
-    .onParse(async ({ request, contentType }) => parseJsonBody(await readBody(request), contentType))
+    // `route` (the matched path pattern) is named so that Elysia sets it before parsing.
+    .onParse(async ({ request, contentType, route }) => {
+      const body = parseJsonBody(await readBody(request), contentType);
+      if (body !== null && takesNoBody(request.method, route)) refuseFields(body as Record<string, unknown>);
+      return body;
+    })
     .onError(({ code, error, set, request, path }) => {
       // Failed while Elysia built the Response from the cached Headers: a record again.
       if ((set.headers as unknown) instanceof Headers) set.headers = (set.headers as unknown as Headers).toJSON() as never;

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { t } from "elysia";
 import { MAX_BODY_BYTES } from "../../src/http/errors";
-import type { App } from "../../src/server";
+import { createApp, type App } from "../../src/server";
 import { testApp, type TestApp, endlessBody } from "../helpers";
 
 const withProbe = (app: App) =>
@@ -160,6 +160,19 @@ describe("error shapes", () => {
     expect(schemaAnswer.details[0].path).toStartWith("body.items");
     const res = await h.request("POST", "/v1/probe/abc", { body: JSON.stringify({ name: `${"[{".repeat(500)}\\"` }) });
     expect(res.status).toBe(200);
+  });
+
+  test("every route without a body schema refuses a body with fields, before anything else", async () => {
+    const bodyless = createApp(h.ctx).routes.filter((r) => r.method !== "GET" && r.method !== "HEAD" && !(r.hooks as { body?: unknown }).body);
+    expect(bodyless.length).toBeGreaterThanOrEqual(11); // the DELETEs, logout, redeliver
+    for (const r of bodyless) {
+      const res = await h.request(r.method, r.path.replace(/:[^/]+/g, "x"), { body: { x: 1 } });
+      expect({ route: `${r.method} ${r.path}`, status: res.status, body: await json(res) }).toEqual({
+        route: `${r.method} ${r.path}`,
+        status: 400,
+        body: { error: "VALIDATION_ERROR", message: "Invalid request", details: [{ path: "body.x", message: "Unknown field" }] },
+      });
+    }
   });
 
   test("a non-JSON content type with a body: 400", async () => {

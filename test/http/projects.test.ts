@@ -174,6 +174,20 @@ describe("projects", () => {
     expect((await h.request("DELETE", "/v1/projects/doomed", { headers: admin })).status).toBe(404);
   });
 
+  test("delete takes no body: a field is 400 and deletes nothing; {} or nothing deletes", async () => {
+    await json(await create({ slug: "kept", name: "K" }), 201);
+    const refused = await json(await h.request("DELETE", "/v1/projects/kept", { headers: admin, body: { cascade: false, x: 1 } }), 400);
+    expect(refused).toEqual({
+      error: "VALIDATION_ERROR",
+      message: "Invalid request",
+      details: [{ path: "body.cascade", message: "Unknown field" }, { path: "body.x", message: "Unknown field" }],
+    });
+    expect((await h.request("GET", "/v1/projects/kept", { headers: admin })).status).toBe(200);
+    expect((await h.request("DELETE", "/v1/projects/kept", { headers: admin, body: {} })).status).toBe(204);
+    await json(await create({ slug: "kept", name: "K" }), 201);
+    expect((await h.request("DELETE", "/v1/projects/kept", { headers: admin, body: "" })).status).toBe(204);
+  });
+
   test("a mgmt key may delete its own project, not another one", async () => {
     await json(await create({ slug: "mine", name: "M" }), 201);
     const key = bearer(seedApiKey(h.ctx, "mgmt", "mine").secret);
