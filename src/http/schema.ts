@@ -1,7 +1,7 @@
 /**
- * Schema helpers shared by the modules' model.ts files. Elysia's `t.Integer` coerces strings
- * (right for query and path values, wrong in a response document, where it reads as
- * "string or integer"): responses use TypeBox's plain integer.
+ * Schema helpers shared by the modules' model.ts files. Elysia's `t.Integer` (a string or an
+ * integer, converted with `+value`) is used nowhere: bodies and responses take TypeBox's plain
+ * integer, query strings `QueryInt`.
  */
 import { Type, type IntegerOptions } from "@sinclair/typebox";
 
@@ -9,6 +9,17 @@ export const ResponseInt = (options?: IntegerOptions) => Type.Integer(options);
 
 /** An integer in a request body: plain TypeBox, so `"60"` is a 400 rather than coerced. */
 export const BodyInt = (options?: IntegerOptions) => Type.Integer(options);
+
+/**
+ * A whole number in a query string, as decimal digits that `pattern` bounds (ONE_TO_100,
+ * ONE_OR_MORE); the route reads it with `queryInt`. Elysia's `t.Integer` would take `0x10`,
+ * `1e2`, `+1` or ` 5` (it converts with `+value`) and documents a string branch whose
+ * `default: 0` makes the API document invalid.
+ */
+export const QueryInt = (pattern: string, description: string, error: string) => Type.String({ pattern, description, error });
+export const ONE_TO_100 = "^(100|[1-9][0-9]?)$";
+export const ONE_OR_MORE = "^[1-9][0-9]{0,8}$";
+export const queryInt = (value: string | undefined): number | undefined => (value === undefined ? undefined : Number(value));
 
 /** Slugs of decisions §2: kebab-case, 1 to 64 characters. */
 export const SLUG_PATTERN = "^[a-z0-9]+(-[a-z0-9]+)*$";

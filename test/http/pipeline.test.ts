@@ -381,6 +381,25 @@ describe("API docs", () => {
     expect(doc.security).toEqual([{ bearer: [] }]);
   });
 
+  test("every default in the document fits its schema's type (a string defaulting to 0 did not)", async () => {
+    const doc = await json(await h.request("GET", "/v1/openapi.json"));
+    const jsonType = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v);
+    const misfits: string[] = [];
+    const walk = (node: unknown, where: string): void => {
+      if (node === null || typeof node !== "object") return;
+      const schema = node as Record<string, unknown>;
+      if ("default" in schema && typeof schema.type === "string") {
+        const t = jsonType(schema.default);
+        if (!(t === schema.type || (t === "integer" && schema.type === "number"))) misfits.push(`${where}: ${schema.type} with default ${JSON.stringify(schema.default)}`);
+      }
+      for (const [k, v] of Object.entries(schema)) walk(v, `${where}/${k}`);
+    };
+    walk(doc, "#");
+    // This file's probe routes use Elysia's t.Integer, which documents exactly that.
+    expect(misfits.filter((m) => !m.includes("/v1/probe"))).toEqual([]);
+    expect(misfits.length).toBeGreaterThan(0);
+  });
+
   test("request bodies are documented as application/json with the route's schema", async () => {
     const doc = await json(await h.request("GET", "/v1/openapi.json"));
     const create = doc.paths["/v1/projects"].post.requestBody;

@@ -5,7 +5,7 @@
  * for its operator) is checked by the service, before anything is stored.
  */
 import { t } from "elysia";
-import { ResponseInt, SLUG_PATTERN, Timestamp } from "../../http/schema";
+import { ONE_OR_MORE, ONE_TO_100, QueryInt, ResponseInt, SLUG_PATTERN, Timestamp } from "../../http/schema";
 import { OPERATORS, type Operator } from "../../evaluation/types";
 
 const VARIANT_KEY_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
@@ -142,8 +142,8 @@ export const FlagListQuery = t.Object(
     environment: t.Optional(t.String({ description: "Keep flags that have a state in this environment (unknown: 404)" })),
     enabled: t.Optional(t.Boolean({ description: "With environment only: keep flags enabled (true) or disabled (false) there", error: "Must be true or false" })),
     q: t.Optional(t.String({ maxLength: 200, description: "Case-insensitive substring of key or name" })),
-    page: t.Optional(t.Integer({ minimum: 1, description: "Default 1", error: "Must be an integer of at least 1" })),
-    perPage: t.Optional(t.Integer({ minimum: 1, maximum: PER_PAGE_MAX, description: `Default 20, at most ${PER_PAGE_MAX}`, error: `Must be an integer from 1 to ${PER_PAGE_MAX}` })),
+    page: t.Optional(QueryInt(ONE_OR_MORE, "Default 1", "Must be an integer of at least 1")),
+    perPage: t.Optional(QueryInt(ONE_TO_100, `Default 20, at most ${PER_PAGE_MAX}`, `Must be an integer from 1 to ${PER_PAGE_MAX}`)),
   },
   { additionalProperties: false },
 );

@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { accessGuard } from "../../http/auth";
-import { noContent } from "../../http/schema";
+import { noContent, queryInt } from "../../http/schema";
 import { OPERATORS } from "../../evaluation/types";
 import { ProjectParams } from "../projects/model";
 import { Flag, FlagList, FlagListQuery, FlagParams, FlagPatch, FlagState, LIMITS, NewFlag, PER_PAGE_MAX, StateParams, StatePut } from "./model";
@@ -26,7 +26,7 @@ export const flagsRoutes = (ctx: AppContext) =>
         description: `Key: kebab-case, 1 to 128 characters, unique in the project (a taken key is 409 CONFLICT), immutable. \`rules\` may be sent on create as on PATCH. The flag starts disabled in every environment. ${DEFINITION} ${WHO}.`,
       },
     })
-    .get("/v1/projects/:slug/flags", ({ params, query }) => listFlags(ctx, params.slug, query), {
+    .get("/v1/projects/:slug/flags", ({ params, query }) => listFlags(ctx, params.slug, { ...query, page: queryInt(query.page), perPage: queryInt(query.perPage) }), {
       access: "flags",
       params: ProjectParams,
       query: FlagListQuery,

@@ -2,7 +2,7 @@
 import type { TLiteral } from "@sinclair/typebox";
 import { t } from "elysia";
 import { MAX_URL_LENGTH } from "../../lib/outbound";
-import { ResponseInt, Timestamp } from "../../http/schema";
+import { ONE_TO_100, QueryInt, ResponseInt, Timestamp } from "../../http/schema";
 
 export const EVENT_NAMES = ["flag.created", "flag.updated", "flag.deleted", "flag.enabled", "flag.disabled"] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
@@ -125,7 +125,7 @@ export const DeliveryList = t.Object({ deliveries: t.Array(Delivery) }, { title:
 
 export const DeliveryQuery = t.Object(
   {
-    limit: t.Optional(t.Integer({ minimum: 1, maximum: DELIVERY_LIMIT_MAX, description: `Default 20, at most ${DELIVERY_LIMIT_MAX}`, error: `Must be an integer from 1 to ${DELIVERY_LIMIT_MAX}` })),
+    limit: t.Optional(QueryInt(ONE_TO_100, `Default 20, at most ${DELIVERY_LIMIT_MAX}`, `Must be an integer from 1 to ${DELIVERY_LIMIT_MAX}`)),
     status: t.Optional(Status("Only deliveries in this status", `Must be one of ${DELIVERY_STATUSES.join(", ")}`)),
   },
   { additionalProperties: false },

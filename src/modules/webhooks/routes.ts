@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { accessGuard } from "../../http/auth";
-import { noContent } from "../../http/schema";
+import { noContent, queryInt } from "../../http/schema";
 import { ProjectParams } from "../projects/model";
 import {
   Delivery,
@@ -82,7 +82,7 @@ export const webhooksRoutes = (ctx: AppContext) =>
         },
       },
     )
-    .get("/v1/webhooks/:webhookId/deliveries", ({ principal, params, query }) => ({ deliveries: listDeliveries(ctx, principal, params.webhookId, query) }), {
+    .get("/v1/webhooks/:webhookId/deliveries", ({ principal, params, query }) => ({ deliveries: listDeliveries(ctx, principal, params.webhookId, { ...query, limit: queryInt(query.limit) }) }), {
       access: "webhooks",
       params: WebhookParams,
       query: DeliveryQuery,
