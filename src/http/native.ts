@@ -116,7 +116,7 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
       body = parseJsonBody(await readBody(request), request.headers.get("content-type"));
     } catch (e) {
       // As Elysia's parse stage: our own errors (413, content type, bad JSON) as they are.
-      return fail(e instanceof ApiError ? e : validationError("Request body could not be read"), headers, requestId, startedAt);
+      return fail(e instanceof ApiError ? e : validationError("Request body could not be read", [{ path: "body", message: "Could not be read" }]), headers, requestId, startedAt);
     }
     try {
       const principal = authorize(auth, access, method);

@@ -104,16 +104,16 @@ export const MAX_BODY_DEPTH = 64;
 export function parseJsonBody(text: string, contentType: string | null | undefined): unknown {
   if (text.trim() === "") return null;
   if (!JSON_TYPE.test(contentType ?? "")) {
-    throw validationError("Content-Type must be application/json");
+    throw validationError("Content-Type must be application/json", [{ path: "headers.content-type", message: "Must be application/json" }]);
   }
   if (nestedDeeperThan(text, MAX_BODY_DEPTH)) {
-    throw validationError(`Request body is nested too deeply (at most ${MAX_BODY_DEPTH} levels)`);
+    throw validationError(`Request body is nested too deeply (at most ${MAX_BODY_DEPTH} levels)`, [{ path: "body", message: `Nested deeper than ${MAX_BODY_DEPTH} levels` }]);
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw validationError("Request body is not valid JSON");
+    throw validationError("Request body is not valid JSON", [{ path: "body", message: "Not valid JSON" }]);
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw validationError("Invalid request", [{ path: "body", message: "Expected object" }]);
@@ -227,7 +227,7 @@ export function pipeline(opts: PipelineOptions) {
         const where = error.type === "property" ? `query.${queryKeyOf(request.url, error.value)}` : error.type;
         err = validationError("Invalid request", validationDetails(where, error.all as never));
       } else if (code === "PARSE") {
-        err = error.cause instanceof ApiError ? error.cause : validationError("Request body could not be read");
+        err = error.cause instanceof ApiError ? error.cause : validationError("Request body could not be read", [{ path: "body", message: "Could not be read" }]);
       } else if (code === "NOT_FOUND") {
         const allow = allowedMethods(path, request.method);
         err = allow

@@ -331,9 +331,9 @@ describe("validation", () => {
   });
 
   test("malformed JSON, a non-JSON content type, an empty body", async () => {
-    expect(await json(await evaluate('{"flagKey": "a",'), 400)).toEqual({ error: "VALIDATION_ERROR", message: "Request body is not valid JSON" });
+    expect(await json(await evaluate('{"flagKey": "a",'), 400)).toEqual({ error: "VALIDATION_ERROR", message: "Request body is not valid JSON", details: [{ path: "body", message: "Not valid JSON" }] });
     const form = await evaluate("flagKey=a", { ...evalKey, "content-type": "application/x-www-form-urlencoded" });
-    expect(await json(form, 400)).toEqual({ error: "VALIDATION_ERROR", message: "Content-Type must be application/json" });
+    expect(await json(form, 400)).toEqual({ error: "VALIDATION_ERROR", message: "Content-Type must be application/json", details: [{ path: "headers.content-type", message: "Must be application/json" }] });
     const none = await h.request("POST", "/v1/evaluate", { headers: evalKey });
     expect(await json(none, 400)).toMatchObject({ error: "VALIDATION_ERROR", details: [{ path: "body" }] });
     // JSON with parameters or a +json type is JSON.

@@ -132,7 +132,7 @@ describe("error shapes", () => {
   test("malformed JSON: 400 VALIDATION_ERROR", async () => {
     const res = await h.request("POST", "/v1/probe/abc", { body: '{"name": "x",' });
     expect(res.status).toBe(400);
-    expect(await json(res)).toEqual({ error: "VALIDATION_ERROR", message: "Request body is not valid JSON" });
+    expect(await json(res)).toEqual({ error: "VALIDATION_ERROR", message: "Request body is not valid JSON", details: [{ path: "body", message: "Not valid JSON" }] });
   });
 
   test("a JSON body that is not an object: 400 naming the body", async () => {
@@ -152,7 +152,11 @@ describe("error shapes", () => {
     for (const text of tooDeep) {
       const res = await h.request("POST", "/v1/probe/abc", { body: text });
       expect(res.status).toBe(400);
-      expect(await json(res)).toEqual({ error: "VALIDATION_ERROR", message: "Request body is nested too deeply (at most 64 levels)" });
+      expect(await json(res)).toEqual({
+        error: "VALIDATION_ERROR",
+        message: "Request body is nested too deeply (at most 64 levels)",
+        details: [{ path: "body", message: "Nested deeper than 64 levels" }],
+      });
     }
     // 64 levels are read: the schema answers (items must be objects); brackets in strings do not count.
     const schemaAnswer = await json(await h.request("POST", "/v1/probe/abc", { body: deep(63) }));
@@ -178,7 +182,11 @@ describe("error shapes", () => {
   test("a non-JSON content type with a body: 400", async () => {
     const res = await h.request("POST", "/v1/probe/abc", { body: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
     expect(res.status).toBe(400);
-    expect(await json(res)).toEqual({ error: "VALIDATION_ERROR", message: "Content-Type must be application/json" });
+    expect(await json(res)).toEqual({
+      error: "VALIDATION_ERROR",
+      message: "Content-Type must be application/json",
+      details: [{ path: "headers.content-type", message: "Must be application/json" }],
+    });
   });
 
   test("a missing body on a route that needs one: 400", async () => {
