@@ -51,6 +51,7 @@ export const validationError = (message: string, details?: ErrorDetail[]) =>
 export const notFound = (what: string) => new ApiError(404, "NOT_FOUND", `${what} not found`);
 export const conflict = (message: string) => new ApiError(409, "CONFLICT", message);
 export const forbidden = (message: string) => new ApiError(403, "FORBIDDEN", message);
+export const unreadableBody = () => validationError("Request body could not be read", [{ path: "body", message: "Could not be read" }]);
 export const payloadTooLarge = () =>
   new ApiError(413, "PAYLOAD_TOO_LARGE", `Request body exceeds ${MAX_BODY_BYTES} bytes`);
 

@@ -31,7 +31,7 @@ import type { AppContext } from "../context";
 import type { AccessGroup, Principal } from "./access";
 import { admitter, authorize, RATE_LIMIT_HEADERS } from "./auth";
 import type { Resolution } from "./credentials";
-import { ApiError, validationDetails, validationError } from "./errors";
+import { ApiError, unreadableBody, validationDetails, validationError } from "./errors";
 import { checkTransport, errorBody, internalError, logAccess, parseJsonBody, readBody, requestIdOf, responseHeaderCache } from "./pipeline";
 
 export interface NativeRoute<S extends TSchema = TSchema> {
@@ -116,7 +116,7 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
       body = parseJsonBody(await readBody(request), request.headers.get("content-type"));
     } catch (e) {
       // As Elysia's parse stage: our own errors (413, content type, bad JSON) as they are.
-      return fail(e instanceof ApiError ? e : validationError("Request body could not be read", [{ path: "body", message: "Could not be read" }]), headers, requestId, startedAt);
+      return fail(e instanceof ApiError ? e : unreadableBody(), headers, requestId, startedAt);
     }
     try {
       const principal = authorize(auth, access, method);

@@ -11,7 +11,7 @@ import type { Server } from "bun";
 import { Elysia, ElysiaCustomStatusResponse } from "elysia";
 import type { Logger } from "../lib/log";
 import { HeaderCache } from "./header-cache";
-import { ApiError, MAX_BODY_BYTES, payloadTooLarge, validationDetails, validationError } from "./errors";
+import { ApiError, MAX_BODY_BYTES, payloadTooLarge, unreadableBody, validationDetails, validationError } from "./errors";
 
 export interface PipelineOptions {
   log: Logger;
@@ -227,7 +227,7 @@ export function pipeline(opts: PipelineOptions) {
         const where = error.type === "property" ? `query.${queryKeyOf(request.url, error.value)}` : error.type;
         err = validationError("Invalid request", validationDetails(where, error.all as never));
       } else if (code === "PARSE") {
-        err = error.cause instanceof ApiError ? error.cause : validationError("Request body could not be read", [{ path: "body", message: "Could not be read" }]);
+        err = error.cause instanceof ApiError ? error.cause : unreadableBody();
       } else if (code === "NOT_FOUND") {
         const allow = allowedMethods(path, request.method);
         err = allow
