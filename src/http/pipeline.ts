@@ -118,7 +118,22 @@ export function parseJsonBody(text: string, contentType: string | null | undefin
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw validationError("Invalid request", [{ path: "body", message: "Expected object" }]);
   }
+  // JSON may escape half of a UTF-16 surrogate pair alone; the database would store it as U+FFFD,
+  // so the answer to a write and a later read would differ.
+  if (SURROGATE_ESCAPE.test(text) && !wellFormed(value)) {
+    throw validationError("Request body holds text that is not valid Unicode", [{ path: "body", message: "Lone UTF-16 surrogate" }]);
+  }
   return value;
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** Whether every string and property name in a parsed JSON value is well-formed UTF-16. */
+function wellFormed(value: unknown): boolean {
+  if (typeof value === "string") return value.isWellFormed();
+  if (value === null || typeof value !== "object") return true;
+  for (const [key, item] of Object.entries(value)) if (!key.isWellFormed() || !wellFormed(item)) return false;
+  return true;
 }
 
 /**

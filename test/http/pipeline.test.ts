@@ -179,6 +179,19 @@ describe("error shapes", () => {
     }
   });
 
+  test("text that is not valid Unicode (a lone surrogate, escaped) is 400; a pair written as escapes is fine", async () => {
+    for (const text of ['{"name":"x\\ud800y"}', '{"name":"\\udc00"}', '{"name":"x","items":[{"key":"\\ud83d"}]}', '{"name":"x","\\ud800":1}']) {
+      const res = await h.request("POST", "/v1/probe/abc", { body: text });
+      expect({ text, status: res.status, body: await json(res) }).toEqual({
+        text,
+        status: 400,
+        body: { error: "VALIDATION_ERROR", message: "Request body holds text that is not valid Unicode", details: [{ path: "body", message: "Lone UTF-16 surrogate" }] },
+      });
+    }
+    const res = await h.request("POST", "/v1/probe/abc", { body: '{"name":"smile \\ud83d\\ude00"}' });
+    expect(await json(res)).toEqual({ id: "abc", body: { name: "smile \u{1F600}" } });
+  });
+
   test("a non-JSON content type with a body: 400", async () => {
     const res = await h.request("POST", "/v1/probe/abc", { body: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
     expect(res.status).toBe(400);
