@@ -143,6 +143,7 @@ for (const edition of ["ce", "pro"] as const) {
       test("label kept as given, up to 200 characters; projectId may be the slug; a full key may create", async () => {
         expect((await session({ label: "checkout suite #42" })).label).toBe("checkout suite #42");
         expect((await session({ label: "x".repeat(200) })).label).toHaveLength(200);
+        expect((await session({ label: null })).label).toBeNull();
         const bySlug = await json(await create({ projectId: slug }), 201);
         expect(bySlug.projectId).toBe(projectId);
         const full = bearer(seedApiKey(h.ctx, "full", slug).secret);
@@ -178,8 +179,8 @@ for (const edition of ["ce", "pro"] as const) {
           [{}, "body.projectId", "Must be a non-empty string: the project's id or slug"],
           [{ projectId: "" }, "body.projectId", "Must be a non-empty string: the project's id or slug"],
           [{ projectId: 42 }, "body.projectId", "Must be a non-empty string: the project's id or slug"],
-          [{ projectId, label: "x".repeat(201) }, "body.label", "Must be a string of at most 200 characters"],
-          [{ projectId, label: 7 }, "body.label", "Must be a string of at most 200 characters"],
+          [{ projectId, label: "x".repeat(201) }, "body.label", "Must be a string of at most 200 characters, or null"],
+          [{ projectId, label: 7 }, "body.label", "Must be a string of at most 200 characters, or null"],
           [{ projectId, ttl: "60" }, "body.ttl", "Must be a number of seconds"],
           [{ projectId, ttl: null }, "body.ttl", "Must be a number of seconds"],
           [{ projectId, ttl: true }, "body.ttl", "Must be a number of seconds"],

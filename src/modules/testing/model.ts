@@ -44,7 +44,12 @@ export const NewSession = t.Object(
       description: "The API key's own project: its id (`proj_...`) or its slug. Any other value is 403 FORBIDDEN",
       error: "Must be a non-empty string: the project's id or slug",
     }),
-    label: t.Optional(t.String({ maxLength: LABEL_MAX, description: `Free text to recognise the session, at most ${LABEL_MAX} characters`, error: `Must be a string of at most ${LABEL_MAX} characters` })),
+    label: t.Optional(
+      t.Union([t.String({ maxLength: LABEL_MAX }), t.Null()], {
+        description: `Free text to recognise the session, at most ${LABEL_MAX} characters; null or omitted: none`,
+        error: `Must be a string of at most ${LABEL_MAX} characters, or null`,
+      }),
+    ),
     // Plain TypeBox: "60" is a 400, not coerced.
     ttl: t.Optional(
       Type.Number({
