@@ -174,6 +174,8 @@ export const MAX_URL_LENGTH = 2048;
  * (also `2130706433`, `0x7f.1`: the URL parser turns those into 127.0.0.1) the policy refuses.
  */
 export function checkUrl(url: string, policy: OutboundPolicy): string | null {
+  // The URL parser would drop or encode these silently: the stored URL would not be the one sent.
+  if (/[\s\x00-\x1f\x7f]/.test(url)) return "Must not contain spaces or control characters";
   let u: URL;
   try {
     u = new URL(url);

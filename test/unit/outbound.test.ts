@@ -123,6 +123,10 @@ describe("checkUrl (registration: no DNS)", () => {
     ["http://localhost:8080/x", null], // a name: judged at send time
     ["http://8.8.8.8/x", null],
     ["ftp://hooks.example.com/", "Must be an http or https URL"],
+    ["https://hooks.example.com/a b", "Must not contain spaces or control characters"],
+    ["https://hooks.example.com/a\u0000", "Must not contain spaces or control characters"],
+    [" https://hooks.example.com/", "Must not contain spaces or control characters"],
+    ["https://hooks.example.com/\t", "Must not contain spaces or control characters"],
     ["hooks.example.com/x", "Must be an absolute http or https URL"],
     ["https://u:p@hooks.example.com/", "Must not contain credentials (user:password@)"],
     ["http://127.0.0.1:9000/", "blocked by SVC_OUTBOUND_ALLOWED_HOSTS: 127.0.0.1 is loopback"],
@@ -133,7 +137,7 @@ describe("checkUrl (registration: no DNS)", () => {
     ["http://2130706433/", "blocked by SVC_OUTBOUND_ALLOWED_HOSTS: 127.0.0.1 is loopback"],
     ["http://[::ffff:127.0.0.1]/", "blocked by SVC_OUTBOUND_ALLOWED_HOSTS: ::ffff:7f00:1 is loopback"],
   ];
-  for (const [url, problem] of cases) test(`${url}: ${problem ?? "ok"}`, () => expect(checkUrl(url, external)).toBe(problem));
+  for (const [url, problem] of cases) test(`${JSON.stringify(url)}: ${problem ?? "ok"}`, () => expect(checkUrl(url, external)).toBe(problem));
   test("what the setting allows passes", () => {
     expect(checkUrl("http://127.0.0.1:9000/", policy("loopback"))).toBeNull();
     expect(checkUrl("http://10.1.1.1/", policy("10.0.0.0/8"))).toBeNull();
