@@ -321,7 +321,7 @@ async function readChunked(body: ReadableStream<Uint8Array>): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** `path, method -> "GET, PATCH"` when the path exists under other methods, else null. */
+/** `path, method -> "GET, HEAD, PATCH"` when the path exists under other methods, else null. */
 function methodTable(routes: PipelineOptions["routes"]) {
   let table: { pattern: RegExp; method: string }[] | undefined;
   return (path: string, method: string): string | null => {
@@ -332,6 +332,7 @@ function methodTable(routes: PipelineOptions["routes"]) {
         pattern: new RegExp(`^${r.path.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/:[^/]+/g, "[^/]+").replace(/\*/g, ".*")}/?$`),
       }));
     const methods = new Set(table.filter((r) => r.method !== method && r.pattern.test(path)).map((r) => r.method));
+    if (methods.has("GET")) methods.add("HEAD"); // Elysia answers HEAD wherever GET is routed
     return methods.size > 0 ? [...methods].sort().join(", ") : null;
   };
 }

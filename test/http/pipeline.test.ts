@@ -62,7 +62,7 @@ describe("error shapes", () => {
   test("known path, other method: 405 METHOD_NOT_ALLOWED with Allow", async () => {
     const res = await h.request("DELETE", "/v1/health");
     expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("GET");
+    expect(res.headers.get("allow")).toBe("GET, HEAD");
     const body = await json(res);
     expect(body.error).toBe("METHOD_NOT_ALLOWED");
     expect(typeof body.message).toBe("string");
@@ -278,7 +278,7 @@ describe("headers on every response", () => {
       expect(r.headers.get("cache-control")).toBe("no-store");
       expect(r.headers.get("x-ratelimit-limit")).toBe("300");
     }
-    expect(answers[4]!.headers.get("allow")).toBe("GET");
+    expect(answers[4]!.headers.get("allow")).toBe("GET, HEAD");
     expect(answers[0]!.headers.get("allow")).toBeNull();
     // Anonymous callers are counted per address: each answer carries its own remaining count.
     expect(new Set(answers.map((r) => r.headers.get("x-ratelimit-remaining"))).size).toBe(5);
