@@ -33,9 +33,13 @@ export function isUniqueViolation(e: unknown): boolean {
 /**
  * Runs `fn` in a transaction (a savepoint when already inside one), so that services compose:
  * drizzle's own `db.transaction` cannot nest. Queries inside use `store.db` as usual.
+ * `BEGIN IMMEDIATE`: the write lock is taken (waiting up to busy_timeout) before the first read.
+ * A deferred transaction that reads, then writes after another connection (the background
+ * worker's) committed, fails at once with "database is locked": its snapshot is stale, and
+ * waiting cannot help, so SQLite does not wait.
  */
 export function transaction<T>(store: Store, fn: () => T): T {
-  return store.sqlite.transaction(fn)();
+  return store.sqlite.transaction(fn).immediate();
 }
 
 /**

@@ -312,7 +312,7 @@ export class DeliveryDispatcher implements Deliveries {
       const record = this.deps.sqlite.query(RECORD_SQL);
       this.deps.sqlite.transaction(() => {
         for (const o of batch) record.run(...o);
-      })();
+      }).immediate();
     } catch (e) {
       // Not stored: the deliveries stay pending and due, and are attempted again.
       this.deps.log.error("webhook outcomes not stored", { deliveries: batch.length, error: e instanceof Error ? e.message : String(e) });
