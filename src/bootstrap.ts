@@ -54,12 +54,12 @@ const credentials: BootstrapStep = {
       const password = ctx.config.adminPassword ?? randomBase62(GENERATED_PASSWORD_LENGTH);
       const user = insertUser(ctx, ctx.clock, { email: ctx.config.adminEmail, passwordHash: hashPasswordSync(password), role: "admin" });
       generated ||= ctx.config.adminPassword === undefined;
-      lines.push(`Admin login:  ${user.email} / ${ctx.config.adminPassword === undefined ? password : "(password from SVC_ADMIN_PASSWORD)"}`);
+      lines.push(`Admin login:  ${user.email} / ${ctx.config.adminPassword === undefined ? password : "(password from SVC_ADMIN_PASSWORD / --admin-password)"}`);
     }
     if (noKey) {
       const key = createAdminKey(ctx, ctx.clock, { name: "bootstrap" }, ctx.config.adminKey);
       generated ||= ctx.config.adminKey === undefined;
-      lines.push(`Admin key:    ${ctx.config.adminKey === undefined ? key.key : "(from SVC_ADMIN_KEY)"}`);
+      lines.push(`Admin key:    ${ctx.config.adminKey === undefined ? key.key : "(from SVC_ADMIN_KEY / --admin-key)"}`);
     }
     if (lines.length === 0) return [];
     return generated ? [...lines, "Store these now: generated secrets are shown only this once."] : lines;

@@ -97,6 +97,7 @@ function bool(raw: string): boolean {
 }
 
 function readablePemFile(raw: string, kind: "CERTIFICATE" | "PRIVATE KEY"): string {
+  if (raw.trim() === "") throw new Invalid("must not be empty (unset it to use the generated certificate)");
   const path = resolve(raw);
   let text: string;
   try {
@@ -145,7 +146,8 @@ export const OPTIONS = [
     fallback: () => "0.0.0.0",
     parse: (raw) => {
       const v = raw.trim().replace(/^\[|\]$/g, "");
-      if (isIP(v) === 0 && !HOST_PATTERN.test(v.toLowerCase())) throw new Invalid(`${JSON.stringify(raw)} is not an IP address or host name`);
+      // Digits and dots only is meant as an IPv4 address (999.1.1.1 is not one, nor a name).
+      if (isIP(v) === 0 && (!HOST_PATTERN.test(v.toLowerCase()) || /^[0-9.]+$/.test(v))) throw new Invalid(`${JSON.stringify(raw)} is not an IP address or host name`);
       return v;
     },
   }),

@@ -304,7 +304,7 @@ function printBanner(server: RunningServer) {
 }
 
 function backup(args: string[], config: Config): number {
-  if (args.length !== 1) throw new UsageError("backup needs exactly one FILE argument");
+  if (args.length !== 1 || args[0]!.trim() === "") throw new UsageError("backup needs exactly one FILE argument");
   const target = resolve(args[0]!);
   if (existsSync(target)) throw new UsageError(`${target} already exists; choose a new file`);
   const source = join(config.dataDir, DB_FILE);

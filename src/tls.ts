@@ -5,11 +5,11 @@
  * It is made anew when it is within 30 days of expiry. The x509 library is loaded only to
  * generate, so an ordinary start does not pay for it.
  */
-import { X509Certificate } from "node:crypto";
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { Config } from "./config";
+import { ConfigError, type Config } from "./config";
 
 export interface TlsMaterial {
   cert: string;
@@ -32,7 +32,8 @@ export function tlsPaths(dataDir: string) {
 export async function loadTls(config: Config, now = Date.now()): Promise<TlsMaterial> {
   if (config.tlsCert && config.tlsKey) {
     const cert = readFileSync(config.tlsCert, "utf8");
-    return { cert, key: readFileSync(config.tlsKey, "utf8"), source: "configured", certFile: config.tlsCert, expiresAt: expiry(cert) };
+    const key = readFileSync(config.tlsKey, "utf8");
+    return { cert, key, source: "configured", certFile: config.tlsCert, expiresAt: checkPair(cert, key, config.tlsCert, config.tlsKey) };
   }
   const paths = tlsPaths(config.dataDir);
   if (existsSync(paths.cert) && existsSync(paths.key)) {
@@ -47,6 +48,27 @@ export async function loadTls(config: Config, now = Date.now()): Promise<TlsMate
   writeAtomically(paths.key, generated.key, 0o600);
   writeAtomically(paths.cert, generated.cert, 0o644);
   return { ...generated, source: "generated", certFile: paths.cert };
+}
+
+/**
+ * A configured certificate and key must parse and belong together: a configuration error (exit
+ * 2, which the systemd unit does not restart), not a failure to listen. Returns the expiry.
+ */
+function checkPair(cert: string, key: string, certFile: string, keyFile: string): Date {
+  let parsed: X509Certificate;
+  try {
+    parsed = new X509Certificate(cert);
+  } catch (e) {
+    throw new ConfigError("SVC_TLS_CERT", "--tls-cert", `${certFile} is not a valid PEM certificate (${(e as Error).message})`);
+  }
+  let matches: boolean;
+  try {
+    matches = parsed.checkPrivateKey(createPrivateKey(key));
+  } catch (e) {
+    throw new ConfigError("SVC_TLS_KEY", "--tls-key", `${keyFile} is not a valid PEM private key (${(e as Error).message})`);
+  }
+  if (!matches) throw new ConfigError("SVC_TLS_KEY", "--tls-key", `${keyFile} is not the private key of the certificate in ${certFile}`);
+  return new Date(parsed.validTo);
 }
 
 function expiry(pem: string): Date {

@@ -143,6 +143,12 @@ const BAD_CONFIGS: BadConfig[] = [
     env: (dir) => ({ SVC_TLS_CERT: join(dir, "cert.pem") }),
     names: ["SVC_TLS_KEY", "--tls-key", "SVC_TLS_CERT"],
   },
+  {
+    name: "SVC_TLS_KEY of another certificate",
+    env: (dir) => ({ SVC_TLS_CERT: join(dir, "cert.pem"), SVC_TLS_KEY: join(dir, "other-key.pem") }),
+    names: ["SVC_TLS_KEY", "--tls-key", "other-key.pem", "is not the private key of the certificate"],
+  },
+  { name: "SVC_HOST=999.1.1.1", env: () => ({ SVC_HOST: "999.1.1.1" }), names: ["SVC_HOST", "--host", "999.1.1.1"] },
   { name: "an unknown flag", args: ["--no-such-flag", "1"], names: ["--no-such-flag"] },
 ];
 
@@ -153,6 +159,7 @@ for (const bad of BAD_CONFIGS) {
     const pem = await selfSignedPem();
     writeFileSync(join(dir, "cert.pem"), pem.cert);
     writeFileSync(join(dir, "key.pem"), pem.key, { mode: 0o600 });
+    writeFileSync(join(dir, "other-key.pem"), (await selfSignedPem()).key, { mode: 0o600 });
     mkdirSync(join(dir, "a-folder"));
     // SVC_PORT=0 so that, should a bad value be accepted, the server starts somewhere harmless
     // (and the test fails on its exit code); a case's own SVC_PORT or --port wins over it.

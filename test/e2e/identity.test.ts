@@ -164,8 +164,8 @@ test("configured SVC_ADMIN_EMAIL, SVC_ADMIN_PASSWORD and SVC_ADMIN_KEY are used 
   try {
     await srv.waitFor(BANNER_END);
     const out = srv.output();
-    expect(out).toContain("root@example.com / (password from SVC_ADMIN_PASSWORD)");
-    expect(out).toContain("(from SVC_ADMIN_KEY)");
+    expect(out).toContain("root@example.com / (password from SVC_ADMIN_PASSWORD / --admin-password)");
+    expect(out).toContain("(from SVC_ADMIN_KEY / --admin-key)");
     expect(out).not.toContain("configured secret");
     expect(out).not.toContain(key);
     expect((await login(srv, "root@example.com", "configured secret")).status).toBe(200);

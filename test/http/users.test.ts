@@ -267,8 +267,8 @@ describe("bootstrap: the first admin user and admin key", () => {
     try {
       const { ctx, result } = start(dir, { SVC_ADMIN_EMAIL: "Ops@Example.com", SVC_ADMIN_PASSWORD: "configured password", SVC_ADMIN_KEY: key });
       const text = result.lines.join("\n");
-      expect(text).toContain("Admin login:  ops@example.com / (password from SVC_ADMIN_PASSWORD)");
-      expect(text).toContain("Admin key:    (from SVC_ADMIN_KEY)");
+      expect(text).toContain("Admin login:  ops@example.com / (password from SVC_ADMIN_PASSWORD / --admin-password)");
+      expect(text).toContain("Admin key:    (from SVC_ADMIN_KEY / --admin-key)");
       expect(text).not.toContain("configured password");
       expect(text).not.toContain(key);
       expect(await ctx.credentials.resolve(`Bearer ${key}`)).toMatchObject({ principal: { kind: "adminKey" } });
@@ -306,7 +306,7 @@ describe("bootstrap: the first admin user and admin key", () => {
       first.ctx.sqlite.run("DELETE FROM admin_keys");
       first.ctx.close();
       const again = start(dir, { SVC_ADMIN_KEY: key });
-      expect(again.result.lines).toEqual(["Admin key:    (from SVC_ADMIN_KEY)"]);
+      expect(again.result.lines).toEqual(["Admin key:    (from SVC_ADMIN_KEY / --admin-key)"]);
       expect(await again.ctx.credentials.resolve(`Bearer ${key}`)).toMatchObject({ principal: { kind: "adminKey" } });
       again.ctx.close();
       const third = start(dir, { SVC_ADMIN_KEY: key });

@@ -124,6 +124,8 @@ describe("bad values stop start-up naming the variable", () => {
     [{ SVC_PORT: "-1" }, "SVC_PORT", /not a port number/],
     [{ SVC_PORT: "80.5" }, "SVC_PORT", /not a port number/],
     [{ SVC_HOST: "bad host" }, "SVC_HOST", /not an IP address or host name/],
+    [{ SVC_HOST: "999.1.1.1" }, "SVC_HOST", /"999.1.1.1" is not an IP address or host name/],
+    [{ SVC_TLS_CERT: "", SVC_TLS_KEY: KEY }, "SVC_TLS_CERT", /must not be empty/],
     [{ SVC_DATA_DIR: " " }, "SVC_DATA_DIR", /must not be empty/],
     [{ SVC_EDITION: "gold" }, "SVC_EDITION", /"gold" is not one of ce, pro/],
     [{ SVC_BEHIND_PROXY: "maybe" }, "SVC_BEHIND_PROXY", /not true or false/],

@@ -1,11 +1,12 @@
 /** Bootstrap, TLS material, identifiers and the scheduler, on real files. */
 import { afterAll, describe, expect, test } from "bun:test";
 import { X509Certificate } from "node:crypto";
-import { readFileSync, rmSync, statSync } from "node:fs";
+import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { bootstrap } from "../../src/bootstrap";
 import { DataDirLockedError } from "../../src/db/lock";
 import { createContext } from "../../src/server";
-import { loadConfig } from "../../src/config";
+import { ConfigError, loadConfig } from "../../src/config";
 import { newId, randomBase62 } from "../../src/lib/ids";
 import { createLogger } from "../../src/lib/log";
 import { Scheduler } from "../../src/lib/scheduler";
@@ -100,6 +101,26 @@ describe("TLS", () => {
     const tls = await loadTls(own, now);
     expect(tls.source).toBe("configured");
     expect(tls.certFile).toBe(tlsPaths(dir).cert);
+  });
+
+  test("a configured key that is not the certificate's, or a file that does not parse: a configuration error", async () => {
+    const other = tempDir();
+    try {
+      const foreign = await loadTls(loadConfig({ SVC_DATA_DIR: other }), now); // another generated pair
+      writeFileSync(join(other, "foreign.key"), foreign.key);
+      writeFileSync(join(other, "broken.pem"), "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+      const cases: [Record<string, string>, RegExp][] = [
+        [{ SVC_TLS_CERT: tlsPaths(dir).cert, SVC_TLS_KEY: join(other, "foreign.key") }, /^invalid SVC_TLS_KEY \(--tls-key\): .*foreign\.key is not the private key of the certificate in /],
+        [{ SVC_TLS_CERT: join(other, "broken.pem"), SVC_TLS_KEY: tlsPaths(dir).key }, /^invalid SVC_TLS_CERT \(--tls-cert\): .*broken\.pem is not a valid PEM certificate/],
+      ];
+      for (const [env, message] of cases) {
+        const error = await loadTls(loadConfig({ SVC_DATA_DIR: dir, ...env }), now).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ConfigError);
+        expect((error as Error).message).toMatch(message);
+      }
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
   });
 });
 
