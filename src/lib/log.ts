@@ -30,7 +30,7 @@ export interface LoggerOptions {
 
 export function createLogger(opts: LoggerOptions): Logger {
   const min = RANK[opts.level];
-  const write = opts.write ?? ((chunk: string) => process.stdout.write(chunk));
+  const write = opts.write ?? stdoutWriter();
   const now = opts.now ?? Date.now;
   let buffer = "";
   let scheduled = false;
@@ -56,6 +56,25 @@ export function createLogger(opts: LoggerOptions): Logger {
 }
 
 /** The Logger around one `emit` that already dropped what is below `min`. */
+/**
+ * Standard output, until it fails: a reader gone (`flagsvc serve | head`) must not stop the
+ * server, so a write error (EPIPE, reported as the stream's "error" event) ends the output
+ * instead of becoming an uncaught exception.
+ */
+let stdoutClosed = false;
+let stdoutWatched = false;
+function stdoutWriter(): (chunk: string) => void {
+  if (!stdoutWatched) {
+    stdoutWatched = true;
+    process.stdout.on("error", () => {
+      stdoutClosed = true;
+    });
+  }
+  return (chunk) => {
+    if (!stdoutClosed) process.stdout.write(chunk);
+  };
+}
+
 function loggerOf(emit: (level: LogLevel, msg: string, fields?: LogFields) => void, min: number, flush: () => void): Logger {
   return {
     debug: (m, f) => emit("debug", m, f),

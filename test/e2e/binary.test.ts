@@ -9,7 +9,7 @@ import { X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
-import { binaryPath, cleanup, freePort, PACKAGE_VERSION, runBinary, selfSignedPem, startBinary, tempDir } from "./binary";
+import { baseEnv, binaryPath, cleanup, freePort, PACKAGE_VERSION, runBinary, selfSignedPem, startBinary, tempDir } from "./binary";
 import { BANNER_END, plainHttpExchange, servedCertificate } from "../../scripts/lib/proc";
 
 const CREATED_PROJECT = 'Created project "default" with environments development, staging, production.';
@@ -352,4 +352,34 @@ test("version prints flagsvc and the package.json version", async () => {
   expect(r.exitCode).toBe(0);
   expect(r.stdout).toBe(`flagsvc ${PACKAGE_VERSION}\n`);
   expect(r.stderr).toBe("");
+}, T);
+
+test("a closed standard output (flagsvc serve | head) does not stop the server nor print a trace", async () => {
+  const dir = tempDir();
+  const proc = Bun.spawn([await binaryPath(), "serve", "--data-dir", join(dir, "data"), "--port", "0", "--host", "127.0.0.1"], {
+    env: baseEnv(),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  try {
+    const reader = proc.stdout.getReader();
+    let out = "";
+    let port: string | undefined;
+    while (port === undefined) {
+      const { done, value } = await reader.read();
+      if (done) throw new Error(`stdout ended before the server listened: ${out}`);
+      out += new TextDecoder().decode(value);
+      port = /listening on https:\/\/[^:]+:(\d+)/.exec(out)?.[1];
+    }
+    await reader.cancel(); // the reader is gone: every later write to stdout fails with EPIPE
+    for (let i = 0; i < 10; i++) {
+      const res = await fetch(`https://127.0.0.1:${port}/v1/health`, { tls: { rejectUnauthorized: false } });
+      expect(res.status).toBe(200); // each request logs a line at info
+      await Bun.sleep(20);
+    }
+  } finally {
+    proc.kill("SIGTERM");
+  }
+  expect(await proc.exited).toBe(0);
+  expect(await new Response(proc.stderr).text()).toBe("");
 }, T);
