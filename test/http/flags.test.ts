@@ -48,8 +48,10 @@ describe("create and read", () => {
     expect(await json(await get(`${BASE}/new-checkout`), 200)).toEqual(flag);
   });
 
-  test("description null on create means none, as on a PATCH", async () => {
+  test("description null on create means none, as on a PATCH; too long says its limit", async () => {
     expect((await json(await create({ key: "f", name: "F", description: null }), 201)).description).toBeNull();
+    const long = await json(await create({ key: "g", name: "G", description: "x".repeat(2001) }), 400);
+    expect(long.details).toEqual([{ path: "body.description", message: "Must be a string of at most 2000 characters, or null" }]);
   });
 
   test("variants with weights and a rule serving one", async () => {

@@ -17,6 +17,8 @@ export const PER_PAGE_MAX = 100;
 
 const Name = () => t.String({ minLength: 1, maxLength: NAME_MAX, error: `Must be a string of 1 to ${NAME_MAX} characters` });
 const Description = () => t.String({ maxLength: DESCRIPTION_MAX, error: `Must be a string of at most ${DESCRIPTION_MAX} characters` });
+const NullableDescription = (description: string) =>
+  t.Union([t.String({ maxLength: DESCRIPTION_MAX }), t.Null()], { description, error: `Must be a string of at most ${DESCRIPTION_MAX} characters, or null` });
 
 export const FlagKey = (description = "kebab-case, 1 to 128 characters, unique in the project, immutable") =>
   t.String({
@@ -78,7 +80,7 @@ export const NewFlag = t.Object(
   {
     key: FlagKey(),
     name: Name(),
-    description: t.Optional(t.Union([Description(), t.Null()], { description: "null or omitted: none" })),
+    description: t.Optional(NullableDescription("null or omitted: none")),
     variants: t.Optional(Variants()),
     rules: t.Optional(Rules()),
   },
@@ -90,7 +92,7 @@ export const FlagPatch = t.Object(
     // Named so that the 400 says why instead of "Unknown field".
     key: t.Optional(t.Never({ error: "The key of a flag cannot be changed" })),
     name: t.Optional(Name()),
-    description: t.Optional(t.Union([Description(), t.Null()], { description: "null clears it" })),
+    description: t.Optional(NullableDescription("null clears it")),
     variants: t.Optional(Variants()),
     rules: t.Optional(t.Array(RuleInput, { maxItems: LIMITS.rules, description: `Replaces the whole array; at most ${LIMITS.rules}` })),
   },
