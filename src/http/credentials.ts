@@ -73,7 +73,11 @@ export class CredentialRegistry {
   private lastHeader = "";
   private lastRecord: KeyRecord | null = null;
   private usage = new Map<string, Usage>();
-  /** `validAfter`: Unix seconds; tokens issued earlier are refused (set by a password change). */
+  /**
+   * `validAfter` (Unix seconds): tokens issued earlier are refused. A password change sets it to
+   * the first whole second after the change: `iat` has whole-second resolution, so tokens of the
+   * change's own second are refused too, and `issueToken` dates later tokens at least this late.
+   */
   private users = new Map<string, { email: string; role: Role; validAfter: number }>();
   private revoked = new Map<string, number>();
   /** Users' last token use (login tokens are not the hot path). */
@@ -144,7 +148,7 @@ export class CredentialRegistry {
         .select({ id: users.id, email: users.email, role: users.role, tokensValidAfter: users.tokensValidAfter })
         .from(users)
         .all()
-        .map((u) => [u.id, { email: u.email, role: u.role, validAfter: u.tokensValidAfter ? Math.floor(Date.parse(u.tokensValidAfter) / 1000) : 0 }] as const);
+        .map((u) => [u.id, { email: u.email, role: u.role, validAfter: u.tokensValidAfter ? Math.floor(Date.parse(u.tokensValidAfter) / 1000) + 1 : 0 }] as const);
     this.users = new Map(userRows);
     for (const id of this.userLastUsed.keys()) if (!this.users.has(id)) this.userLastUsed.delete(id);
     this.revoked = new Map(
@@ -224,9 +228,12 @@ export class CredentialRegistry {
     };
   }
 
-  /** A signed login token for `userId` (HS256, one hour, claims sub, role, exp, iat, jti). */
+  /**
+   * A signed login token for `userId` (HS256, one hour, claims sub, role, exp, iat, jti); issued
+   * in the same second as a password change, it is dated the next second (see `users`).
+   */
   async issueToken(userId: string, role: Role): Promise<{ token: string; expiresAt: number }> {
-    const iat = Math.floor(this.clock.now() / 1000);
+    const iat = Math.max(Math.floor(this.clock.now() / 1000), this.users.get(userId)?.validAfter ?? 0);
     const exp = iat + TOKEN_TTL_SECONDS;
     const token = await new SignJWT({ role })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })

@@ -148,7 +148,8 @@ describe("update", () => {
     const user = await createOk(h, admin, "pw@example.com", "viewer", "old password 1");
     const before = await loginToken(h, "pw@example.com", "old password 1");
     expect((await h.request("GET", "/v1/auth/me", { headers: bearer(before) })).status).toBe(200);
-    h.clock.advance(1_000); // token iat has whole-second resolution
+    // The same instant (the test clock stands still): a token of the change's own second ends
+    // too, though `iat` has whole seconds; a login after the change works at once.
     const res = await h.request("PATCH", `/v1/users/${user.id}`, { headers: bearer(admin), body: { password: "new password 2" } });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(user);
@@ -158,6 +159,11 @@ describe("update", () => {
     expect(await stale.json()).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired token" });
     const after = await loginToken(h, "pw@example.com", "new password 2");
     expect((await h.request("GET", "/v1/auth/me", { headers: bearer(after) })).status).toBe(200);
+    const claims = JSON.parse(Buffer.from(after.split(".")[1]!, "base64url").toString());
+    expect(claims.exp - claims.iat).toBe(3600);
+    h.clock.advance(2_000);
+    const later = await loginToken(h, "pw@example.com", "new password 2");
+    expect(JSON.parse(Buffer.from(later.split(".")[1]!, "base64url").toString()).iat).toBe(Math.floor(h.clock.now() / 1000));
   });
 
   test("PATCH role only: sessions stay open with the new role", async () => {
