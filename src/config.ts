@@ -133,7 +133,7 @@ function outboundEntry(entry: string): string {
 export const OPTIONS = [
   opt({
     key: "dataDir", env: "SVC_DATA_DIR", flag: "--data-dir", defaultText: "./data",
-    description: "Database `flagsvc.db`, generated TLS files `tls/`, installed plugins",
+    description: "Database `flagsvc.db` and generated TLS files `tls/`",
     fallback: () => resolve("./data"),
     parse: (raw) => {
       if (raw.trim() === "") throw new Invalid("must not be empty");
@@ -245,7 +245,8 @@ export const OPTIONS = [
     },
   }),
   opt({
-    key: "rateLimits", env: "SVC_RATE_LIMITS", flag: "--rate-limits", defaultText: "the spec's",
+    key: "rateLimits", env: "SVC_RATE_LIMITS", flag: "--rate-limits",
+    defaultText: Object.entries(DEFAULT_RATE_LIMITS).map(([k, v]) => `${k}:${v}`).join(","),
     description: "Per-minute limits by credential kind, e.g. `eval:50000,anonymous:100` (eval, test, mgmt, full, admin, user, anonymous)",
     fallback: () => ({ ...DEFAULT_RATE_LIMITS }),
     parse: (raw) => {
@@ -315,9 +316,9 @@ export function loadConfig(
   return c;
 }
 
-/** The options as rows of text, for `--help`. */
-export function describeOptions(): string {
-  const rows = OPTIONS.map((o) => [`${o.flag}${o.boolean ? "" : " VALUE"}`, o.env, o.defaultText.replace(/`/g, ""), o.description.replace(/`/g, "")]);
+/** The options (all, or those of `keys`) as rows of text, for `--help`. */
+export function describeOptions(keys?: readonly (keyof Config)[]): string {
+  const rows = OPTIONS.filter((o) => keys === undefined || keys.includes(o.key)).map((o) => [`${o.flag}${o.boolean ? "" : " VALUE"}`, o.env, o.defaultText.replace(/`/g, ""), o.description.replace(/`/g, "")]);
   const w0 = Math.max(...rows.map((r) => r[0]!.length));
   const w1 = Math.max(...rows.map((r) => r[1]!.length));
   return rows

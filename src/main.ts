@@ -27,8 +27,8 @@ type Options = ReadonlyMap<string, string>;
 interface Command {
   usage: string;
   summary: string;
-  /** Whether the configuration options apply (shown in its --help). */
-  config: boolean;
+  /** The configuration options it reads (shown in its --help): all, some (by key), or none. */
+  config: "all" | readonly (keyof Config)[] | false;
   /** Its own options: flag -> help text. */
   options?: Record<string, string>;
   /** Sub-commands (`flagsvc admin create-user`): the command itself only groups them. */
@@ -40,7 +40,7 @@ const ADMIN_COMMANDS: Record<string, Command> = {
   "create-user": {
     usage: "flagsvc admin create-user --email EMAIL --password PASSWORD --role admin|editor|viewer [--data-dir DIR]",
     summary: "Add a login user (works while the server runs; it notices within a second)",
-    config: true,
+    config: ["dataDir"],
     options: {
       "--email": "Email address (stored lower-case, unique)",
       "--password": "Password, at least 10 characters (mind your shell history)",
@@ -51,7 +51,7 @@ const ADMIN_COMMANDS: Record<string, Command> = {
   "create-key": {
     usage: "flagsvc admin create-key [--name NAME] [--data-dir DIR]",
     summary: "Create an admin key and print it (works while the server runs; it notices within a second)",
-    config: true,
+    config: ["dataDir"],
     options: { "--name": "A name to recognise the key by (default: cli)" },
     run: (args, config, options) => adminCreateKey(args, config(), options),
   },
@@ -61,7 +61,7 @@ const COMMANDS: Record<string, Command> = {
   serve: {
     usage: "flagsvc [serve] [options]",
     summary: "Migrate the database, bootstrap on first start, serve HTTPS (the default command)",
-    config: true,
+    config: "all",
     run: (args, config) => {
       noPositionals(args);
       return serve(config());
@@ -70,7 +70,7 @@ const COMMANDS: Record<string, Command> = {
   migrate: {
     usage: "flagsvc migrate [--data-dir DIR]",
     summary: "Apply pending database migrations, then exit",
-    config: true,
+    config: ["dataDir"],
     run: (args, config) => {
       noPositionals(args);
       const store = openStore(config());
@@ -82,7 +82,7 @@ const COMMANDS: Record<string, Command> = {
   backup: {
     usage: "flagsvc backup FILE [--data-dir DIR]",
     summary: "Write a consistent copy of the database to FILE (safe while the server runs)",
-    config: true,
+    config: ["dataDir"],
     run: (args, config) => backup(args, config()),
   },
   admin: {
@@ -95,9 +95,9 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   healthcheck: {
-    usage: "flagsvc healthcheck [--port PORT] [--host HOST]",
+    usage: "flagsvc healthcheck [--port PORT] [--host HOST] [--behind-proxy]",
     summary: "Ask the local server's GET /v1/health; exit 0 when it answers 200 (for container health checks)",
-    config: true,
+    config: ["host", "port", "behindProxy"],
     run: (args, config) => {
       noPositionals(args);
       return healthcheck(config());
@@ -163,7 +163,7 @@ function commandHelp(name: string, sub?: string): string {
       ? ["", "Sub-commands:", ...subs.map(([n, s]) => `  ${n.padEnd(subWidth)}  ${s.summary}`), "", `Run \`flagsvc ${name} SUB-COMMAND --help\` for its options.`]
       : []),
     ...(own.length > 0 ? ["", "Options:", ...own.map(([f, d]) => `  ${`${f} VALUE`.padEnd(width)}  ${d}`)] : []),
-    ...(c.config ? ["", "Configuration options (flag, variable, meaning):", describeOptions()] : []),
+    ...(c.config ? ["", "Configuration options (flag, variable, meaning):", describeOptions(c.config === "all" ? undefined : c.config)] : []),
   ].join("\n");
 }
 
