@@ -32,6 +32,7 @@ import { flagsRoutes } from "./modules/flags/routes";
 import { loadSnapshot } from "./modules/flags/snapshot";
 import { projectsRoutes } from "./modules/projects/routes";
 import { evaluationService } from "./modules/evaluation/service";
+import { proOnlyRoutes } from "./modules/pro-only/routes";
 import { testingRoutes } from "./modules/testing/routes";
 import { scheduleSessionSweep } from "./modules/testing/service";
 import { loadSessions } from "./modules/testing/store";
@@ -77,7 +78,8 @@ export function createApp(ctx: AppContext) {
     .use(flagsRoutes(ctx))
     .use(webhooksRoutes(ctx))
     .use(evaluationRoutes(ctx))
-    .use(testingRoutes(ctx));
+    .use(testingRoutes(ctx))
+    .use(proOnlyRoutes(ctx));
 }
 
 export type App = ReturnType<typeof createApp>;
