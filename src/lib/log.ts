@@ -55,7 +55,6 @@ export function createLogger(opts: LoggerOptions): Logger {
   return loggerOf(emit, min, flush);
 }
 
-/** The Logger around one `emit` that already dropped what is below `min`. */
 /**
  * Standard output, until it fails: a reader gone (`flagsvc serve | head`) must not stop the
  * server, so a write error (EPIPE, reported as the stream's "error" event) ends the output
@@ -75,6 +74,7 @@ function stdoutWriter(): (chunk: string) => void {
   };
 }
 
+/** The Logger around one `emit` that already dropped what is below `min`. */
 function loggerOf(emit: (level: LogLevel, msg: string, fields?: LogFields) => void, min: number, flush: () => void): Logger {
   return {
     debug: (m, f) => emit("debug", m, f),
