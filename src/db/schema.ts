@@ -41,7 +41,7 @@ export const users = sqliteTable("users", {
   email: text("email").notNull().unique(),
   passwordHash: text("password_hash").notNull(),
   role: text("role", { enum: ["admin", "editor", "viewer"] }).notNull(),
-  /** Login tokens issued before this (a password change) are refused. */
+  /** Login tokens dated (`iat`) before this whole second are refused: set by a password change. */
   tokensValidAfter: text("tokens_valid_after"),
   createdAt: text("created_at").notNull(),
   updatedAt: text("updated_at").notNull(),

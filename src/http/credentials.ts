@@ -74,9 +74,9 @@ export class CredentialRegistry {
   private lastRecord: KeyRecord | null = null;
   private usage = new Map<string, Usage>();
   /**
-   * `validAfter` (Unix seconds): tokens issued earlier are refused. A password change sets it to
-   * the first whole second after the change: `iat` has whole-second resolution, so tokens of the
-   * change's own second are refused too, and `issueToken` dates later tokens at least this late.
+   * `validAfter` (Unix seconds): tokens dated (`iat`) earlier are refused. A password change sets
+   * it past the change's own second (`tokensValidFrom`): `iat` has whole-second resolution, so
+   * tokens of that second are refused too, and `issueToken` dates later tokens at least this late.
    */
   private users = new Map<string, { email: string; role: Role; validAfter: number }>();
   private revoked = new Map<string, number>();
@@ -148,7 +148,7 @@ export class CredentialRegistry {
         .select({ id: users.id, email: users.email, role: users.role, tokensValidAfter: users.tokensValidAfter })
         .from(users)
         .all()
-        .map((u) => [u.id, { email: u.email, role: u.role, validAfter: u.tokensValidAfter ? Math.floor(Date.parse(u.tokensValidAfter) / 1000) + 1 : 0 }] as const);
+        .map((u) => [u.id, { email: u.email, role: u.role, validAfter: u.tokensValidAfter ? Math.ceil(Date.parse(u.tokensValidAfter) / 1000) : 0 }] as const);
     this.users = new Map(userRows);
     for (const id of this.userLastUsed.keys()) if (!this.users.has(id)) this.userLastUsed.delete(id);
     this.revoked = new Map(
@@ -285,6 +285,17 @@ export type CredentialStore = Store & { credentials?: CredentialRegistry };
  */
 export function credentialsChanged(store: CredentialStore): void {
   store.credentials?.reload();
+}
+
+/**
+ * What a password change stores as the user's `tokensValidAfter`: the first whole second whose
+ * tokens count, later than the change's own second and than the previous value, since a token
+ * issued after the previous change may be dated up to it (`issueToken`). Older rows hold the
+ * change's time in milliseconds, read as the next whole second.
+ */
+export function tokensValidFrom(previous: string | null, now: number): string {
+  const after = previous ? Math.ceil(Date.parse(previous) / 1000) : 0;
+  return iso((Math.max(Math.floor(now / 1000), after) + 1) * 1000);
 }
 
 /** The JWT secret: SVC_JWT_SECRET, else one generated at first need and kept in the database. */

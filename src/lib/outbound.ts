@@ -175,7 +175,8 @@ export const MAX_URL_LENGTH = 2048;
  */
 export function checkUrl(url: string, policy: OutboundPolicy): string | null {
   // The URL parser would drop or encode these silently: the stored URL would not be the one sent.
-  if (/[\s\x00-\x1f\x7f]/.test(url)) return "Must not contain spaces or control characters";
+  // White space, control characters (C0, DEL, C1) and invisible format characters (U+200B, BOM).
+  if (/[\s\p{Cc}\p{Cf}]/u.test(url)) return "Must not contain spaces or control characters";
   let u: URL;
   try {
     u = new URL(url);

@@ -5,6 +5,7 @@ import { rmSync } from "node:fs";
 import { bootstrap } from "../../src/bootstrap";
 import { loadConfig } from "../../src/config";
 import { settings, users } from "../../src/db/schema";
+import { tokensValidFrom } from "../../src/http/credentials";
 import { createLogger } from "../../src/lib/log";
 import { createContext } from "../../src/server";
 import { bearer, seedAdminKey, seedApiKey, TestClock, tempDir, testApp, type TestApp } from "../helpers";
@@ -161,9 +162,24 @@ describe("update", () => {
     expect((await h.request("GET", "/v1/auth/me", { headers: bearer(after) })).status).toBe(200);
     const claims = JSON.parse(Buffer.from(after.split(".")[1]!, "base64url").toString());
     expect(claims.exp - claims.iat).toBe(3600);
-    h.clock.advance(2_000);
-    const later = await loginToken(h, "pw@example.com", "new password 2");
+    // A second change in the same instant ends the token dated ahead by the first one.
+    expect((await h.request("PATCH", `/v1/users/${user.id}`, { headers: bearer(admin), body: { password: "new password 3" } })).status).toBe(200);
+    expect((await h.request("GET", "/v1/auth/me", { headers: bearer(after) })).status).toBe(401);
+    const third = await loginToken(h, "pw@example.com", "new password 3");
+    expect((await h.request("GET", "/v1/auth/me", { headers: bearer(third) })).status).toBe(200);
+    h.clock.advance(3_000);
+    const later = await loginToken(h, "pw@example.com", "new password 3");
     expect(JSON.parse(Buffer.from(later.split(".")[1]!, "base64url").toString()).iat).toBe(Math.floor(h.clock.now() / 1000));
+  });
+
+  test("tokensValidFrom: past the change's second and past the previous value; old rows in milliseconds", () => {
+    const at = (s: number) => new Date(s * 1000).toISOString();
+    const S = 1_795_000_000;
+    expect(tokensValidFrom(null, S * 1000 + 500)).toBe(at(S + 1));
+    expect(tokensValidFrom(at(S + 1), S * 1000 + 700)).toBe(at(S + 2));
+    expect(tokensValidFrom(at(S + 2), S * 1000 + 900)).toBe(at(S + 3));
+    expect(tokensValidFrom(at(S + 1), (S + 5) * 1000)).toBe(at(S + 6));
+    expect(tokensValidFrom(new Date(S * 1000 + 500).toISOString(), S * 1000 + 600)).toBe(at(S + 2));
   });
 
   test("PATCH role only: sessions stay open with the new role", async () => {

@@ -7,7 +7,7 @@
 import { Value } from "@sinclair/typebox/value";
 import { asc, count, eq } from "drizzle-orm";
 import { isUniqueViolation, transaction, type Store } from "../../db/client";
-import { credentialsChanged, type CredentialStore } from "../../http/credentials";
+import { credentialsChanged, tokensValidFrom, type CredentialStore } from "../../http/credentials";
 import { users } from "../../db/schema";
 import type { Role } from "../../http/access";
 import { conflict, notFound, validationDetails, validationError } from "../../http/errors";
@@ -115,8 +115,8 @@ export async function updateUser(store: CredentialStore, clock: Clock, id: strin
     if (patch.role !== undefined && user.role === "admin" && patch.role !== "admin" && countAdmins(store) <= 1) throw conflict(LAST_ADMIN_DEMOTE);
     const changes = {
       ...(patch.role !== undefined ? { role: patch.role } : {}),
-      // A new password ends the sessions opened with the old one.
-      ...(passwordHash !== undefined ? { passwordHash, tokensValidAfter: iso(clock.now()) } : {}),
+      // A new password ends the sessions opened before it.
+      ...(passwordHash !== undefined ? { passwordHash, tokensValidAfter: tokensValidFrom(validFrom(store, id), clock.now()) } : {}),
       updatedAt: iso(clock.now()),
     };
     store.db.update(users).set(changes).where(eq(users.id, id)).run();
@@ -125,6 +125,9 @@ export async function updateUser(store: CredentialStore, clock: Clock, id: strin
   credentialsChanged(store);
   return updated;
 }
+
+const validFrom = (store: Store, id: string): string | null =>
+  store.db.select({ v: users.tokensValidAfter }).from(users).where(eq(users.id, id)).get()?.v ?? null;
 
 /** Deletes a user. 404 unknown; 409 the last admin. */
 export function deleteUser(store: CredentialStore, id: string): void {
