@@ -40,7 +40,7 @@ import { usersRoutes } from "./modules/users/routes";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs } from "./modules/webhooks/service";
-import { loadTls, type TlsMaterial } from "./tls";
+import { configuredTls, loadTls, type TlsMaterial } from "./tls";
 
 /**
  * Bun's own limit answers with a bare 413 before our pipeline runs, so it is set out of reach:
@@ -187,13 +187,15 @@ export interface ServerDeps extends ContextDeps {
 }
 
 export async function startServer(config: Config, deps: ServerDeps = {}): Promise<RunningServer> {
+  // A configuration error must leave the data dir untouched: the configured TLS pair is checked first.
+  const ownTls = config.behindProxy ? null : configuredTls(config);
   // The background thread runs on the system clock: a test that injects a clock keeps the sender here.
   const ctx = createContext(config, { ...deps, background: deps.background ?? deps.clock === undefined });
   const { log } = ctx;
   try {
     if (ctx.applied > 0) log.info("database migrated", { migrations: ctx.applied });
     const { lines } = bootstrap(ctx);
-    const tls = config.behindProxy ? null : await loadTls(config, ctx.clock.now());
+    const tls = config.behindProxy ? null : (ownTls ?? (await loadTls(config, ctx.clock.now())));
     if (tls?.source === "generated") log.info("generated a self-signed TLS certificate", { file: tls.certFile, expiresAt: tls.expiresAt.toISOString() });
 
     if (ctx.snapshot.flagCount() >= COLLECT_AFTER_LOADING_FLAGS) Bun.gc(true);

@@ -30,11 +30,8 @@ export function tlsPaths(dataDir: string) {
 }
 
 export async function loadTls(config: Config, now = Date.now()): Promise<TlsMaterial> {
-  if (config.tlsCert && config.tlsKey) {
-    const cert = readFileSync(config.tlsCert, "utf8");
-    const key = readFileSync(config.tlsKey, "utf8");
-    return { cert, key, source: "configured", certFile: config.tlsCert, expiresAt: checkPair(cert, key, config.tlsCert, config.tlsKey) };
-  }
+  const configured = configuredTls(config);
+  if (configured) return configured;
   const paths = tlsPaths(config.dataDir);
   if (existsSync(paths.cert) && existsSync(paths.key)) {
     const cert = readFileSync(paths.cert, "utf8");
@@ -48,6 +45,17 @@ export async function loadTls(config: Config, now = Date.now()): Promise<TlsMate
   writeAtomically(paths.key, generated.key, 0o600);
   writeAtomically(paths.cert, generated.cert, 0o644);
   return { ...generated, source: "generated", certFile: paths.cert };
+}
+
+/**
+ * SVC_TLS_CERT and SVC_TLS_KEY, checked (a ConfigError when they do not parse or do not belong
+ * together), or null when they are not set. The server calls it before it touches the data dir.
+ */
+export function configuredTls(config: Config): TlsMaterial | null {
+  if (!config.tlsCert || !config.tlsKey) return null;
+  const cert = readFileSync(config.tlsCert, "utf8");
+  const key = readFileSync(config.tlsKey, "utf8");
+  return { cert, key, source: "configured", certFile: config.tlsCert, expiresAt: checkPair(cert, key, config.tlsCert, config.tlsKey) };
 }
 
 /**

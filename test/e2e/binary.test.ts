@@ -153,7 +153,7 @@ const BAD_CONFIGS: BadConfig[] = [
 ];
 
 for (const bad of BAD_CONFIGS) {
-  test(`bad configuration (${bad.name}): exit 2 and one stderr line naming it`, async () => {
+  test(`bad configuration (${bad.name}): exit 2, one stderr line naming it, no data dir`, async () => {
     const dir = tempDir();
     // Valid PEM files next to the bad value, so only the value under test is wrong.
     const pem = await selfSignedPem();
@@ -170,6 +170,7 @@ for (const bad of BAD_CONFIGS) {
     expect(lines[0]!.startsWith("flagsvc: ")).toBe(true);
     for (const name of bad.names) expect(lines[0]).toContain(name);
     expect(r.stdout).not.toContain("listening on");
+    expect(existsSync(join(dir, "data"))).toBe(false); // refused before the data dir is touched
   }, T);
 }
 

@@ -93,7 +93,7 @@ test("query values are checked as in development: out of range is a 400 naming t
   try {
     const cases: [string, string, string][] = [
       ["perPage=101", "query.perPage", "Must be an integer from 1 to 100"],
-      ["page=0", "query.page", "Must be an integer of at least 1"],
+      ["page=0", "query.page", "Must be an integer from 1 to 999999999"],
       ["environment=production&enabled=1", "query.enabled", "Must be true or false"],
     ];
     for (const [query, path, message] of cases) {

@@ -34,7 +34,7 @@ export const flagsRoutes = (ctx: AppContext) =>
       detail: {
         tags: FLAGS,
         summary: "List flags",
-        description: `Ordered by key; items hold id, key, name, createdAt, updatedAt. \`q\`: case-insensitive substring of key or name. \`environment\`: only flags whose state was set in that environment (an unknown environment is 404); with it, \`enabled=true|false\` filters by that state (without it, 400). \`page\` (default 1, at least 1) and \`perPage\` (default 20, 1 to ${PER_PAGE_MAX}); out of range is 400; a page past the end is empty. ${WHO}.`,
+        description: `Ordered by key; items hold id, key, name, createdAt, updatedAt. \`q\`: case-insensitive substring of key or name. \`environment\`: only flags whose state was set in that environment (an unknown environment is 404); with it, \`enabled=true|false\` filters by that state (without it, 400). \`page\` (default 1, 1 to 999999999) and \`perPage\` (default 20, 1 to ${PER_PAGE_MAX}); out of range is 400; a page past the end is empty. ${WHO}.`,
       },
     })
     .get("/v1/projects/:slug/flags/:key", ({ params }) => getFlag(ctx, params.slug, params.key), {
