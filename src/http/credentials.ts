@@ -2,8 +2,8 @@
  * Every credential the service accepts, held in memory so that resolving one touches no
  * database (issue: identity and access, point 7): API keys and admin keys by the SHA-256 of
  * their secret, users by id, revoked login tokens by jti. Services call `reload()` after a
- * write that changes credentials; writes by another process (the `flagsvc admin` CLI) are
- * noticed through SQLite's `data_version` by `pollExternalChanges()`, run every second.
+ * write that changes credentials; writes by another process (the `flagsvc admin` CLI) move a
+ * mark in `settings`, noticed by `pollExternalChanges()`, run every second.
  * `lastUsedAt` is counted in memory and written by `flushLastUsed()` on a schedule.
  */
 import { eq, gt, lt } from "drizzle-orm";
@@ -83,6 +83,8 @@ export class CredentialRegistry {
   /** Users' last token use (login tokens are not the hot path). */
   private userLastUsed = new Map<string, number>();
   private dataVersion = -1;
+  /** The external-change mark as of the last reload (`credentialsChanged` without a registry). */
+  private changeMark: string | null = null;
   private readonly secret: Uint8Array;
 
   /**
@@ -161,11 +163,20 @@ export class CredentialRegistry {
     this.lastRecord = null;
     this.requestClock?.expire();
     this.dataVersion = this.readDataVersion();
+    this.changeMark = readChangeMark(this.store);
   }
 
-  /** Reloads when another process committed to the database since the last look. */
+  /**
+   * Reloads when another process changed credentials since the last look: another connection
+   * committed (`data_version` moved) and it was a credential change (the mark moved). The
+   * background worker's own connection commits every second under webhook traffic, and those
+   * commits must not reload anything.
+   */
   pollExternalChanges(): boolean {
-    if (this.readDataVersion() === this.dataVersion) return false;
+    const version = this.readDataVersion();
+    if (version === this.dataVersion) return false;
+    this.dataVersion = version;
+    if (readChangeMark(this.store) === this.changeMark) return false;
     this.reload();
     return true;
   }
@@ -280,11 +291,23 @@ export type CredentialStore = Store & { credentials?: CredentialRegistry };
 /**
  * Every service that writes keys, users, or what keys belong to calls this after the write:
  * the server's registry reloads before the response goes out (a new key works, a deleted one
- * is refused, from the next request on). Without a registry (the CLI) the running server sees
- * the change through `pollExternalChanges`.
+ * is refused, from the next request on). Without a registry (the CLI) it moves the change mark,
+ * and a running server sees the change through `pollExternalChanges`.
  */
 export function credentialsChanged(store: CredentialStore): void {
-  store.credentials?.reload();
+  if (store.credentials) store.credentials.reload();
+  else {
+    store.sqlite.run(
+      "INSERT INTO settings (key, value, updated_at) VALUES (?, '1', ?) ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1, updated_at = excluded.updated_at",
+      [CHANGE_MARK_SETTING, new Date().toISOString()],
+    );
+  }
+}
+
+const CHANGE_MARK_SETTING = "credentials_changed";
+
+function readChangeMark(store: Store): string | null {
+  return (store.sqlite.query("SELECT value FROM settings WHERE key = ?").get(CHANGE_MARK_SETTING) as { value: string } | null)?.value ?? null;
 }
 
 /**

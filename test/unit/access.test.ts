@@ -3,11 +3,10 @@
  * it), and the credential registry's memory-only resolution.
  */
 import { describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { DB_FILE } from "../../src/db/client";
+import { DB_FILE, openDatabase } from "../../src/db/client";
 import { decide, MESSAGES, type AccessGroup, type Principal, type Role, type Scope } from "../../src/http/access";
-import { CredentialRegistry } from "../../src/http/credentials";
+import { CredentialRegistry, credentialsChanged } from "../../src/http/credentials";
 import { coarseClock, iso } from "../../src/lib/clock";
 import { newId } from "../../src/lib/ids";
 import { generateSecret } from "../../src/lib/secrets";
@@ -155,16 +154,29 @@ describe("credential registry", () => {
     }
   });
 
-  test("a key written by another process is picked up by pollExternalChanges", async () => {
+  test("a key written by another process (as the CLI does) is picked up by pollExternalChanges", async () => {
     const h = testApp();
     try {
-      const other = new Database(join(h.dir, DB_FILE));
+      const other = openDatabase(join(h.dir, DB_FILE)); // the CLI: its own connection, no registry
       const { secret, hash, keyPrefix } = generateSecret("svc_admin_");
-      other.run("INSERT INTO admin_keys (id, name, key_hash, key_prefix, created_at) VALUES (?, 'cli', ?, ?, ?)", [newId("key"), hash, keyPrefix, iso(0)]);
-      other.close();
+      other.sqlite.run("INSERT INTO admin_keys (id, name, key_hash, key_prefix, created_at) VALUES (?, 'cli', ?, ?, ?)", [newId("key"), hash, keyPrefix, iso(0)]);
+      credentialsChanged(other);
+      other.sqlite.close();
       expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal).toBeNull();
       expect(h.ctx.credentials.pollExternalChanges()).toBe(true);
       expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal?.kind).toBe("adminKey");
+      expect(h.ctx.credentials.pollExternalChanges()).toBe(false);
+    } finally {
+      h.close();
+    }
+  });
+
+  test("another connection's other writes (the background worker's) reload nothing", () => {
+    const h = testApp();
+    try {
+      const other = openDatabase(join(h.dir, DB_FILE));
+      other.sqlite.run("INSERT INTO settings (key, value, updated_at) VALUES ('unrelated', 'x', ?)", [iso(0)]);
+      other.sqlite.close();
       expect(h.ctx.credentials.pollExternalChanges()).toBe(false);
     } finally {
       h.close();
