@@ -115,7 +115,7 @@ export const Flag = t.Object(
     id: t.String({ description: "flag_..." }),
     key: t.String(),
     name: t.String(),
-    description: t.Union([t.String(), t.Null()], { description: "null when not set" }),
+    description: t.Optional(t.String({ description: "Absent when not set" })),
     variants: t.Array(Variant),
     rules: t.Array(Rule),
     createdAt: Timestamp(),

@@ -21,7 +21,8 @@ export interface Flag {
   id: string;
   key: string;
   name: string;
-  description: string | null;
+  /** Absent when not set (the spec: "string, optional"). */
+  description?: string;
   variants: Variant[];
   rules: Rule[];
   createdAt: string;
@@ -190,7 +191,14 @@ const lookups = prepared((db) => ({
 }));
 
 function findFlag(ctx: AppContext, projectId: string, key: string): Flag | undefined {
-  return lookups(ctx).flag.get({ projectId, key });
+  const row = lookups(ctx).flag.get({ projectId, key });
+  return row && flagOf(row);
+}
+
+/** A flag in its answer's field order, without a description when it has none (null, undefined). */
+function flagOf(f: Omit<Flag, "description"> & { description?: string | null }): Flag {
+  const { id, key, name, description, variants, rules, createdAt, updatedAt } = f;
+  return { id, key, name, ...(description != null ? { description } : {}), variants, rules, createdAt, updatedAt };
 }
 
 function requireFlag(ctx: AppContext, project: Project, key: string): Flag {
@@ -246,16 +254,16 @@ export async function createFlag(ctx: AppContext, slug: string, input: NewFlagIn
   const details = checkDefinition(variants, rules, "body.variants", "body.rules");
   if (details.length > 0) throw validationError("Invalid flag", details);
   const now = iso(ctx.clock.now());
-  const flag: Flag = {
+  const flag = flagOf({
     id: newId("flag"),
     key: input.key,
     name: input.name,
-    description: input.description ?? null,
+    description: input.description,
     variants: normalizeVariants(variants),
     rules: normalizeRules(rules),
     createdAt: now,
     updatedAt: now,
-  };
+  });
   let queued: string[];
   try {
     queued = transaction(ctx, () => {
@@ -279,18 +287,18 @@ export async function updateFlag(ctx: AppContext, slug: string, key: string, pat
   // Stored rules are checked too: new variants must still cover the variants they serve.
   const details = checkDefinition(variants, rules, patch.variants ? "body.variants" : "variants", patch.rules ? "body.rules" : "rules");
   if (details.length > 0) throw validationError("Invalid flag", details);
-  const next: Flag = {
+  const next = flagOf({
     ...current,
     name: patch.name ?? current.name,
     description: patch.description === undefined ? current.description : patch.description,
     variants: normalizeVariants(variants),
     rules: patch.rules ? normalizeRules(patch.rules) : current.rules,
-  };
+  });
   if (JSON.stringify(next) === JSON.stringify(current)) return current;
   next.updatedAt = iso(ctx.clock.now());
-  const { name, description, updatedAt } = next;
+  const { name, updatedAt } = next;
   const queued = transaction(ctx, () => {
-    ctx.db.update(flags).set({ name, description, variants: next.variants, rules: next.rules, updatedAt }).where(eq(flags.id, current.id)).run();
+    ctx.db.update(flags).set({ name, description: next.description ?? null, variants: next.variants, rules: next.rules, updatedAt }).where(eq(flags.id, current.id)).run();
     return recordEvents(ctx, project, flagLevelChanges("flag.updated", project.environments, key, enabledByEnvironment(ctx, current.id)), updatedAt);
   });
   ctx.snapshot.putFlag(project.id, next);

@@ -69,7 +69,7 @@ export const Session = t.Object(
       description: "Send it as `X-Service-Session` on evaluation requests. CE: equal to `id`. Pro: a separate secret `svc_sess_` + 32 base62 characters, so the id can be shared without granting override power",
     }),
     projectId: t.String({ description: "proj_...: the id, also when the session was created with the slug" }),
-    label: t.Union([t.String(), t.Null()], { description: "null when not given" }),
+    label: t.Optional(t.String({ description: "Absent when none was given" })),
     overrides: Overrides("Flag key -> override value; empty on creation; keys in alphabetical order"),
     createdAt: Timestamp("ISO 8601 UTC with milliseconds"),
     expiresAt: Timestamp("createdAt plus the TTL; from this instant on the session is gone (404, token ignored)"),

@@ -27,7 +27,8 @@ export interface SessionView {
   id: string;
   token: string;
   projectId: string;
-  label: string | null;
+  /** Absent when none was given (the spec: "string, optional"). */
+  label?: string;
   overrides: Record<string, Override>;
   createdAt: string;
   expiresAt: string;
@@ -49,7 +50,7 @@ const view = (s: LiveSession): SessionView => ({
   id: s.id,
   token: s.token,
   projectId: s.projectId,
-  label: s.label,
+  ...(s.label !== null ? { label: s.label } : {}),
   overrides: overridesObject(s),
   createdAt: s.createdAt,
   expiresAt: s.expiresAt,
