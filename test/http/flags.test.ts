@@ -329,6 +329,29 @@ describe("list", () => {
   });
 });
 
+describe("path values", () => {
+  test("a malformed slug, flag key or environment is 400 at its parameter; a well-formed unknown one 404; no credential 401 first", async () => {
+    await json(await create({ key: "f", name: "F" }), 201);
+    const cases: [string, string, string | undefined][] = [
+      ["GET", "/v1/projects/Bad_Slug/flags", "params.slug"],
+      ["GET", "/v1/projects/%ZZ/flags", "params.slug"],
+      ["GET", `${BASE}/Bad%20Key`, "params.key"],
+      ["PUT", `${BASE}/f/states/Bad%20Env`, "params.environment"],
+      ["GET", "/v1/projects/Sh%20op", "params.slug"],
+      ["DELETE", "/v1/projects/default/environments/QA", "params.environment"],
+    ];
+    for (const [method, path, where] of cases) {
+      const res = await h.request(method, path, { headers: admin, body: method === "PUT" ? { enabled: true } : undefined });
+      const body = await json(res, 400);
+      expect({ path, error: body.error, where: body.details[0].path }).toEqual({ path, error: "VALIDATION_ERROR", where });
+      expect((await h.request(method, path, { body: method === "PUT" ? { enabled: true } : undefined })).status).toBe(401);
+    }
+    for (const path of ["/v1/projects/nope/flags", `${BASE}/nope`, `${BASE}/f/states/nope`]) {
+      expect((await json(await get(path), 404)).error).toBe("NOT_FOUND");
+    }
+  });
+});
+
 describe("access", () => {
   test("mgmt and full keys of the project; eval key 403; another project's key 403", async () => {
     const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);

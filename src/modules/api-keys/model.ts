@@ -56,5 +56,4 @@ export const RotateBody = t.Optional(
   ),
 );
 
-export const ProjectParams = t.Object({ slug: t.String({ description: "Project slug" }) });
 export const KeyParams = t.Object({ keyId: t.String({ description: "key_..." }) });

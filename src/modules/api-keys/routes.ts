@@ -4,7 +4,8 @@ import type { AppContext } from "../../context";
 import { accessGuard } from "../../http/auth";
 import { noContent } from "../../http/schema";
 import { validationError } from "../../http/errors";
-import { ApiKeyList, ApiKeyWithSecret, KeyParams, MAX_GRACE_SECONDS, NewApiKey, ProjectParams, RotateBody } from "./model";
+import { ProjectParams } from "../projects/model";
+import { ApiKeyList, ApiKeyWithSecret, KeyParams, MAX_GRACE_SECONDS, NewApiKey, RotateBody } from "./model";
 import { createApiKey, deleteApiKey, listApiKeys, rotateApiKey } from "./service";
 
 const TAGS = ["API keys"];

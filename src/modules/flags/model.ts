@@ -5,7 +5,7 @@
  * for its operator) is checked by the service, before anything is stored.
  */
 import { t } from "elysia";
-import { ONE_OR_MORE, ONE_TO_100, QueryInt, ResponseInt, SLUG_PATTERN, Timestamp } from "../../http/schema";
+import { ONE_OR_MORE, ONE_TO_100, QueryInt, ResponseInt, Slug, SLUG_PATTERN, Timestamp } from "../../http/schema";
 import { OPERATORS, type Operator } from "../../evaluation/types";
 
 const VARIANT_KEY_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
@@ -150,12 +150,8 @@ export const FlagListQuery = t.Object(
   { additionalProperties: false },
 );
 
-export const FlagParams = t.Object({ slug: t.String({ description: "Project slug" }), key: t.String({ description: "Flag key" }) });
-export const StateParams = t.Object({
-  slug: t.String({ description: "Project slug" }),
-  key: t.String({ description: "Flag key" }),
-  environment: t.String({ description: "Environment slug" }),
-});
+export const FlagParams = t.Object({ slug: Slug("Project slug"), key: FlagKey("Flag key") });
+export const StateParams = t.Object({ slug: Slug("Project slug"), key: FlagKey("Flag key"), environment: Slug("Environment slug") });
 
 export const StatePut = t.Object(
   {
