@@ -116,7 +116,9 @@ export function parseJsonBody(text: string, contentType: string | null | undefin
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw validationError("Invalid request", [{ path: "body", message: "Expected object" }]);
   }
-  if (nestedDeeperThan(value, MAX_BODY_DEPTH)) {
+  // Nesting deeper than the limit takes two characters a level: short bodies (a single
+  // evaluation's) cannot, and skip the walk.
+  if (text.length > 2 * MAX_BODY_DEPTH && nestedDeeperThan(value, MAX_BODY_DEPTH)) {
     throw validationError(`Request body is nested too deeply (at most ${MAX_BODY_DEPTH} levels)`, [{ path: "body", message: `Nested deeper than ${MAX_BODY_DEPTH} levels` }]);
   }
   // JSON may escape half of a UTF-16 surrogate pair alone; the database would store it as U+FFFD,

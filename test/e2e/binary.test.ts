@@ -384,3 +384,17 @@ test("a closed standard output (flagsvc serve | head) does not stop the server n
   expect(await proc.exited).toBe(0);
   expect(await new Response(proc.stderr).text()).toBe("");
 }, T);
+
+test("each command's --help lists the configuration options it reads, with their defaults", async () => {
+  const optionsOf = (text: string) => [...text.matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1]);
+  const health = await runBinary(["healthcheck", "--help"]);
+  expect(health.exitCode).toBe(0);
+  expect(health.stdout).toContain("Usage: flagsvc healthcheck [--port PORT] [--host HOST] [--behind-proxy]");
+  expect(optionsOf(health.stdout)).toEqual(["--host", "--port", "--behind-proxy"]);
+  const migrate = await runBinary(["migrate", "--help"]);
+  expect(optionsOf(migrate.stdout)).toEqual(["--data-dir"]);
+  const serve = await runBinary(["serve", "--help"]);
+  expect(optionsOf(serve.stdout)).toContain("--tls-cert");
+  expect(serve.stdout).toContain("(default: eval:10000,test:1000,mgmt:500,full:500,admin:1000,user:1000,anonymous:300)");
+  expect(serve.stdout).not.toContain("installed plugins"); // not built yet
+}, T);
