@@ -179,7 +179,10 @@ describe("PATCH", () => {
     const keyRes = await json(await patch("f", { key: "g" }), 400);
     expect(keyRes.details).toEqual([{ path: "body.key", message: "The key of a flag cannot be changed" }]);
     const variantRes = await json(await patch("f", { variants: [{ key: "a" }] }), 400);
-    expect(variantRes.details).toEqual([{ path: "rules[0].variant", message: "Unknown variant b; the flag's variants are a" }]);
+    const ruleId = (await json(await h.request("GET", `${BASE}/f`, { headers: admin }), 200)).rules[0].id;
+    expect(variantRes.details).toEqual([
+      { path: "body.variants", message: `Variant b is served by the flag's rule rules[0] (${ruleId}): change that rule in the same request` },
+    ]);
     expect(dump()).toBe(before);
   });
 

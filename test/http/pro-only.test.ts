@@ -52,9 +52,19 @@ describe("CE", () => {
     }
   });
 
-  test("not in the API document", async () => {
-    const doc = (await (await h.request("GET", "/v1/openapi.json")).json()) as { paths: Record<string, unknown> };
-    expect(Object.keys(doc.paths).filter((p) => p.includes("integrations") || p.includes("marketplace"))).toEqual([]);
+  test("the API document lists each endpoint with its 403 PRO_EDITION_REQUIRED", async () => {
+    const doc = (await (await h.request("GET", "/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { description?: string; "x-flagsvc-edition"?: string }>>;
+    };
+    for (const [method, path] of ENDPOINTS) {
+      const template = path.split("?")[0]!.replace("/default/", "/{slug}/").replace("int_x", "{integrationId}").replace("some-package", "{packageName}");
+      const operation = doc.paths[template]?.[method.toLowerCase()];
+      expect({ template, edition: operation?.["x-flagsvc-edition"], says: operation?.description?.includes("403 PRO_EDITION_REQUIRED") }).toEqual({
+        template,
+        edition: "pro",
+        says: true,
+      });
+    }
   });
 });
 

@@ -78,10 +78,11 @@ const typeOf = (v: unknown) => (Array.isArray(v) ? "array" : typeof v);
 
 /**
  * Checks what the schema cannot: variants as a whole, each rule against the variants, each
- * condition's value against its operator. `rulesPath`: where the rules came from (`body.rules`,
- * or the stored rules when a PATCH changes only the variants).
+ * condition's value against its operator. `rulesPath`: where the rules came from, `body.rules`,
+ * or null for the stored rules when a PATCH changes only the variants: a variant a stored rule
+ * still serves is then reported at `body.variants`, the part of the request at fault.
  */
-function checkDefinition(variants: readonly Variant[], rules: readonly RuleInput[], variantsPath: string, rulesPath: string): ErrorDetail[] {
+function checkDefinition(variants: readonly Variant[], rules: readonly RuleInput[], variantsPath: string, rulesPath: string | null): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   const keys = new Set<string>();
   variants.forEach((v, i) => {
@@ -97,12 +98,14 @@ function checkDefinition(variants: readonly Variant[], rules: readonly RuleInput
   }
   const ruleIds = new Set<string>();
   rules.forEach((rule, r) => {
-    const at = `${rulesPath}[${r}]`;
+    const at = `${rulesPath ?? "rules"}[${r}]`;
     if (rule.id !== undefined) {
       if (ruleIds.has(rule.id)) details.push({ path: `${at}.id`, message: `Duplicate rule id ${rule.id}` });
       ruleIds.add(rule.id);
     }
-    if (rule.variant != null && !keys.has(rule.variant)) {
+    if (rule.variant != null && !keys.has(rule.variant) && rulesPath === null) {
+      details.push({ path: variantsPath, message: `Variant ${rule.variant} is served by the flag's rule ${at} (${rule.id}): change that rule in the same request` });
+    } else if (rule.variant != null && !keys.has(rule.variant)) {
       details.push({
         path: `${at}.variant`,
         message: variants.length === 0 ? "The flag has no variants: variant must be null" : `Unknown variant ${rule.variant}; the flag's variants are ${[...keys].join(", ")}`,
@@ -285,7 +288,7 @@ export async function updateFlag(ctx: AppContext, slug: string, key: string, pat
   const variants = patch.variants ?? current.variants;
   const rules = patch.rules ?? current.rules;
   // Stored rules are checked too: new variants must still cover the variants they serve.
-  const details = checkDefinition(variants, rules, patch.variants ? "body.variants" : "variants", patch.rules ? "body.rules" : "rules");
+  const details = checkDefinition(variants, rules, "body.variants", patch.rules ? "body.rules" : null);
   if (details.length > 0) throw validationError("Invalid flag", details);
   const next = flagOf({
     ...current,

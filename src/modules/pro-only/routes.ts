@@ -2,12 +2,12 @@
  * The Integrations and Marketplace APIs (Pro: decisions §9, §11, §12) are not built yet. What the
  * contract fixes for the Community Edition is: each of their endpoints answers, after the access
  * decision (admin key or admin login, decisions §4), 403 PRO_EDITION_REQUIRED. On Pro these paths
- * are not routed (404) until the APIs exist. Hidden from the API document meanwhile.
+ * are not routed (404) until the APIs exist. The CE document lists them with that answer.
  */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { accessGuard } from "../../http/auth";
-import { editionGuard, isPro } from "../../http/edition";
+import { editionGuard, isPro, PRO_ONLY_NOTE } from "../../http/edition";
 
 /** Never runs: on CE the edition guard answers first, and on Pro the routes do not exist. */
 const gated = (): never => {
@@ -17,16 +17,23 @@ const gated = (): never => {
 export const proOnlyRoutes = (ctx: AppContext) => {
   const plugin = new Elysia({ name: "flagsvc/pro-only" }).use(accessGuard()).use(editionGuard(ctx.config));
   if (isPro(ctx.config)) return plugin;
-  const gate = { access: "admin", edition: "pro", detail: { hide: true } } as const;
+  const gate = (tag: string, summary: string) => ({
+    access: "admin" as const,
+    edition: "pro" as const,
+    detail: { tags: [tag], summary, description: `${PRO_ONLY_NOTE} ${WHO}` },
+  });
   // A body schema that takes anything: the edition answers before any body is judged.
-  const withBody = { ...gate, body: t.Unknown() };
+  const withBody = (tag: string, summary: string) => ({ ...gate(tag, summary), body: t.Unknown() });
+  const [integrations, marketplace] = ["Integrations (Pro)", "Marketplace (Pro)"];
   return plugin
-    .get("/v1/integrations/types", gated, gate)
-    .get("/v1/projects/:slug/integrations", gated, gate)
-    .post("/v1/projects/:slug/integrations", gated, withBody)
-    .patch("/v1/projects/:slug/integrations/:integrationId", gated, withBody)
-    .delete("/v1/projects/:slug/integrations/:integrationId", gated, gate)
-    .get("/v1/marketplace/plugins", gated, gate)
-    .get("/v1/marketplace/plugins/:packageName", gated, gate)
-    .get("/v1/marketplace/plugins/:packageName/versions", gated, gate);
+    .get("/v1/integrations/types", gated, gate(integrations, "List integration types and their config schemas"))
+    .get("/v1/projects/:slug/integrations", gated, gate(integrations, "List a project's integrations"))
+    .post("/v1/projects/:slug/integrations", gated, withBody(integrations, "Configure an integration"))
+    .patch("/v1/projects/:slug/integrations/:integrationId", gated, withBody(integrations, "Update an integration"))
+    .delete("/v1/projects/:slug/integrations/:integrationId", gated, gate(integrations, "Remove an integration"))
+    .get("/v1/marketplace/plugins", gated, gate(marketplace, "Browse the plugin marketplace"))
+    .get("/v1/marketplace/plugins/:packageName", gated, gate(marketplace, "A marketplace plugin's details"))
+    .get("/v1/marketplace/plugins/:packageName/versions", gated, gate(marketplace, "A marketplace plugin's versions"));
 };
+
+const WHO = "Who: admin keys and login JWTs of role admin; any other credential is 403 FORBIDDEN, none 401.";
