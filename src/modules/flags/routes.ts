@@ -51,7 +51,7 @@ export const flagsRoutes = (ctx: AppContext) =>
       detail: {
         tags: FLAGS,
         summary: "Update a flag",
-        description: `Updatable: name, description (null clears it), variants, rules. \`rules\` replaces the whole array. \`key\` in the body is a 400: keys are immutable. New variants are checked against the stored rules too: removing a variant a stored rule serves is a 400 at `body.variants` naming the rule. A PATCH that changes nothing leaves \`updatedAt\` alone. ${DEFINITION} ${WHO}.`,
+        description: `Updatable: name, description (null clears it), variants, rules. \`rules\` replaces the whole array. \`key\` in the body is a 400: keys are immutable. New variants are checked against the stored rules too: removing a variant a stored rule serves is a 400 at \`body.variants\` naming the rule. A PATCH that changes nothing leaves \`updatedAt\` alone. ${DEFINITION} ${WHO}.`,
       },
     })
     .delete(
