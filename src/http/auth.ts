@@ -12,7 +12,7 @@ import type { RateLimitKind } from "../config";
 import type { AppContext } from "../context";
 import { decide, type AccessGroup, type Principal } from "./access";
 import type { Resolution } from "./credentials";
-import { ApiError } from "./errors";
+import { ApiError, UnreadBody } from "./errors";
 
 /** What admission leaves on the request's context (src/http/pipeline.ts). */
 interface AuthState {
@@ -79,9 +79,10 @@ export function authorize(auth: Resolution, group: AccessGroup, method: string, 
 }
 
 /**
- * `{ access: group }` on a route: the table decides before the body is validated (401/403 come
- * before 400), and the handler finds the caller in `principal`. The guard sets it in the same
- * `transform` (a separate `resolve` stage would cost every guarded request more).
+ * `{ access: group }` on a route: the table decides before the body is judged (401/403 come
+ * before 400, for a body that is not JSON too: see UnreadBody), and the handler finds the caller
+ * in `principal`. The guard sets it in the same `transform` (a separate `resolve` stage would
+ * cost every guarded request more).
  */
 export const accessGuard = () =>
   new Elysia({ name: "flagsvc/access" })
@@ -97,6 +98,8 @@ export const accessGuard = () =>
           const { auth } = c as unknown as AuthState;
           const slug = (c.params as Record<string, string> | undefined)?.slug;
           c.principal = authorize(auth, group, c.request.method, slug);
+          const body = (c as { body?: unknown }).body;
+          if (body instanceof UnreadBody && !body.afterEdition) throw body.error;
         },
       }),
     })

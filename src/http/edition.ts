@@ -10,7 +10,7 @@
  */
 import { Elysia } from "elysia";
 import type { Config, Edition } from "../config";
-import { ApiError } from "./errors";
+import { ApiError, UnreadBody } from "./errors";
 
 export const PRO_REQUIRED_MESSAGE = "This endpoint requires the Pro edition";
 
@@ -34,10 +34,12 @@ export const editionGuard = (config: Pick<Config, "edition">) =>
     .macro({
       edition: (edition: Exclude<Edition, "ce">) => ({
         detail: { "x-flagsvc-edition": edition } as Record<string, string>,
-        // No parameter: Elysia then prepares nothing extra for the request. An arrow function:
-        // Elysia reads hooks' source, and misreads a minified method (see auth.ts).
-        transform: () => {
+        // An arrow function: Elysia reads hooks' source, and misreads a minified method (see
+        // auth.ts). A body the parser could not take is refused after the edition (UnreadBody).
+        transform: (c) => {
           requirePro(config);
+          const body = (c as { body?: unknown }).body;
+          if (body instanceof UnreadBody) throw body.error;
         },
       }),
     })

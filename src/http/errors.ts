@@ -21,6 +21,20 @@ export interface ErrorDetail {
   message: string;
 }
 
+/**
+ * What the parse stage leaves as the body of a guarded route when the body cannot be taken
+ * (no JSON content type, not JSON, not an object, fields on a route that takes none...): the
+ * access guard throws `error` after its decision, so that a caller without access gets its
+ * 401/403 and learns nothing of the body first (api-spec, Authentication). `afterEdition`: the
+ * route is also gated by edition (edition.ts), whose 403 comes first too, so that guard throws it.
+ */
+export class UnreadBody {
+  constructor(
+    readonly error: ApiError,
+    readonly afterEdition: boolean,
+  ) {}
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,

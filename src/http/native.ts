@@ -6,12 +6,12 @@
  * A native route answers exactly as the pipeline (pipeline.ts) and the access guard (auth.ts)
  * would for the same route declared in Elysia, from the same shared functions:
  *   request id -> admission (credential, rate limit, X-RateLimit-*) -> HTTPS-behind-proxy
- *   check and declared body size -> body read (413 while reading a chunked one) -> JSON parse
- *   -> access decision (401/403) -> body validation (400 with details) -> handler
+ *   check and declared body size -> body read (413 while reading a chunked one) -> access
+ *   decision (401/403) -> JSON parse and body validation (400 with details) -> handler
  *   -> error mapping -> access log.
- * The order is the pipeline's: a body that cannot be parsed is a 400 before the access
- * decision, as Elysia parses before its transform hook; a body that does not fit the schema
- * is a 400 only after it.
+ * The order is the pipeline's: the body is read first (413 past the limit), and judged only
+ * after the access decision (a body that is not JSON too, as the pipeline defers its parse
+ * errors to the access guard: see UnreadBody in errors.ts).
  *
  * Hot path: one headers object literal per request with the per-request values (admission
  * fills in its rate-limit values; a HeaderCache adds the constant ones and hands the Response
@@ -109,17 +109,18 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
     return response;
   };
 
-  /** Body, access, validation, handler: everything after admission. */
+  /** Body read, access, body parse and validation, handler: everything after admission. */
   async function withBody(request: Request, auth: Resolution, headers: ResponseHeaders, requestId: string, startedAt: number): Promise<Response> {
-    let body: unknown;
+    let text: string;
     try {
-      body = parseJsonBody(await readBody(request), request.headers.get("content-type"));
+      text = await readBody(request);
     } catch (e) {
-      // As Elysia's parse stage: our own errors (413, content type, bad JSON) as they are.
+      // As Elysia's parse stage: 413 as it is, a broken stream as an unreadable body.
       return fail(e instanceof ApiError ? e : unreadableBody(), headers, requestId, startedAt);
     }
     try {
       const principal = authorize(auth, access, method);
+      const body = parseJsonBody(text, request.headers.get("content-type"));
       if (!(accepts?.(body) || checker.Check(body))) {
         throw validationError("Invalid request", validationDetails("body", valueErrors(checker, body)));
       }

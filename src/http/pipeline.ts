@@ -1,8 +1,8 @@
 /**
  * The cross-cutting request pipeline, applied to every route of the app:
  *   request id -> credential and rate limit (auth.ts) -> HTTPS-behind-proxy check
- *   -> body size limit -> JSON body parser -> access guard (per route) -> (route)
- *   -> error mapping -> access log.
+ *   -> body size limit -> JSON body parser -> access guard (per route; then a body the parser
+ *   could not take is refused) -> (route) -> error mapping -> access log.
  * Everything on this path is constant work per request: no I/O, no per-request compilation.
  * The parts below marked as shared are also what src/http/native.ts runs for the routes that
  * Bun serves directly, so that both paths answer alike.
@@ -11,7 +11,7 @@ import type { Server } from "bun";
 import { Elysia, ElysiaCustomStatusResponse } from "elysia";
 import type { Logger } from "../lib/log";
 import { HeaderCache } from "./header-cache";
-import { ApiError, MAX_BODY_BYTES, payloadTooLarge, unreadableBody, validationDetails, validationError } from "./errors";
+import { ApiError, MAX_BODY_BYTES, payloadTooLarge, UnreadBody, unreadableBody, validationDetails, validationError } from "./errors";
 
 export interface PipelineOptions {
   log: Logger;
@@ -21,7 +21,7 @@ export interface PipelineOptions {
    * The app's routes, read on the first 404 to tell "unknown path" from "wrong method", and on
    * the first body to know the routes that take none (no `body` schema).
    */
-  routes: () => readonly { method: string; path: string; hooks?: { body?: unknown } }[];
+  routes: () => readonly { method: string; path: string; hooks?: { body?: unknown; detail?: Record<string, unknown> } }[];
   /**
    * Credential and rate limit, right after the request id, so that its headers go on every
    * response; what it returns is kept on the context as `auth`. It gets the parts it needs, not
@@ -209,6 +209,17 @@ export function pipeline(opts: PipelineOptions) {
   let bodyless: Set<string> | undefined;
   const takesNoBody = (method: string, route: string) =>
     (bodyless ??= new Set(opts.routes().filter((r) => !r.hooks?.body).map((r) => `${r.method} ${r.path}`))).has(`${method} ${route}`);
+  // The routes whose guards (auth.ts, edition.ts) answer before the body is judged, as their
+  // API document marks them; read on the first body that cannot be taken.
+  let guarded: Map<string, "access" | "edition"> | undefined;
+  const guardOf = (method: string, route: string) =>
+    (guarded ??= new Map(
+      opts.routes().flatMap((r) => {
+        const detail = r.hooks?.detail;
+        const guard = detail?.["x-flagsvc-edition"] !== undefined ? "edition" : detail?.["x-flagsvc-access"] !== undefined ? "access" : undefined;
+        return guard ? [[`${r.method} ${r.path}`, guard] as const] : [];
+      }),
+    )).get(`${method} ${route}`);
   const headerCache = responseHeaderCache(behindProxy, opts.admitHeaders);
 
   return new Elysia({ name: "flagsvc/pipeline" })
@@ -221,11 +232,20 @@ export function pipeline(opts: PipelineOptions) {
       (c as unknown as RequestState).auth = admitted instanceof Promise ? await admitted : admitted;
       checkTransport(c.request, c.set.headers, behindProxy);
     })
-    // `route` (the matched path pattern) is named so that Elysia sets it before parsing.
+    // `route` (the matched path pattern) is named so that Elysia sets it before parsing. A body
+    // that cannot be taken is refused here on open routes (login), after the access decision on
+    // guarded ones (UnreadBody); one too large, here on all.
     .onParse(async ({ request, contentType, route }) => {
-      const body = parseJsonBody(await readBody(request), contentType);
-      if (body !== null && takesNoBody(request.method, route)) refuseFields(body as Record<string, unknown>);
-      return body;
+      const text = await readBody(request);
+      try {
+        const body = parseJsonBody(text, contentType);
+        if (body !== null && takesNoBody(request.method, route)) refuseFields(body as Record<string, unknown>);
+        return body;
+      } catch (e) {
+        const guard = e instanceof ApiError ? guardOf(request.method, route) : undefined;
+        if (guard === undefined) throw e;
+        return new UnreadBody(e as ApiError, guard === "edition");
+      }
     })
     .onError(({ code, error, set, request, path }) => {
       // Failed while Elysia built the Response from the cached Headers: a record again.

@@ -176,11 +176,15 @@ COLUMNS.forEach((column, i) => {
         if (allowed) {
           expect({ status: res.status, text }).toEqual({ status: e.ok, text: expect.any(String) });
         } else {
-          expect(res.status).toBe(403);
-          const body = JSON.parse(text);
-          expect(body.error).toBe("FORBIDDEN");
-          if (column.kind === "key" || column.kind === "admin") expect(body.message).toBe(MESSAGES.scope);
-          if (column.kind === "user") expect(body.message).toBe(MESSAGES.role(column.role));
+          // The access decision comes before any judgment of the body, one that is not JSON too.
+          const unreadable = write ? await h.request(e.method, e.path(f), { headers: { ...f.headers, "content-type": "text/plain" }, body: "{not json" }) : res;
+          for (const answer of [res, unreadable]) {
+            expect(answer.status).toBe(403);
+            const body = answer === res ? JSON.parse(text) : await answer.json();
+            expect(body.error).toBe("FORBIDDEN");
+            if (column.kind === "key" || column.kind === "admin") expect(body.message).toBe(MESSAGES.scope);
+            if (column.kind === "user") expect(body.message).toBe(MESSAGES.role(column.role));
+          }
         }
       });
     }
@@ -198,9 +202,14 @@ describe("without a valid credential", () => {
   for (const [what, headers, message] of cases) {
     test(`${what}: 401 UNAUTHORIZED on every protected endpoint`, async () => {
       for (const e of ENDPOINTS) {
-        const res = await h.request(e.method, e.path(f), { headers, body: e.body?.(f) });
-        expect({ endpoint: `${e.method} ${e.path(f)}`, status: res.status }).toEqual({ endpoint: `${e.method} ${e.path(f)}`, status: 401 });
-        expect(await res.json()).toEqual({ error: "UNAUTHORIZED", message });
+        // A well-formed body, then bodies the parser cannot take: the credential is judged first.
+        const bodies = e.method === "GET" ? [e.body?.(f)] : [e.body?.(f), "{not json", "[1]", { unknown: 1 }];
+        for (const body of bodies) {
+          const res = await h.request(e.method, e.path(f), { headers, body });
+          const endpoint = `${e.method} ${e.path(f)} ${JSON.stringify(body)}`;
+          expect({ endpoint, status: res.status }).toEqual({ endpoint, status: 401 });
+          expect(await res.json()).toEqual({ error: "UNAUTHORIZED", message });
+        }
       }
     });
   }

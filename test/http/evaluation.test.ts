@@ -342,6 +342,15 @@ describe("validation", () => {
     }
   });
 
+  test("a body that is not JSON is judged after the caller: 401 without a key, 403 for a key of another scope", async () => {
+    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    for (const send of [evaluate, batch]) {
+      expect(await json(await send('{"flagKey": "a",', {}), 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key" });
+      expect(await json(await send("[1]", mgmt), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+      expect((await json(await send("{not json", evalKey), 400)).message).toBe("Request body is not valid JSON");
+    }
+  });
+
   test("over 1 MiB: 413 by Content-Length, and while reading a chunked body", async () => {
     const big = JSON.stringify({ flagKey: "a", context: { pad: "x".repeat(MAX_BODY_BYTES) } });
     const res = await evaluate(big);

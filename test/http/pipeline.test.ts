@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { t } from "elysia";
 import { MAX_BODY_BYTES } from "../../src/http/errors";
 import { createApp, type App } from "../../src/server";
-import { testApp, type TestApp, endlessBody } from "../helpers";
+import { bearer, endlessBody, seedAdminKey, seedApiKey, testApp, type TestApp, userToken } from "../helpers";
 
 const withProbe = (app: App) =>
   app
@@ -166,15 +166,22 @@ describe("error shapes", () => {
     expect(res.status).toBe(200);
   });
 
-  test("every route without a body schema refuses a body with fields, before anything else", async () => {
+  test("every route without a body schema refuses a body with fields, before judging anything but the caller", async () => {
     const bodyless = createApp(h.ctx).routes.filter((r) => r.method !== "GET" && r.method !== "HEAD" && !(r.hooks as { body?: unknown }).body);
     expect(bodyless.length).toBeGreaterThanOrEqual(11); // the DELETEs, logout, redeliver
+    // A caller each route lets through: the body is judged after the caller.
+    const [admin, tester, user] = [bearer(seedAdminKey(h.ctx)), bearer(seedApiKey(h.ctx, "test").secret), await userToken(h.ctx, "viewer")];
+    const callerOf = (path: string) => (path.startsWith("/v1/testing/") ? tester : path === "/v1/auth/logout" ? user : admin);
     for (const r of bodyless) {
-      const res = await h.request(r.method, r.path.replace(/:[^/]+/g, "x"), { body: { x: 1 } });
+      const res = await h.request(r.method, r.path.replace(/:[^/]+/g, "x"), { body: { x: 1 }, headers: callerOf(r.path) });
+      // On CE a Pro-only route's 403 comes before the body too.
+      const proOnly = (r.hooks as { detail?: Record<string, unknown> }).detail?.["x-flagsvc-edition"] === "pro";
       expect({ route: `${r.method} ${r.path}`, status: res.status, body: await json(res) }).toEqual({
         route: `${r.method} ${r.path}`,
-        status: 400,
-        body: { error: "VALIDATION_ERROR", message: "Invalid request", details: [{ path: "body.x", message: "Unknown field" }] },
+        status: proOnly ? 403 : 400,
+        body: proOnly
+          ? { error: "PRO_EDITION_REQUIRED", message: "This endpoint requires the Pro edition" }
+          : { error: "VALIDATION_ERROR", message: "Invalid request", details: [{ path: "body.x", message: "Unknown field" }] },
       });
     }
   });

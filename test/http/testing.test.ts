@@ -453,6 +453,20 @@ for (const edition of ["ce", "pro"] as const) {
         }
       });
 
+      test("a body that is not JSON is judged after the caller, and on CE after the edition of the batch endpoint", async () => {
+        const s = await session();
+        const unreadable = (path: string, headers: Record<string, string>) => h.request("PUT", path, { headers: { ...headers, "content-type": "text/plain" }, body: "{nope" });
+        for (const path of [`${SESSIONS}/${s.id}/overrides/a`, `${SESSIONS}/${s.id}/overrides/batch`]) {
+          expect(await json(await unreadable(path, {}), 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key" });
+          expect(await json(await unreadable(path, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope });
+        }
+        expect((await json(await unreadable(`${SESSIONS}/${s.id}/overrides/a`, testKey), 400)).message).toBe("Content-Type must be application/json");
+        const batch = await unreadable(`${SESSIONS}/${s.id}/overrides/batch`, testKey);
+        if (pro) expect((await json(batch, 400)).message).toBe("Content-Type must be application/json");
+        else expect(await json(batch, 403)).toEqual({ error: "PRO_EDITION_REQUIRED", message: "This endpoint requires the Pro edition" });
+        expect((await json(await get(s.id), 200)).overrides).toEqual({});
+      });
+
       test("session ids never reach the access log (in CE the id is the token)", async () => {
         const s = await session();
         await json(await get(s.id), 200);
