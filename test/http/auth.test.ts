@@ -233,6 +233,8 @@ describe("failed-login lockout", () => {
       const locked = await login(app, EMAIL, PASSWORD); // even the right password
       expect(locked.status).toBe(429);
       expect(locked.headers.get("retry-after")).toBe("300");
+      // Its X-RateLimit-* tell the same: the lockout's limit, nothing left, reset when it ends.
+      expect(["limit", "remaining", "reset"].map((h) => locked.headers.get(`x-ratelimit-${h}`))).toEqual(["10", "0", String(Math.ceil(app.clock.now() / 1000) + 300)]);
       const body = (await locked.json()) as Record<string, unknown>;
       expect(body).toEqual({ error: "RATE_LIMITED", message: expect.any(String), retryAfter: 300 });
 
@@ -300,6 +302,6 @@ describe("failed-login lockout", () => {
     clock.advance(15 * 60_000);
     throttle.fail("late@example.com");
     expect(throttle.size()).toBe(1);
-    expect(throttle.retryAfter("user1@example.com")).toBe(0);
+    expect(throttle.lockout("user1@example.com").retryAfter).toBe(0);
   });
 });

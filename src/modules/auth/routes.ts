@@ -36,7 +36,7 @@ export const authRoutes = (ctx: AppContext) => {
           description:
             "No credential needed. Returns a JWT (HS256, valid 1 hour, claims `sub`, `role`, `exp`, `iat`, `jti`) to send as `Authorization: Bearer <token>`. " +
             "Emails are compared lower-case. A wrong email and a wrong password get the same 401 `Invalid email or password` after the same work. " +
-            "After 10 failed logins for one email within 15 minutes of the first, that email gets 429 `RATE_LIMITED` (with `retryAfter` and `Retry-After`), even with the right password, until the 15 minutes have passed; a successful login clears the count.",
+            "After 10 failed logins for one email within 15 minutes of the first, that email gets 429 `RATE_LIMITED` (with `retryAfter` and `Retry-After`; its X-RateLimit-* are the lockout's: limit 10, remaining 0, reset when it ends), even with the right password, until the 15 minutes have passed; a successful login clears the count.",
           security: [],
         },
       },

@@ -34,13 +34,14 @@ export class LoginThrottle {
     }
   }
 
-  /** Seconds until `email` may try again, or 0 when it may now. */
-  retryAfter(email: string): number {
+  /** Seconds until `email` may try again (0 when it may now), and that moment in Unix seconds. */
+  lockout(email: string): { retryAfter: number; until: number } {
     const now = this.clock.now();
     this.sweep(now);
     const f = this.failures.get(email);
-    if (f === undefined || f.count < MAX_FAILURES) return 0;
-    return Math.max(1, Math.ceil((f.first + LOCKOUT_WINDOW_MS - now) / 1000));
+    if (f === undefined || f.count < MAX_FAILURES) return { retryAfter: 0, until: 0 };
+    const retryAfter = Math.max(1, Math.ceil((f.first + LOCKOUT_WINDOW_MS - now) / 1000));
+    return { retryAfter, until: Math.ceil(now / 1000) + retryAfter };
   }
 
   fail(email: string): void {
@@ -80,15 +81,22 @@ export async function login(
   input: { email: string; password: string },
 ): Promise<{ token: string; expiresAt: number; user: UserRecord }> {
   const email = normalizeEmail(input.email);
-  const wait = throttle.retryAfter(email);
-  if (wait > 0) {
+  const { retryAfter, until } = throttle.lockout(email);
+  if (retryAfter > 0) {
+    // The X-RateLimit-* of this answer are the lockout's (the caller's own per-minute values
+    // would tell it to come back within the minute).
     throw new ApiError(
       429,
       "RATE_LIMITED",
-      `Too many failed logins for this email; retry after ${wait} s`,
+      `Too many failed logins for this email; retry after ${retryAfter} s`,
       undefined,
-      { "retry-after": String(wait) },
-      { retryAfter: wait },
+      {
+        "retry-after": String(retryAfter),
+        "x-ratelimit-limit": String(MAX_FAILURES),
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": String(until),
+      },
+      { retryAfter },
     );
   }
   const user = findUserForLogin(ctx, email);
