@@ -1,7 +1,7 @@
 /**
  * Webhooks through the compiled binary, on the real clock: a delivery pending when the process
  * is killed with SIGKILL arrives after a restart (at-least-once), and retries run on the
- * every-second job with SVC_WEBHOOK_RETRY_DELAYS=1,1,1,1.
+ * retry timer with SVC_WEBHOOK_RETRY_DELAYS=1,1,1,1.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { signatureMatches, startReceiver } from "../webhook-receiver";
@@ -62,13 +62,20 @@ test(
       const [done] = await until(srv, hook.body.id, (d) => d[0]!.status === "succeeded");
       expect(done).toMatchObject({ id: pending!.id, attempts: pending!.attempts + 1, responseStatus: 200, error: null });
 
-      // Two failures, then success: retried by the every-second job, 1 s apart.
-      rx.answer = (_req, n) => new Response(null, { status: n <= 3 ? 503 : 200 });
+      // Two failures, then success: each retry when it comes due, 1 s after the failure (not at
+      // the next whole-second pass after that, up to a second later).
+      const times: number[] = [];
+      rx.answer = (_req, n) => {
+        times.push(performance.now());
+        return new Response(null, { status: n <= 3 ? 503 : 200 });
+      };
       const t0 = performance.now();
       expect((await call(srv, "PUT", `${BASE}/checkout/states/production`, { enabled: false })).status).toBe(200);
       const [retried] = await until(srv, hook.body.id, (d) => d[0]!.event === "flag.disabled" && d[0]!.status === "succeeded");
       expect(retried).toMatchObject({ attempts: 3, responseStatus: 200, error: null, nextAttemptAt: null });
       expect(performance.now() - t0).toBeGreaterThan(1_900); // two waits of at least 1 s each
+      const gaps = times.slice(1).map((t, i) => Math.round(t - times[i]!));
+      expect({ gaps, onTime: gaps.every((g) => g >= 950 && g < 1_500) }).toEqual({ gaps, onTime: true });
       expect(rx.received.map((m) => m.json.event)).toEqual(["flag.enabled", "flag.disabled", "flag.disabled", "flag.disabled"]);
       expect(new Set(rx.received.slice(1).map((m) => new TextDecoder().decode(m.bytes))).size).toBe(1); // the same bytes each time
       expect(await srv.stop()).toBe(0);

@@ -6,9 +6,10 @@
  *   the queue: nothing about a delivery lives only in memory, so a restart (or kill -9) loses
  *   nothing. An attempt cut short by a crash left its row pending and due: it is attempted
  *   again after start (at-least-once; receivers dedupe by event id).
- * - `kick()` (after a write that queued deliveries commits, and every second from a croner job
- *   for retries that come due) runs a pass on the next turn of the event loop; a finished
- *   attempt runs another while deliveries were left waiting for room.
+ * - `kick()` (after a write that queued deliveries commits, when the earliest retry this
+ *   process scheduled comes due, and every second from a croner job for any other that came due)
+ *   runs a pass on the next turn of the event loop; a finished attempt runs another while
+ *   deliveries were left waiting for room.
  * - Bounds: at most MAX_IN_FLIGHT attempts overall and PER_WEBHOOK_IN_FLIGHT per webhook, so
  *   one slow receiver cannot hold up the others; a delivery in flight is never started again.
  *   A pass looks at the webhooks that may have work (a write's, those an attempt left room
@@ -140,6 +141,13 @@ export class DeliveryDispatcher implements Deliveries {
   private outcomes: Outcome[] = [];
   private scheduled = false;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * A pass at the earliest retry this process scheduled (`wakeAt`, ms), so that it runs when due
+   * rather than at the next every-second pass (up to a second late: the attempt it follows began
+   * on a whole second too). Retries it does not cover are found by the every-second pass.
+   */
+  private wakeTimer: ReturnType<typeof setTimeout> | undefined;
+  private wakeAt = Infinity;
   private stopped = false;
   /**
    * Webhooks that may have due deliveries not yet started, in the order they are looked at:
@@ -263,6 +271,7 @@ export class DeliveryDispatcher implements Deliveries {
     if (this.stopped) return;
     this.flush();
     this.stopped = true;
+    clearTimeout(this.wakeTimer);
     for (const f of this.held.values()) f.controller.abort(new Stopped("stopping"));
   }
 
@@ -319,6 +328,24 @@ export class DeliveryDispatcher implements Deliveries {
     }
     for (const o of batch) this.settle(o[7]);
     this.schedule();
+    let next = Infinity;
+    for (const o of batch) if (o[3] !== null) next = Math.min(next, Date.parse(o[3]));
+    this.wake(next);
+  }
+
+  /** A pass at `due` (ms), unless one comes earlier already. */
+  private wake(due: number): void {
+    if (this.stopped || due >= this.wakeAt) return;
+    clearTimeout(this.wakeTimer);
+    this.wakeAt = due;
+    // At most an hour ahead (timers do not take any length): a later retry is the every-second pass's.
+    const wait = Math.min(Math.max(0, due - this.deps.clock.now()), 3_600_000);
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.wakeAt = Infinity;
+      this.kick();
+    }, wait);
+    this.wakeTimer.unref();
   }
 
   /** The delivery is no longer held: a pass may find it again (if still pending and due). */
