@@ -18,8 +18,9 @@ export interface PipelineOptions {
   /** TLS terminates here (HSTS on every response), or at a proxy (`SVC_BEHIND_PROXY`). */
   behindProxy: boolean;
   /**
-   * The app's routes, read on the first 404 to tell "unknown path" from "wrong method", and on
-   * the first body to know the routes that take none (no `body` schema).
+   * The app's routes, read on the first 404 to tell "unknown path" from "wrong method", on the
+   * first body to know the routes that take none (no `body` schema), and on the first body that
+   * cannot be taken to know the guarded routes (their `detail` marks).
    */
   routes: () => readonly { method: string; path: string; hooks?: { body?: unknown; detail?: Record<string, unknown> } }[];
   /**
