@@ -253,6 +253,17 @@ describe("failed-login lockout", () => {
     }
   });
 
+  test("logins sent at once try at most 10 passwords: the rest get 429 while the first checks run", async () => {
+    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    try {
+      const statuses = (await Promise.all(Array.from({ length: 30 }, (_, i) => login(app, EMAIL, i === 29 ? PASSWORD : `wrong password ${i}`)))).map((r) => r.status);
+      expect(statuses.slice(0, 10)).toEqual(Array(10).fill(401));
+      expect(statuses.slice(10)).toEqual(Array(20).fill(429)); // the right password, sent last, too
+    } finally {
+      app.close();
+    }
+  });
+
   test("after 15 minutes locked out, login works", async () => {
     const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {

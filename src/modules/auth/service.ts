@@ -99,13 +99,14 @@ export async function login(
       { retryAfter },
     );
   }
+  // Counted as a failure before the check, in the same turn as the lockout test: logins sent in
+  // parallel cannot try more than MAX_FAILURES passwords while earlier checks run. A success
+  // clears the count.
+  throttle.fail(email);
   const user = findUserForLogin(ctx, email);
   // The same argon2id verification whether or not the email exists.
   const ok = await Bun.password.verify(input.password, user?.passwordHash ?? DUMMY_HASH);
-  if (!user || !ok) {
-    throttle.fail(email);
-    throw unauthorized();
-  }
+  if (!user || !ok) throw unauthorized();
   throttle.succeed(email);
   const { token, expiresAt } = await ctx.credentials.issueToken(user.id, user.role);
   ctx.credentials.pollExternalChanges(); // a user just created by `flagsvc admin create-user`
