@@ -60,10 +60,16 @@ export function admitter(ctx: AppContext) {
   };
 }
 
+/**
+ * Behind a proxy, the last `X-Forwarded-For` entry: the address the proxy itself saw (proxies
+ * append it); entries before it are whatever the client sent, and would let it pick a fresh
+ * address, and a fresh limit, per request.
+ */
 function clientAddress(request: Request, server: Server<unknown> | null, behindProxy: boolean): string {
   if (behindProxy) {
     const forwarded = request.headers.get("x-forwarded-for");
-    if (forwarded) return forwarded.split(",")[0]!.trim();
+    const last = forwarded?.slice(forwarded.lastIndexOf(",") + 1).trim();
+    if (last) return last;
   }
   return server?.requestIP(request)?.address ?? "unknown";
 }

@@ -110,6 +110,19 @@ describe("limits", () => {
     expect(statuses).toEqual([200, 200, 429]);
   });
 
+  test("behind a proxy, callers without a credential are counted by the last X-Forwarded-For entry (the proxy's own)", async () => {
+    h = testApp({ SVC_BEHIND_PROXY: "true", SVC_RATE_LIMITS: "anonymous:2" });
+    h.clock.ms = MID_WINDOW;
+    const via = (forwarded: string) => h.request("GET", "/v1/health", { headers: { "x-forwarded-proto": "https", "x-forwarded-for": forwarded } });
+    // A client that makes up a new first entry each time is still the proxy's 203.0.113.7.
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await via(`10.9.${i}.${i}, 203.0.113.7`)).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    expect((await via("203.0.113.8")).status).toBe(200);
+    expect((await via("10.9.0.0, 203.0.113.8 ")).status).toBe(200);
+    expect((await via("203.0.113.8")).status).toBe(429);
+  });
+
   test("old windows are dropped: memory holds only the current window's callers", async () => {
     h = testApp({ SVC_BEHIND_PROXY: "true" });
     h.clock.ms = MID_WINDOW;
