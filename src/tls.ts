@@ -112,8 +112,10 @@ async function generateSelfSigned(now: number): Promise<{ cert: string; key: str
     signingAlgorithm: alg,
     keys,
     extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign, true),
+      // A leaf, not a CA: whoever adds it to a trust store trusts this server and nothing it
+      // could sign (clients given it as their CA file accept it as the server's own certificate).
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
       new x509.SubjectAlternativeNameExtension([
         ...dnsNames().map((value) => ({ type: "dns" as const, value })),

@@ -74,6 +74,7 @@ describe("TLS", () => {
     expect(cert.subjectAltName).toMatch(/IP Address:(::1|0:0:0:0:0:0:0:1)/);
     expect(cert.publicKey.asymmetricKeyType).toBe("ec");
     expect(cert.verify(cert.publicKey)).toBe(true);
+    expect(cert.ca).toBe(false); // a leaf: trusting it trusts nothing it could sign
     expect(new Date(cert.validTo).getTime()).toBeGreaterThan(now + 365 * 86_400_000);
     const paths = tlsPaths(dir);
     expect(statSync(paths.key).mode & 0o777).toBe(0o600);
