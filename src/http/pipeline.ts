@@ -189,10 +189,15 @@ export function logAccess(log: Logger, method: string, path: string, status: num
   });
 }
 
-/** Session ids double as bearer tokens in CE: never let one reach a log line. */
+/**
+ * Session ids double as bearer tokens in CE, and a key pasted where an id belongs is a secret
+ * too: never let one reach a log line.
+ */
 export function redactPath(path: string): string {
-  return path.includes("sess_") ? path.replace(/sess_[A-Za-z0-9]+/g, "sess_[redacted]") : path;
+  return path.includes("sess_") || path.includes("svc_") ? path.replace(SECRET_IN_PATH, "$1[redacted]") : path;
 }
+
+const SECRET_IN_PATH = /(sess_|svc_(?:sk_[a-z]+_|admin_|sess_)?)[A-Za-z0-9]+/g;
 
 /**
  * A handler's value that Elysia turns into a Response synchronously (an object, an array, a

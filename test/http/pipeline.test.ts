@@ -325,9 +325,16 @@ describe("access log", () => {
     expect(typeof first[0]!.durationMs).toBe("number");
     const second = lines.find((l) => l.requestId === "log-2" && l.msg === "request");
     expect(second).toMatchObject({ status: 401, path: "/v1/testing/sessions/sess_[redacted]" }); // the route exists; no credential
-    const all = JSON.stringify(lines);
+    // Keys pasted into a path (where an id belongs) are left out too.
+    for (const [i, path] of [`/v1/api-keys/${secret}/rotate`, "/v1/svc_admin_ADMINsecret42/x", "/v1/x/svc_sess_SESSIONsecret7"].entries()) {
+      await h.request("POST", path, { headers: { "x-request-id": `log-key-${i}` } });
+    }
+    await new Promise((r) => setImmediate(r));
+    const pasted = h.logs().filter((l) => String(l.requestId).startsWith("log-key-") && l.msg === "request").map((l) => l.path);
+    expect(pasted).toEqual(["/v1/api-keys/svc_sk_eval_[redacted]/rotate", "/v1/svc_admin_[redacted]/x", "/v1/x/svc_sess_[redacted]"]);
+    const all = JSON.stringify(h.logs());
     expect(all).not.toContain(secret);
-    expect(all).not.toContain("TOKENtoken123");
+    for (const text of ["TOKENtoken123", "ADMINsecret42", "SESSIONsecret7"]) expect(all).not.toContain(text);
     expect(all.toLowerCase()).not.toContain("authorization");
   });
 });
