@@ -40,7 +40,7 @@ import { usersRoutes } from "./modules/users/routes";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs } from "./modules/webhooks/service";
-import { configuredTls, loadTls, type TlsMaterial } from "./tls";
+import { configuredTls, loadTls, TLS12_CIPHERS, type TlsMaterial } from "./tls";
 
 /**
  * Bun's own limit answers with a bare 413 before our pipeline runs, so it is set out of reach:
@@ -203,7 +203,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     deps.extend?.(app);
     try {
       // reusePort off: a second process on a taken port must fail, not share the traffic.
-      app.listen({ hostname: config.host, port: config.port, reusePort: false, ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}) });
+      app.listen({ hostname: config.host, port: config.port, reusePort: false, ...(tls ? { tls: { cert: tls.cert, key: tls.key, ciphers: TLS12_CIPHERS } } : {}) });
     } catch (e) {
       throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
     }

@@ -342,6 +342,23 @@ test("a body declared far over 1 MiB gets the JSON 413 with a request id, unread
   expect(await srv.stop()).toBe(0);
 }, T);
 
+test("TLS: 1.3, or 1.2 with forward-secret AEAD suites only (CBC-SHA1 suites and TLS 1.1 refused)", async () => {
+  const srv = await startBinary({});
+  const handshake = (options: { ciphers?: string; minVersion?: "TLSv1.1" | "TLSv1.2" | "TLSv1.3"; maxVersion?: "TLSv1.1" | "TLSv1.2" | "TLSv1.3" }) =>
+    new Promise<string>((done) => {
+      const socket = tlsConnect({ host: "127.0.0.1", port: srv.port, rejectUnauthorized: false, ...options }, () => {
+        done(`${socket.getProtocol()} ${socket.getCipher().name}`);
+        socket.destroy();
+      });
+      socket.on("error", () => done("refused"));
+    });
+  expect(await handshake({ maxVersion: "TLSv1.2", ciphers: "ECDHE-ECDSA-AES128-GCM-SHA256" })).toBe("TLSv1.2 ECDHE-ECDSA-AES128-GCM-SHA256");
+  expect(await handshake({ maxVersion: "TLSv1.2", ciphers: "ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA" })).toBe("refused");
+  expect(await handshake({ minVersion: "TLSv1.1", maxVersion: "TLSv1.1" })).toBe("refused");
+  expect(await handshake({})).toStartWith("TLSv1.3 ");
+  expect(await srv.stop()).toBe(0);
+}, T);
+
 test("healthcheck without a real port is a usage error", async () => {
   const r = await runBinary(["healthcheck", "--port", "0"]);
   expect(r.exitCode).toBe(2);
