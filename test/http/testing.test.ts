@@ -328,10 +328,13 @@ for (const edition of ["ce", "pro"] as const) {
         expect(await json(await put(s.id, "one-more", { value: true }), 400)).toEqual({
           error: "VALIDATION_ERROR",
           message: `A test session holds at most ${MAX_OVERRIDES} overrides: this session has ${MAX_OVERRIDES} and the request would add 1. Nothing was changed.`,
+          details: [{ path: "params.flagKey", message: `At most ${MAX_OVERRIDES} overrides a session` }],
         });
         if (pro) {
           // All or nothing: the replacement of flag-0 in the same batch is not applied either.
-          expect((await json(await putBatch(s.id, { overrides: { "flag-0": false, "one-more": true } }), 400)).message).toContain("would add 1");
+          const refused = await json(await putBatch(s.id, { overrides: { "flag-0": false, "one-more": true } }), 400);
+          expect(refused.message).toContain("would add 1");
+          expect(refused.details).toEqual([{ path: "body.overrides", message: `At most ${MAX_OVERRIDES} overrides a session` }]);
         }
         expect(dump(true)).toEqual(before);
         // Replacing an existing override adds nothing: allowed at the cap.

@@ -98,6 +98,8 @@ export const PutOverrides = t.Object(
       {},
       {
         additionalProperties: OverrideValue,
+        // For the API document (TypeBox does not check it; the service does).
+        propertyNames: { pattern: FlagKey().pattern, maxLength: FlagKey().maxLength },
         minProperties: 1,
         description: `Flag key -> true, false or a variant key; at least one. Merged into the session's overrides (a key already there is replaced, the others stay)`,
         error: "Must be a non-empty object mapping flag keys to true, false or a variant key",

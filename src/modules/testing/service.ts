@@ -117,13 +117,17 @@ export function deleteSession(ctx: AppContext, principal: Principal, id: string)
   ctx.testSessions.remove(session.id);
 }
 
-/** 400 unless the session can hold these keys: at most MAX_OVERRIDES, counting the ones it has. */
-function checkCap(session: LiveSession, keys: readonly string[]): void {
+/**
+ * 400 unless the session can hold these keys: at most MAX_OVERRIDES, counting the ones it has.
+ * `path`: where the request named them (the path's flag key, or the batch's map).
+ */
+function checkCap(session: LiveSession, keys: readonly string[], path: string): void {
   let added = 0;
   for (const key of keys) if (!session.overrides.has(key)) added++;
   if (session.overrides.size + added > MAX_OVERRIDES) {
     throw validationError(
       `A test session holds at most ${MAX_OVERRIDES} overrides: this session has ${session.overrides.size} and the request would add ${added}. Nothing was changed.`,
+      [{ path, message: `At most ${MAX_OVERRIDES} overrides a session` }],
     );
   }
 }
@@ -146,7 +150,7 @@ function writeOverrides(ctx: AppContext, session: LiveSession, entries: readonly
 /** PUT /v1/testing/sessions/{id}/overrides/{flagKey} (the key is checked by the route's schema). */
 export function putOverride(ctx: AppContext, principal: Principal, id: string, flagKey: string, value: Override): OverridesView {
   const session = requireSession(ctx, principal, id);
-  checkCap(session, [flagKey]);
+  checkCap(session, [flagKey], "params.flagKey");
   writeOverrides(ctx, session, [[flagKey, value]]);
   return overridesView(session);
 }
@@ -162,7 +166,7 @@ export function putOverrides(ctx: AppContext, principal: Principal, id: string, 
   }
   if (details.length > 0) throw validationError("Invalid request", details);
   const session = requireSession(ctx, principal, id);
-  checkCap(session, entries.map(([key]) => key));
+  checkCap(session, entries.map(([key]) => key), "body.overrides");
   writeOverrides(ctx, session, entries);
   return overridesView(session);
 }
