@@ -456,6 +456,11 @@ describe("API docs", () => {
     const sources = [...html.matchAll(/\b(?:src|href)=["']([^"']+)["']/g)].map((m) => m[1]);
     expect(sources).toEqual(["/v1/docs/scalar.js"]);
     expect(html).toContain('"url":"/v1/openapi.json"');
+    // The browser holds it to that: scripts and calls to this server only (checked in Chromium: the page renders under it).
+    const csp = res.headers.get("content-security-policy") ?? "";
+    for (const directive of ["default-src 'none'", "script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"]) expect(csp).toContain(directive);
+    // Scalar's features that call its own services are off.
+    expect(html).toContain('"agent":{"disabled":true},"mcp":{"disabled":true}');
     const script = await h.request("GET", "/v1/docs/scalar.js");
     expect(script.status).toBe(200);
     expect(script.headers.get("content-type")).toContain("javascript");

@@ -80,6 +80,14 @@ function buildDocument(app: AnyElysia) {
   };
 }
 
+/**
+ * The page may load and call only this server (the bundled script, the document): a vendored
+ * bundle that tried to reach elsewhere would fail visibly instead. Inline styles: the reference
+ * sets them at run time.
+ */
+const PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 const PAGE = `<!doctype html>
 <html lang="en">
   <head>
@@ -93,6 +101,10 @@ const PAGE = `<!doctype html>
       withDefaultFonts: false,
       hideClientButton: true,
       telemetry: false,
+      // Features that call Scalar's services: nothing to reach from an air-gapped install.
+      showDeveloperTools: "never",
+      agent: { disabled: true },
+      mcp: { disabled: true },
     })}'></script>
     <script src="${SCRIPT_PATH}"></script>
   </body>
@@ -104,7 +116,7 @@ export const docsRoutes = (root: () => AnyElysia) => {
   const hidden = { detail: { hide: true } };
   return new Elysia({ name: "flagsvc/docs" })
     .get(SPEC_PATH, () => (document ??= buildDocument(root())), hidden)
-    .get(PAGE_PATH, () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8" } }), hidden)
+    .get(PAGE_PATH, () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": PAGE_CSP } }), hidden)
     .get(
       SCRIPT_PATH,
       ({ set }) => {
