@@ -649,3 +649,21 @@ describe("outbound guard (default SVC_OUTBOUND_ALLOWED_HOSTS=external)", () => {
     }
   });
 });
+
+describe("secrets at rest", () => {
+  test("a webhook's replaced or deleted secret does not stay readable in the database file", async () => {
+    const app = testApp();
+    try {
+      const admin = bearer(seedAdminKey(app.ctx));
+      const first = "FIRST-SECRET-0123456789abcdef";
+      const hook = await json(await app.request("POST", "/v1/projects/default/webhooks", { headers: admin, body: { url: "https://hooks.example.com/x", events: ["flag.created"], secret: first } }), 201);
+      await json(await app.request("PATCH", `/v1/webhooks/${hook.id}`, { headers: admin, body: { secret: "SECOND-SECRET-0123456789abcdef" } }), 200);
+      await app.request("DELETE", `/v1/webhooks/${hook.id}`, { headers: admin });
+      app.ctx.sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
+      const file = await Bun.file(join(app.dir, "flagsvc.db")).text();
+      expect({ first: file.includes(first), second: file.includes("SECOND-SECRET") }).toEqual({ first: false, second: false });
+    } finally {
+      app.close();
+    }
+  });
+});
