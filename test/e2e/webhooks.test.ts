@@ -1,7 +1,8 @@
 /**
  * Webhooks through the compiled binary, on the real clock: a delivery pending when the process
  * is killed with SIGKILL arrives after a restart (at-least-once), and retries run on the
- * retry timer with SVC_WEBHOOK_RETRY_DELAYS=1,1,1,1.
+ * retry timer with SVC_WEBHOOK_RETRY_DELAYS=1,1,1,1, also for more deliveries of one webhook than it
+ * may have in flight.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { signatureMatches, startReceiver } from "../webhook-receiver";
@@ -78,6 +79,38 @@ test(
       expect({ gaps, onTime: gaps.every((g) => g >= 950 && g < 1_500) }).toEqual({ gaps, onTime: true });
       expect(rx.received.map((m) => m.json.event)).toEqual(["flag.enabled", "flag.disabled", "flag.disabled", "flag.disabled"]);
       expect(new Set(rx.received.slice(1).map((m) => new TextDecoder().decode(m.bytes))).size).toBe(1); // the same bytes each time
+      expect(await srv.stop()).toBe(0);
+    } finally {
+      rx.stop();
+    }
+  },
+  60_000,
+);
+
+test(
+  "retries of several deliveries to one webhook each run when due, past the per-webhook bound of 4 in flight",
+  async () => {
+    const cwd = tempDir();
+    const env = { SVC_ADMIN_KEY: ADMIN_KEY, SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_WEBHOOK_RETRY_DELAYS: "1,1,1,1", SVC_WEBHOOK_TIMEOUT_MS: "2000" };
+    // Each delivery fails once, then succeeds: its second attempt should come 1 s after its first.
+    const attempts = new Map<string, number[]>();
+    const rx = startReceiver({
+      answer: (req) => {
+        const id = req.headers.get("x-service-delivery")!;
+        const times = attempts.get(id) ?? [];
+        times.push(performance.now());
+        attempts.set(id, times);
+        return new Response(null, { status: times.length === 1 ? 500 : 200 });
+      },
+    });
+    const srv = await startBinary({ cwd, env });
+    try {
+      const hook = await call(srv, "POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.created"], environments: ["production"], secret: SECRET });
+      expect(hook.status).toBe(201);
+      for (let i = 0; i < 8; i++) expect((await call(srv, "POST", BASE, { key: `retried-${i}`, name: "Retried" })).status).toBe(201);
+      await rx.waitFor(16, 10_000);
+      const late = [...attempts.values()].map(([first, second]) => Math.round(second! - first! - 1000));
+      expect({ late, onTime: late.every((ms) => ms >= -50 && ms < 400) }).toEqual({ late, onTime: true });
       expect(await srv.stop()).toBe(0);
     } finally {
       rx.stop();

@@ -6,8 +6,9 @@
  *   the queue: nothing about a delivery lives only in memory, so a restart (or kill -9) loses
  *   nothing. An attempt cut short by a crash left its row pending and due: it is attempted
  *   again after start (at-least-once; receivers dedupe by event id).
- * - `kick()` (after a write that queued deliveries commits, when the earliest retry this
- *   process scheduled comes due, and every second from a croner job for any other that came due)
+ * - `kick()` (after a write that queued deliveries commits, when the next pending delivery comes
+ *   due (a timer, set from each pass over everything and each stored retry), and every second
+ *   from a croner job)
  *   runs a pass on the next turn of the event loop; a finished attempt runs another while
  *   deliveries were left waiting for room.
  * - Bounds: at most MAX_IN_FLIGHT attempts overall and PER_WEBHOOK_IN_FLIGHT per webhook, so
@@ -50,6 +51,12 @@ export function signature(secret: string, body: string): string {
 
 /** Enabled webhooks: the ones a pass over everything looks at. */
 const ENABLED_SQL = "SELECT id FROM webhooks WHERE enabled = 1 ORDER BY id";
+
+/** When an enabled webhook's next pending delivery comes due after ?1: one index seek each. */
+const NEXT_DUE_SQL = `
+  SELECT MIN(d.next_attempt_at) AS at FROM webhooks w
+  JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at > ?1
+  WHERE w.enabled = 1`;
 
 /**
  * The due deliveries of one webhook (?1), oldest due first, as row numbers: a seek and a short
@@ -142,9 +149,10 @@ export class DeliveryDispatcher implements Deliveries {
   private scheduled = false;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   /**
-   * A pass at the earliest retry this process scheduled (`wakeAt`, ms), so that it runs when due
+   * A pass when the next pending delivery comes due (`wakeAt`, ms), so that a retry runs when due
    * rather than at the next every-second pass (up to a second late: the attempt it follows began
-   * on a whole second too). Retries it does not cover are found by the every-second pass.
+   * on a whole second too). Set by each stored retry that comes earlier, and from the table by
+   * every pass over everything (at start, every second, on a wake-up).
    */
   private wakeTimer: ReturnType<typeof setTimeout> | undefined;
   private wakeAt = Infinity;
@@ -201,7 +209,8 @@ export class DeliveryDispatcher implements Deliveries {
    */
   pump(): number {
     if (this.stopped) return 0;
-    if (this.everything) {
+    const everything = this.everything;
+    if (everything) {
       this.everything = false;
       this.candidates.clear();
       for (const { id } of this.deps.sqlite.query<{ id: string }, []>(ENABLED_SQL).all()) this.dirty.add(id);
@@ -241,6 +250,7 @@ export class DeliveryDispatcher implements Deliveries {
         }
       }
     }
+    if (everything) this.wakeForNext();
     return started;
   }
 
@@ -346,6 +356,13 @@ export class DeliveryDispatcher implements Deliveries {
       this.kick();
     }, wait);
     this.wakeTimer.unref();
+  }
+
+  /** A wake-up for the next pending delivery that is not due yet, if any. */
+  private wakeForNext(): void {
+    if (this.stopped) return;
+    const next = this.deps.sqlite.query<{ at: string | null }, [string]>(NEXT_DUE_SQL).get(iso(this.deps.clock.now()))?.at;
+    if (next) this.wake(Date.parse(next));
   }
 
   /** The delivery is no longer held: a pass may find it again (if still pending and due). */
