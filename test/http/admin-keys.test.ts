@@ -102,13 +102,24 @@ describe("lifecycle", () => {
 });
 
 describe("validation and access", () => {
-  test("name: missing, empty, too long, not a string, or extra fields are 400", async () => {
-    for (const body of [{}, { name: "" }, { name: "x".repeat(101) }, { name: 5 }, { name: "ok", scope: "full" }]) {
+  test("name: empty, too long, not a string, or extra fields are 400 and create nothing", async () => {
+    const before = ((await (await h.request("GET", "/v1/admin-keys", { headers: bearer(admin) })).json()) as Json).adminKeys.length;
+    for (const body of [{ name: "" }, { name: "x".repeat(101) }, { name: 5 }, { name: "ok", scope: "full" }, { scope: "full" }, "[]"]) {
       const res = await h.request("POST", "/v1/admin-keys", { headers: bearer(admin), body });
       expect(res.status).toBe(400);
       expect(((await res.json()) as Json).error).toBe("VALIDATION_ERROR");
     }
-    expect((await h.request("POST", "/v1/admin-keys", { headers: bearer(admin) })).status).toBe(400);
+    expect(((await (await h.request("GET", "/v1/admin-keys", { headers: bearer(admin) })).json()) as Json).adminKeys.length).toBe(before);
+  });
+
+  test("the name may be left out, or the whole body: the key is named \"admin key\"", async () => {
+    for (const body of [undefined, {}]) {
+      const res = await h.request("POST", "/v1/admin-keys", { headers: bearer(admin), body });
+      expect(res.status).toBe(201);
+      const created = (await res.json()) as Json;
+      expect(created.name).toBe("admin key");
+      expect((await h.request("GET", "/v1/admin-keys", { headers: bearer(created.key) })).status).toBe(200);
+    }
   });
 
   test("no credential 401; project keys, editor and viewer JWTs 403", async () => {

@@ -28,6 +28,16 @@ export const AdminKeyList = t.Object({ adminKeys: t.Array(AdminKey) }, { additio
 
 export const NAME_MAX = 100;
 export const AdminKeyName = t.String({ minLength: 1, maxLength: NAME_MAX, error: `Expected a name of 1 to ${NAME_MAX} characters` });
-export const NewAdminKey = t.Object({ name: AdminKeyName }, { additionalProperties: false, title: "NewAdminKeyRequest" });
+/** What the service takes (routes and the CLI fill in the default name). */
+export const NewAdminKey = t.Object({ name: AdminKeyName }, { additionalProperties: false });
+/** The name a key created without one gets (over HTTP; `flagsvc admin create-key` uses "cli"). */
+export const DEFAULT_ADMIN_KEY_NAME = "admin key";
+/** POST /v1/admin-keys: the body, and its name, may be left out. */
+export const NewAdminKeyBody = t.Optional(
+  t.Object(
+    { name: t.Optional({ ...AdminKeyName, description: `1 to ${NAME_MAX} characters; omitted: "${DEFAULT_ADMIN_KEY_NAME}"` }) },
+    { additionalProperties: false, title: "NewAdminKeyRequest" },
+  ),
+);
 
 export const AdminKeyParams = t.Object({ keyId: t.String({ minLength: 1, maxLength: 128 }) }, { additionalProperties: false });

@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { noContent } from "../../http/schema";
 import { accessGuard } from "../../http/auth";
-import { AdminKeyList, AdminKeyParams, NewAdminKey, NewAdminKeyResult } from "./model";
+import { AdminKeyList, AdminKeyParams, DEFAULT_ADMIN_KEY_NAME, NewAdminKeyBody, NewAdminKeyResult } from "./model";
 import { createAdminKey, deleteAdminKey, listAdminKeys } from "./service";
 
 const TAGS = ["Admin keys"];
@@ -24,17 +24,17 @@ export const adminKeysRoutes = (ctx: AppContext) =>
     .post(
       "/v1/admin-keys",
       ({ body, status }) => {
-        const created = createAdminKey(ctx, ctx.clock, body);
+        const created = createAdminKey(ctx, ctx.clock, { name: body?.name ?? DEFAULT_ADMIN_KEY_NAME });
         return status(201, created);
       },
       {
         access: "admin",
-        body: NewAdminKey,
+        body: NewAdminKeyBody,
         response: { 201: NewAdminKeyResult },
         detail: {
           tags: TAGS,
           summary: "Create an admin key",
-          description: `${ADMIN_ONLY} \`name\` 1 to 100 characters. The response's \`key\` (\`svc_admin_\` + 32 base62 characters) is shown only here; only its SHA-256 is stored. The key works at once.`,
+          description: `${ADMIN_ONLY} Optional body \`{ "name": 1 to 100 characters }\` (omitted: \`"${DEFAULT_ADMIN_KEY_NAME}"\`). The response's \`key\` (\`svc_admin_\` + 32 base62 characters) is shown only here; only its SHA-256 is stored. The key works at once.`,
         },
       },
     )
