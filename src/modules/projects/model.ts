@@ -60,10 +60,6 @@ export const ProjectPatch = t.Object(
   { additionalProperties: false, title: "ProjectPatch" },
 );
 
-/**
- * Path values are not shape-checked: a slug that names no project is a 404 whatever it looks
- * like (and, for an API key, another project's 403 comes first).
- */
 /** Path slugs have the shape of decisions §2: a malformed one is 400 (decisions §3), an unknown one 404. */
 export const ProjectParams = t.Object({ slug: Slug("Project slug") });
 export const EnvironmentParams = t.Object({ slug: Slug("Project slug"), environment: Slug("Environment slug") });
