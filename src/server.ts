@@ -194,7 +194,6 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   const { log } = ctx;
   try {
     if (ctx.applied > 0) log.info("database migrated", { migrations: ctx.applied });
-    const { lines } = bootstrap(ctx);
     const tls = config.behindProxy ? null : (ownTls ?? (await loadTls(config, ctx.clock.now())));
     if (tls?.source === "generated") log.info("generated a self-signed TLS certificate", { file: tls.certFile, expiresAt: tls.expiresAt.toISOString() });
 
@@ -207,6 +206,10 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     } catch (e) {
       throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
     }
+    // Only once the port is ours (and in the same turn, before any request is read): a first
+    // start's generated credentials are shown once, in the banner of a server that runs; made
+    // before a failed listen, they would be stored and never shown.
+    const { lines } = bootstrap(ctx);
     const port = app.server!.port!;
     const scheme = tls ? "https" : "http";
     const url = `${scheme}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;

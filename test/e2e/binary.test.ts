@@ -307,11 +307,18 @@ test("a second server or a migrate on a data dir in use is refused; a crash leav
   expect((await runBinary(["migrate"], { cwd: dir })).exitCode).toBe(0);
 }, T);
 
-test("a port already in use stops the second server with exit 1", async () => {
+test("a port already in use stops the second server with exit 1; a first start that fails so creates no credentials, so the next start shows them", async () => {
   const first = await startBinary({});
-  const second = await runBinary(["serve", "--port", String(first.port)], {});
+  const cwd = tempDir();
+  const second = await runBinary(["serve", "--port", String(first.port)], { cwd });
   expect(second.exitCode).toBe(1);
   expect(second.stderr).toContain(`cannot listen on 0.0.0.0:${first.port}`);
+  // The same data dir on a free port: this is the first start that runs, and its banner has them.
+  const retried = await startBinary({ cwd });
+  await retried.waitFor(BANNER_END);
+  expect(retried.output()).toMatch(/^\s*Admin login: +\S+ \/ \S+\s*$/m);
+  expect(retried.output()).toMatch(/^\s*Admin key: +svc_admin_[A-Za-z0-9]{32,}\s*$/m);
+  expect(await retried.stop()).toBe(0);
   const res = await fetch(`${first.url}/v1/health`, { tls: { rejectUnauthorized: false } });
   expect(res.status).toBe(200);
   expect(await first.stop()).toBe(0);
