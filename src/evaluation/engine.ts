@@ -171,7 +171,8 @@ function compileCondition(condition: Condition): CompiledCondition {
 /**
  * Operator semantics (decisions §6). A missing attribute makes every operator false. Missing
  * means absent or null: the spec lets context values be null, and a null attribute carries no
- * value to compare, so it reads as absent. "Present" is tested by type (string, number,
+ * value to compare, so it reads as absent. On a present attribute, `not_equals` and `not_in` are
+ * the negations of `equals` and `in` (an array is neither equal to a scalar nor in a list of them). "Present" is tested by type (string, number,
  * boolean or array) rather than by own-property lookup: it is cheaper, and it also keeps
  * Object.prototype members (`toString`, `__proto__`) from passing as attributes.
  */
@@ -185,7 +186,7 @@ export function matches(condition: CompiledCondition, context: EvalContext): boo
     case Op.In:
       return isScalar(v) && (condition.value as ReadonlySet<unknown>).has(v);
     case Op.NotIn:
-      return isScalar(v) && !(condition.value as ReadonlySet<unknown>).has(v);
+      return Array.isArray(v) || (isScalar(v) && !(condition.value as ReadonlySet<unknown>).has(v));
     case Op.Contains:
       return typeof v === "string" ? v.includes(condition.value as string) : Array.isArray(v) && v.includes(condition.value as string);
     case Op.StartsWith:

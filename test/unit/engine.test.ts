@@ -202,7 +202,7 @@ describe("operators", () => {
     expect(matches("in", [], { a: "a" })).toBe(false);
   });
 
-  test("not_in: a present scalar attribute absent from the list", () => {
+  test("not_in: a present attribute absent from the list (an array never is in it)", () => {
     const list = ["a", 1, true];
     expect(matches("not_in", list, { a: "b" })).toBe(true);
     expect(matches("not_in", list, { a: "1" })).toBe(true);
@@ -211,8 +211,23 @@ describe("operators", () => {
     expect(matches("not_in", list, { a: "a" })).toBe(false);
     expect(matches("not_in", list, { a: 1 })).toBe(false);
     expect(matches("not_in", list, { a: true })).toBe(false);
-    expect(matches("not_in", list, { a: ["b"] })).toBe(false);
+    expect(matches("not_in", list, { a: ["b"] })).toBe(true);
+    expect(matches("not_in", list, { a: ["a"] })).toBe(true);
     expect(matches("not_in", [], { a: "a" })).toBe(true);
+    expect(matches("not_in", list, { a: null })).toBe(false);
+    expect(matches("not_in", list, {})).toBe(false);
+  });
+
+  test("on a present attribute, not_equals and not_in are the negations of equals and in; on a missing one all four are false", () => {
+    const present: EvalContext["a"][] = ["a", "b", 1, 2, 0, true, false, [], ["a"], [1, "b"]];
+    for (const a of present) {
+      expect({ a, not_equals: matches("not_equals", "a", { a }) }).toEqual({ a, not_equals: !matches("equals", "a", { a }) });
+      expect({ a, not_in: matches("not_in", ["a", 1, true], { a }) }).toEqual({ a, not_in: !matches("in", ["a", 1, true], { a }) });
+    }
+    for (const context of [{}, { a: null }] as EvalContext[]) {
+      for (const operator of ["equals", "not_equals"] as const) expect(matches(operator, "a", context)).toBe(false);
+      for (const operator of ["in", "not_in"] as const) expect(matches(operator, ["a"], context)).toBe(false);
+    }
   });
 
   test("contains: substring of a string, element of an array", () => {
