@@ -305,6 +305,17 @@ describe("list", () => {
     expect((await json(await get(`${BASE}?q=zzz`), 200)).total).toBe(0);
   });
 
+  test("q folds the variants of a letter together, with no rule that depends on the next letter", async () => {
+    const names: [string, string][] = [["greek", "ΟΔΟΣ"], ["micro", "5 µs"], ["long-s", "ſtop"], ["street", "Straße"]];
+    for (const [key, name] of names) await json(await create({ key, name }), 201);
+    const found = async (q: string) => keys(await json(await get(`${BASE}?q=${encodeURIComponent(q)}`), 200));
+    for (const q of ["Σ", "σ", "ς", "οδοσ", "ΟΔΟΣ"]) expect({ q, found: await found(q) }).toEqual({ q, found: ["greek"] });
+    for (const q of ["μ", "Μ", "µ"]) expect({ q, found: await found(q) }).toEqual({ q, found: ["micro"] });
+    expect(await found("ſ")).toEqual(await found("s"));
+    expect(await found("ſto")).toEqual(["long-s"]);
+    for (const q of ["STRASSE", "straße", "ẞ"]) expect({ q, found: await found(q) }).toEqual({ q, found: ["street"] });
+  });
+
   test("environment keeps flags with a state there; enabled filters by it", async () => {
     await seed();
     expect(keys(await json(await get(`${BASE}?environment=production`), 200))).toEqual(["banner", "checkout"]);

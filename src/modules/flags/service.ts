@@ -242,11 +242,27 @@ export function listFlags(ctx: AppContext, slug: string, query: ListQuery) {
     .orderBy(asc(flags.key))
     .all();
   if (query.q !== undefined && query.q !== "") {
-    const q = query.q.toLowerCase();
-    rows = rows.filter((f) => f.key.includes(q) || f.name.toLowerCase().includes(q));
+    const q = foldCase(query.q);
+    rows = rows.filter((f) => f.key.includes(q) || foldCase(f.name).includes(q));
   }
   return { flags: rows.slice((page - 1) * perPage, page * perPage), total: rows.length, page, perPage };
 }
+
+/**
+ * Text folded for a case-insensitive comparison: each character on its own lower-cased,
+ * upper-cased and lower-cased again. Unlike lower-casing the whole string, it folds the variants
+ * of a letter together (ς and Σ to σ, ſ to s, µ to μ, ß and ẞ to ss) and applies no rule that
+ * depends on the neighbouring letters (a word-final Σ would lower-case to ς, and a search for Σ
+ * would miss it).
+ */
+export function foldCase(text: string): string {
+  if (ASCII.test(text)) return text.toLowerCase();
+  let folded = "";
+  for (const ch of text) folded += ch.toLowerCase().toUpperCase().toLowerCase();
+  return folded;
+}
+
+const ASCII = /^[\x00-\x7f]*$/;
 
 // ---- writes ------------------------------------------------------------------------------
 
