@@ -323,6 +323,13 @@ describe("list", () => {
     expect(keys(await json(await get(`${BASE}?environment=production&enabled=false`), 200))).toEqual(["banner"]);
     expect(keys(await json(await get(`${BASE}?environment=development`), 200))).toEqual([]);
     expect((await json(await get(`${BASE}?environment=qa`), 404)).error).toBe("NOT_FOUND");
+    // A malformed one is a bad query value (decisions §3): 400, as a malformed path slug is.
+    for (const environment of ["Bad_Env", "", "staging%20"]) {
+      expect({ environment, details: (await json(await get(`${BASE}?environment=${environment}`), 400)).details.map((d: { path: string }) => d.path) }).toEqual({
+        environment,
+        details: ["query.environment"],
+      });
+    }
     expect((await json(await get(`${BASE}?enabled=true`), 400)).details).toEqual([{ path: "query.enabled", message: "Filtering by enabled needs an environment" }]);
   });
 

@@ -141,7 +141,7 @@ export const FlagList = t.Object(
 
 export const FlagListQuery = t.Object(
   {
-    environment: t.Optional(t.String({ description: "Keep flags that have a state in this environment (unknown: 404)" })),
+    environment: t.Optional(Slug("Keep flags that have a state in this environment (malformed: 400; unknown: 404)")),
     enabled: t.Optional(t.Boolean({ description: "With environment only: keep flags enabled (true) or disabled (false) there", error: "Must be true or false" })),
     q: t.Optional(t.String({ maxLength: 200, description: "Case-insensitive substring of key or name" })),
     page: t.Optional(QueryInt(ONE_OR_MORE, "Default 1, at most 999999999", "Must be an integer from 1 to 999999999")),
