@@ -49,7 +49,7 @@ export const usersRoutes = (ctx: AppContext) =>
           tags: TAGS,
           summary: "Change a user's role or password",
           description:
-            `${ADMIN_ONLY} An empty body is a 400. A new role applies at once, also to the user's existing login tokens. ` +
+            `${ADMIN_ONLY} An empty body (\`{}\`) changes nothing and answers the user. A new role applies at once, also to the user's existing login tokens. ` +
             "The last admin user cannot be demoted (409 CONFLICT). Changing the password ends the user's current sessions: login tokens issued before the change are refused (401).",
         },
       },

@@ -101,13 +101,15 @@ export async function createUser(store: CredentialStore, clock: Clock, input: un
   return insertUser(store, clock, { email: normalized, passwordHash: await hashPassword(password), role });
 }
 
-/** Changes role and/or password. 404 unknown user; 409 demoting the last admin; 400 empty patch. */
+/**
+ * Changes role and/or password. 404 unknown user; 409 demoting the last admin; an empty patch
+ * changes nothing and answers the user, as every PATCH does.
+ */
 export async function updateUser(store: CredentialStore, clock: Clock, id: string, input: unknown): Promise<UserRecord> {
   const patch = check<UserPatchInput>(UserPatch, input);
-  if (patch.role === undefined && patch.password === undefined) {
-    throw validationError("Send role, password or both", [{ path: "body", message: "Send role, password or both" }]);
-  }
-  if (!getUser(store, id)) throw notFound("User");
+  const current = getUser(store, id);
+  if (!current) throw notFound("User");
+  if (patch.role === undefined && patch.password === undefined) return current;
   const passwordHash = patch.password === undefined ? undefined : await hashPassword(patch.password);
   const updated = transaction(store, () => {
     const user = getUser(store, id);
