@@ -251,10 +251,14 @@ export const OPTIONS = [
     fallback: () => ({ ...DEFAULT_RATE_LIMITS }),
     parse: (raw) => {
       const limits = { ...DEFAULT_RATE_LIMITS };
+      const seen = new Set<RateLimitKind>();
       for (const part of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
         const [name, value, extra] = part.split(":");
         if (value === undefined || extra !== undefined) throw new Invalid(`${JSON.stringify(part)} is not name:number`);
         const kind = oneOf(name!, RATE_LIMIT_KINDS);
+        // Two values for one kind: one of them is a typo, and which was meant cannot be told.
+        if (seen.has(kind)) throw new Invalid(`${kind} is given twice`);
+        seen.add(kind);
         limits[kind] = integer(value, 1, 100_000_000, "a whole number of requests");
       }
       return limits;

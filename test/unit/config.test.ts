@@ -147,6 +147,7 @@ describe("bad values stop start-up naming the variable", () => {
     [{ SVC_RATE_LIMITS: "eval=5" }, "SVC_RATE_LIMITS", /not name:number/],
     [{ SVC_RATE_LIMITS: "bogus:5" }, "SVC_RATE_LIMITS", /not one of eval, test/],
     [{ SVC_RATE_LIMITS: "eval:0" }, "SVC_RATE_LIMITS", /out of range/],
+    [{ SVC_RATE_LIMITS: "eval:7,EVAL:9" }, "SVC_RATE_LIMITS", /eval is given twice/],
     [{ SVC_LOG_LEVEL: "loud" }, "SVC_LOG_LEVEL", /not one of debug/],
     [{ SVC_LOG_FORMAT: "xml" }, "SVC_LOG_FORMAT", /not one of pretty, json/],
   ];
