@@ -172,9 +172,10 @@ function compileCondition(condition: Condition): CompiledCondition {
  * Operator semantics (decisions §6). A missing attribute makes every operator false. Missing
  * means absent or null: the spec lets context values be null, and a null attribute carries no
  * value to compare, so it reads as absent. On a present attribute, `not_equals` and `not_in` are
- * the negations of `equals` and `in` (an array is neither equal to a scalar nor in a list of them). "Present" is tested by type (string, number,
- * boolean or array) rather than by own-property lookup: it is cheaper, and it also keeps
- * Object.prototype members (`toString`, `__proto__`) from passing as attributes.
+ * the negations of `equals` and `in` (an array is neither equal to a scalar nor in a list of
+ * them). "Present" is tested by type (string, number, boolean or array) rather than by
+ * own-property lookup: it is cheaper, and it also keeps Object.prototype members (`toString`,
+ * `__proto__`) from passing as attributes.
  */
 export function matches(condition: CompiledCondition, context: EvalContext): boolean {
   const v = context[condition.attribute];

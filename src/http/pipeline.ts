@@ -18,9 +18,9 @@ export interface PipelineOptions {
   /** TLS terminates here (HSTS on every response), or at a proxy (`SVC_BEHIND_PROXY`). */
   behindProxy: boolean;
   /**
-   * The app's routes, read on the first 404 to tell "unknown path" from "wrong method", on the
-   * first body to know the routes that take none (no `body` schema), and on the first body that
-   * cannot be taken to know the guarded routes (their `detail` marks).
+   * The app's routes, read on the first 404 to tell "unknown path" from "wrong method", and on
+   * the first body to know which routes take none (no `body` schema) and which are guarded
+   * (their `detail` marks).
    */
   routes: () => readonly { method: string; path: string; hooks?: { body?: unknown; detail?: Record<string, unknown> } }[];
   /**
@@ -212,18 +212,16 @@ function mappedAtOnce(value: unknown): boolean {
 export function pipeline(opts: PipelineOptions) {
   const { log, behindProxy } = opts;
   const allowedMethods = methodTable(opts.routes);
-  let bodyless: Set<string> | undefined;
-  const takesNoBody = (method: string, route: string) =>
-    (bodyless ??= new Set(opts.routes().filter((r) => !r.hooks?.body).map((r) => `${r.method} ${r.path}`))).has(`${method} ${route}`);
-  // The routes whose guards (auth.ts, edition.ts) answer before the body is judged, as their
-  // API document marks them; read on the first body that cannot be taken.
-  let guarded: Map<string, "access" | "edition"> | undefined;
-  const guardOf = (method: string, route: string) =>
-    (guarded ??= new Map(
-      opts.routes().flatMap((r) => {
+  // What the parser needs to know of a route, read from the app's routes on the first body:
+  // whether it takes one (a `body` schema), and which guard (auth.ts, edition.ts, as their API
+  // document marks) answers before the body is judged.
+  let bodyRules: Map<string, { takesBody: boolean; guard?: "access" | "edition" }> | undefined;
+  const bodyRulesOf = (method: string, route: string) =>
+    (bodyRules ??= new Map(
+      opts.routes().map((r) => {
         const detail = r.hooks?.detail;
         const guard = detail?.["x-flagsvc-edition"] !== undefined ? "edition" : detail?.["x-flagsvc-access"] !== undefined ? "access" : undefined;
-        return guard ? [[`${r.method} ${r.path}`, guard] as const] : [];
+        return [`${r.method} ${r.path}`, { takesBody: r.hooks?.body !== undefined, guard }] as const;
       }),
     )).get(`${method} ${route}`);
   const headerCache = responseHeaderCache(behindProxy, opts.admitHeaders);
@@ -243,14 +241,14 @@ export function pipeline(opts: PipelineOptions) {
     // guarded ones (UnreadBody); one too large, here on all.
     .onParse(async ({ request, contentType, route }) => {
       const text = await readBody(request);
+      const rules = bodyRulesOf(request.method, route);
       try {
         const body = parseJsonBody(text, contentType);
-        if (body !== null && takesNoBody(request.method, route)) refuseFields(body as Record<string, unknown>);
+        if (body !== null && rules?.takesBody === false) refuseFields(body as Record<string, unknown>);
         return body;
       } catch (e) {
-        const guard = e instanceof ApiError ? guardOf(request.method, route) : undefined;
-        if (guard === undefined) throw e;
-        return new UnreadBody(e as ApiError, guard === "edition");
+        if (!(e instanceof ApiError) || rules?.guard === undefined) throw e;
+        return new UnreadBody(e, rules.guard === "edition");
       }
     })
     .onError(({ code, error, set, request, path }) => {

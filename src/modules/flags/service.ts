@@ -103,13 +103,15 @@ function checkDefinition(variants: readonly Variant[], rules: readonly RuleInput
       if (ruleIds.has(rule.id)) details.push({ path: `${at}.id`, message: `Duplicate rule id ${rule.id}` });
       ruleIds.add(rule.id);
     }
-    if (rule.variant != null && !keys.has(rule.variant) && rulesPath === null) {
-      details.push({ path: variantsPath, message: `Variant ${rule.variant} is served by the flag's rule ${at} (${rule.id}): change that rule in the same request` });
-    } else if (rule.variant != null && !keys.has(rule.variant)) {
-      details.push({
-        path: `${at}.variant`,
-        message: variants.length === 0 ? "The flag has no variants: variant must be null" : `Unknown variant ${rule.variant}; the flag's variants are ${[...keys].join(", ")}`,
-      });
+    if (rule.variant != null && !keys.has(rule.variant)) {
+      details.push(
+        rulesPath === null
+          ? { path: variantsPath, message: `Variant ${rule.variant} is served by the flag's rule ${at} (${rule.id}): change that rule in the same request` }
+          : {
+              path: `${at}.variant`,
+              message: variants.length === 0 ? "The flag has no variants: variant must be null" : `Unknown variant ${rule.variant}; the flag's variants are ${[...keys].join(", ")}`,
+            },
+      );
     }
     (rule.conditions ?? []).forEach((c, i) => {
       const path = `${at}.conditions[${i}].value`;

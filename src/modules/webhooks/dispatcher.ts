@@ -6,11 +6,10 @@
  *   the queue: nothing about a delivery lives only in memory, so a restart (or kill -9) loses
  *   nothing. An attempt cut short by a crash left its row pending and due: it is attempted
  *   again after start (at-least-once; receivers dedupe by event id).
- * - `kick()` (after a write that queued deliveries commits, when the next pending delivery comes
- *   due (a timer, set from each pass over everything and each stored retry), and every second
- *   from a croner job)
- *   runs a pass on the next turn of the event loop; a finished attempt runs another while
- *   deliveries were left waiting for room.
+ * - `kick()` runs a pass on the next turn of the event loop: after a write that queued
+ *   deliveries commits, when the next pending delivery comes due (a timer, set by each pass over
+ *   everything and each stored retry), and every second from a croner job; a finished attempt
+ *   runs another while deliveries were left waiting for room.
  * - Bounds: at most MAX_IN_FLIGHT attempts overall and PER_WEBHOOK_IN_FLIGHT per webhook, so
  *   one slow receiver cannot hold up the others; a delivery in flight is never started again.
  *   A pass looks at the webhooks that may have work (a write's, those an attempt left room
