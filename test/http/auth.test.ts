@@ -8,6 +8,8 @@ const EMAIL = "admin@localhost";
 const PASSWORD = "correct horse battery";
 const INVALID_LOGIN = { error: "UNAUTHORIZED", message: "Invalid email or password" };
 const INVALID_TOKEN = { error: "UNAUTHORIZED", message: "Invalid or expired token" };
+/** Tests that make tens of logins: each checks an argon2id hash (~0.1 s, more on a busy machine). */
+const ARGON_TESTS_MS = 30_000;
 
 let h: TestApp;
 beforeAll(() => {
@@ -251,7 +253,7 @@ describe("failed-login lockout", () => {
     } finally {
       app.close();
     }
-  });
+  }, ARGON_TESTS_MS);
 
   test("logins sent at once try at most 10 passwords: the rest get 429 while the first checks run", async () => {
     const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
@@ -262,7 +264,7 @@ describe("failed-login lockout", () => {
     } finally {
       app.close();
     }
-  });
+  }, ARGON_TESTS_MS);
 
   test("after 15 minutes locked out, login works", async () => {
     const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
@@ -279,7 +281,7 @@ describe("failed-login lockout", () => {
     } finally {
       app.close();
     }
-  });
+  }, ARGON_TESTS_MS);
 
   test("failures older than 15 minutes do not count; a successful login clears the count", async () => {
     const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
@@ -293,7 +295,7 @@ describe("failed-login lockout", () => {
     } finally {
       app.close();
     }
-  });
+  }, ARGON_TESTS_MS);
 
   test("unknown emails lock the same way (nothing tells them apart)", async () => {
     const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
@@ -303,7 +305,7 @@ describe("failed-login lockout", () => {
     } finally {
       app.close();
     }
-  });
+  }, ARGON_TESTS_MS);
 
   test("the failure table drops expired entries", () => {
     const clock = new TestClock();
