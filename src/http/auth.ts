@@ -38,7 +38,9 @@ export function admitter(ctx: AppContext) {
         : limiter.hitNamed(limitOf(principal), principal ? principal.id : `ip:${clientAddress(request, server, behindProxy)}`, now);
     const { count, limit } = meter;
     headers["x-ratelimit-limit"] = meter.limitText;
-    headers["x-ratelimit-remaining"] = String(count >= limit ? 0 : limit - count);
+    // A number, turned into text natively when the Response is built: a string made here would
+    // be one more garbage-collected object per request (measurably slower under load).
+    headers["x-ratelimit-remaining"] = count >= limit ? 0 : limit - count;
     headers["x-ratelimit-reset"] = limiter.resetText;
     if (count > limit) {
       const retryAfter = limiter.retryAfter(now);
@@ -53,10 +55,14 @@ export function admitter(ctx: AppContext) {
     }
     return auth;
   };
+  // The callback for a login token's promise is made in a function of its own: a closure written
+  // in the function below would make every call, a key's too, allocate a scope for it.
+  const admitLater = (auth: Promise<Resolution>, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, now: number) =>
+    auth.then((a) => admit(a, request, headers, server, now));
   return (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null): Resolution | Promise<Resolution> => {
     const now = clock.now();
     const auth = credentials.resolve(request.headers.get("authorization"), now);
-    return auth instanceof Promise ? auth.then((a) => admit(a, request, headers, server, now)) : admit(auth, request, headers, server, now);
+    return auth instanceof Promise ? admitLater(auth, request, headers, server, now) : admit(auth, request, headers, server, now);
   };
 }
 

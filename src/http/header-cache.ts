@@ -15,7 +15,7 @@ export class HeaderCache {
   private readonly headers: Headers;
   private readonly constantNames: string[];
   /** What `headers` holds now, by the index of `names`: compared in JS, set natively only on change. */
-  private readonly values: string[];
+  private readonly values: (string | number)[];
 
   /**
    * `constant`: headers every response gets (a response's own value for one of them wins);
@@ -33,7 +33,7 @@ export class HeaderCache {
   /**
    * The constant headers plus `record`, as a `Headers` valid until the next call; null when
    * `record` has other names than `names` (an error's `Allow` or `Retry-After`, a route's own
-   * header, a rate limit that was never counted) or a value that is not a string: then
+   * header, a rate limit that was never counted) or a value that is neither a string nor a number: then
    * `complete` the record and give it to the Response.
    */
   fill(record: Record<string, unknown>): Headers | null {
@@ -43,10 +43,10 @@ export class HeaderCache {
     if (count !== names.length) return null;
     for (let i = 0; i < names.length; i++) {
       const value = record[names[i]!];
-      if (typeof value !== "string") return null;
+      if (typeof value !== "string" && typeof value !== "number") return null;
       if (value !== values[i]) {
         try {
-          headers.set(names[i]!, value);
+          headers.set(names[i]!, value as string); // a number becomes its decimal text
         } catch {
           return null; // not a valid header value: the Response refuses the record alike
         }

@@ -20,12 +20,19 @@ describe("HeaderCache", () => {
     expect(second.headers.get("cache-control")).toBe("no-store");
   });
 
-  test("other names, a missing one, or a value that is not a string: null", () => {
+  test("a number is set as its decimal text", () => {
+    const cache = new HeaderCache(constant, ["x-request-id", "x-ratelimit-remaining"]);
+    expect(entries(cache.fill({ "x-request-id": "a", "x-ratelimit-remaining": 499 })!)["x-ratelimit-remaining"]).toBe("499");
+    expect(entries(cache.fill({ "x-request-id": "a", "x-ratelimit-remaining": 0 })!)["x-ratelimit-remaining"]).toBe("0");
+  });
+
+  test("other names, a missing one, or a value that is neither a string nor a number: null", () => {
     const cache = new HeaderCache(constant, ["x-request-id", "x-ratelimit-limit"]);
     expect(cache.fill({ "x-request-id": "a" })).toBeNull();
     expect(cache.fill({ "x-request-id": "a", "x-ratelimit-limit": "1", allow: "GET" })).toBeNull();
     expect(cache.fill({ "x-request-id": "a", "retry-after": "1" })).toBeNull();
-    expect(cache.fill({ "x-request-id": "a", "x-ratelimit-limit": 5 })).toBeNull();
+    expect(cache.fill({ "x-request-id": "a", "x-ratelimit-limit": true })).toBeNull();
+    expect(cache.fill({ "x-request-id": "a", "x-ratelimit-limit": undefined })).toBeNull();
     // A value a header cannot hold is refused, and the cache still answers correctly after it.
     expect(cache.fill({ "x-request-id": "a\r\nx-evil: 1", "x-ratelimit-limit": "1" })).toBeNull();
     expect(entries(cache.fill({ "x-request-id": "b", "x-ratelimit-limit": "2" })!)).toEqual({ ...constant, "x-request-id": "b", "x-ratelimit-limit": "2" });
