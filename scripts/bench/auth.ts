@@ -10,12 +10,16 @@
  * runs by several points; side by side, rounds agree within about 2 %.)
  * Each launch starts both servers afresh (JIT and heap layout differ a little between
  * launches), warms them up, then runs `rounds` rounds; the figure is the median of all rounds'
- * ratios. Each server's CPU time is read too: the kernel's shares are even over a run but not
+ * ratios. Which variant is started, pinned and loaded first alternates by launch (the second
+ * one gains about a point), so an even number of launches weighs both orders alike. Each server's CPU time is read too: the kernel's shares are even over a run but not
  * within a round (±3 %), so the ratio of requests per CPU second is printed alongside.
  * Target: the guarded route keeps at least 90 % of the bare route's throughput.
+ * First, in this process, it counts the objects each variant's request leaves to the garbage
+ * collector, and prints what the guard adds (see `allocations`).
  * Usage: bun scripts/bench/auth.ts [--launches N] [--rounds N per launch] [--seconds N]
  */
 import { rmSync } from "node:fs";
+import { heapStats } from "bun:jsc";
 import { Elysia } from "elysia";
 import { bootstrap } from "../../src/bootstrap";
 import { loadConfig } from "../../src/config";
@@ -38,13 +42,21 @@ async function measure(launches: number, rounds: number, seconds: number): Promi
   const perCpuRatios: number[] = [];
   const rps = { bare: [] as number[], guarded: [] as number[] };
   const perLaunch: string[] = [];
-  console.log(`${launches} launches of ${rounds} rounds: both servers at once on CPU 0, each driven by wrk -t1 -c50 -d${seconds}s on CPU 1, GET /bench with an eval key`);
+  console.log(
+    `${launches} launches of ${rounds} rounds: both servers at once on CPU 0, each driven by wrk -t1 -c50 -d${seconds}s on CPU 1, GET /bench with an eval key; the variant started first alternates by launch`,
+  );
   for (let launch = 1; launch <= launches; launch++) {
-    const servers = await Promise.all((["bare", "guarded"] as const).map(start));
-    const [bare, guarded] = servers as [Server, Server];
+    // The process started (pinned, loaded) second does about 1 % better than the first, the same
+    // code against itself: each variant goes first in every other launch.
+    const order = launch % 2 === 1 ? (["bare", "guarded"] as const) : (["guarded", "bare"] as const);
+    const servers = await Promise.all(order.map(start));
+    const [bare, guarded] = order[0] === "bare" ? (servers as [Server, Server]) : ([servers[1], servers[0]] as [Server, Server]);
     try {
-      const cpu = pinServer(bare.pid) === undefined || pinServer(guarded.pid) === undefined ? undefined : 1;
-      const both = (s: number) => Promise.all([bare, guarded].map((srv) => load(srv, guarded.key, s, cpu)));
+      const cpu = servers.every((s) => pinServer(s.pid) !== undefined) ? 1 : undefined;
+      const both = async (s: number) => {
+        const [first, second] = await Promise.all(servers.map((srv) => load(srv, guarded.key, s, cpu)));
+        return order[0] === "bare" ? [first!, second!] : [second!, first!];
+      };
       await both(2); // warm-up, not counted: the JIT compiling the route in each fresh process
       const launchRatios: number[] = [];
       for (let round = 1; round <= rounds; round++) {
@@ -108,30 +120,42 @@ async function load(server: Server, key: string, seconds: number, cpu: number | 
 const fmt = (n: number) => Math.round(n).toString().padStart(6);
 const pct = (r: number) => `${(r * 100).toFixed(1)} %`;
 
-/** A server process: one variant of the route; prints `{ port, key }` and serves until killed. */
-async function serve(variant: Variant): Promise<void> {
+/** The state a variant's app runs on: a fresh data dir, database and eval key. */
+async function setUp() {
   const dir = tempDir("flagsvc-bench-auth-");
   const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "warn", SVC_RATE_LIMITS: "eval:100000000" });
   const log = createLogger({ level: "warn", format: "json" });
   const ctx = createContext(config, { log });
   bootstrap(ctx);
-  const tls = await loadTls(config);
   const key = seedApiKey(ctx, "eval").secret;
+  const tearDown = () => {
+    ctx.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { config, log, ctx, key, tearDown };
+}
+
+/** The trivial route, with admission and the access guard or with neither (same pipeline). */
+function appOf(variant: Variant, { ctx, log }: Pick<Awaited<ReturnType<typeof setUp>>, "ctx" | "log">) {
   const body = { ok: true };
   type Routes = readonly { method: string; path: string }[];
   const app = new Elysia({ normalize: false });
-  const listen = { hostname: "127.0.0.1", port: 0, reusePort: false, tls: { cert: tls.cert, key: tls.key } };
-  const server =
-    variant === "guarded"
-      ? app
-          .use(pipeline({ log, behindProxy: false, routes: (): Routes => app.routes, admit: admitter(ctx), admitHeaders: RATE_LIMIT_HEADERS }))
-          .use(accessGuard())
-          .get("/bench", () => body, { access: "evaluate" })
-          .listen(listen)
-      : app
-          .use(pipeline({ log, behindProxy: false, routes: (): Routes => app.routes, admit: () => undefined, admitHeaders: [] }))
-          .get("/bench", () => body)
-          .listen(listen);
+  return variant === "guarded"
+    ? app
+        .use(pipeline({ log, behindProxy: false, routes: (): Routes => app.routes, admit: admitter(ctx), admitHeaders: RATE_LIMIT_HEADERS }))
+        .use(accessGuard())
+        .get("/bench", () => body, { access: "evaluate" })
+    : app
+        .use(pipeline({ log, behindProxy: false, routes: (): Routes => app.routes, admit: () => undefined, admitHeaders: [] }))
+        .get("/bench", () => body);
+}
+
+/** A server process: one variant of the route; prints `{ port, key }` and serves until killed. */
+async function serve(variant: Variant): Promise<void> {
+  const state = await setUp();
+  const { key } = state;
+  const tls = await loadTls(state.config);
+  const server = appOf(variant, state).listen({ hostname: "127.0.0.1", port: 0, reusePort: false, tls: { cert: tls.cert, key: tls.key } });
   const url = `https://127.0.0.1:${server.server!.port}/bench`;
   const tlsOff = { rejectUnauthorized: false };
   const ok = await fetch(url, { headers: { authorization: `Bearer ${key}` }, tls: tlsOff });
@@ -142,13 +166,61 @@ async function serve(variant: Variant): Promise<void> {
   }
   const stop = () => {
     server.stop(true);
-    ctx.close();
-    rmSync(dir, { recursive: true, force: true });
+    state.tearDown();
     process.exit(0);
   };
   process.on("SIGTERM", stop);
   console.log(JSON.stringify({ port: server.server!.port, key }));
 }
 
+/**
+ * Objects each request leaves to the garbage collector, by kind, in one process through
+ * `app.handle` (the harness's own Request is counted for both variants alike): under load, each
+ * costs more than its allocation (the collector's marking and sweeping, cache misses), so what
+ * the guard adds here shows up in the throughput. Counted over batches of 10 requests during
+ * which no collection ran (no count fell); the median of 30 such batches.
+ */
+async function allocations(): Promise<void> {
+  const state = await setUp();
+  const perRequest = async (variant: Variant) => {
+    const app = appOf(variant, state).compile();
+    const request = () => new Request("http://localhost/bench", { headers: { authorization: `Bearer ${state.key}` } });
+    const batch = async () => {
+      for (let i = 0; i < 10; i++) if ((await app.handle(request())).status !== 200) throw new Error(`the ${variant} route refused`);
+    };
+    for (let i = 0; i < 300; i++) await batch(); // warm-up: JIT, caches, the window's first count
+    Bun.gc(true);
+    const batches: Record<string, number>[] = [];
+    for (let tries = 0; batches.length < 30 && tries < 1000; tries++) {
+      const before = heapStats().objectTypeCounts as Record<string, number>;
+      await batch();
+      const after = heapStats().objectTypeCounts as Record<string, number>;
+      const added: Record<string, number> = {};
+      let clean = true;
+      for (const kind of new Set([...Object.keys(before), ...Object.keys(after)])) {
+        added[kind] = (after[kind] ?? 0) - (before[kind] ?? 0);
+        if (added[kind] < 0) clean = false;
+      }
+      if (clean) batches.push(added);
+    }
+    const kinds = new Set(batches.flatMap(Object.keys));
+    return Object.fromEntries([...kinds].map((kind) => [kind, median(batches.map((b) => b[kind] ?? 0)) / 10]));
+  };
+  const bare = await perRequest("bare");
+  const guarded = await perRequest("guarded");
+  state.tearDown();
+  const total = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+  const added = Object.keys({ ...bare, ...guarded })
+    .map((kind) => [kind, (guarded[kind] ?? 0) - (bare[kind] ?? 0)] as const)
+    .filter(([, n]) => Math.abs(n) >= 0.5)
+    .map(([kind, n]) => `${n > 0 ? "+" : ""}${n} ${kind}`);
+  console.log(
+    `objects left to the garbage collector per request (app.handle, one process): bare ${total(bare).toFixed(1)}, guarded ${total(guarded).toFixed(1)}; the guard adds: ${added.join(", ") || "none"}`,
+  );
+}
+
 if (process.argv.includes("--serve")) await serve(arg("--serve") as Variant);
-else await measure(num("--launches", 5), num("--rounds", 5), num("--seconds", 4));
+else {
+  await allocations();
+  await measure(num("--launches", 6), num("--rounds", 4), num("--seconds", 4));
+}
