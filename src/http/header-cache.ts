@@ -33,8 +33,8 @@ export class HeaderCache {
   /**
    * The constant headers plus `record`, as a `Headers` valid until the next call; null when
    * `record` has other names than `names` (an error's `Allow` or `Retry-After`, a route's own
-   * header, a rate limit that was never counted) or a value that is neither a string nor a number: then
-   * `complete` the record and give it to the Response.
+   * header, a rate limit that was never counted) or a value that is neither a string nor a
+   * number: then `complete` the record and give it to the Response.
    */
   fill(record: Record<string, unknown>): Headers | null {
     const { names, values, headers } = this;
@@ -57,15 +57,16 @@ export class HeaderCache {
   }
 
   /** `fill(record)`, or else `record` completed: the headers for a Response made right now. */
-  answer<R extends Record<string, unknown>>(record: R): Headers | R {
+  answer(record: Record<string, unknown>): Headers | Record<string, string> {
     const headers = this.fill(record);
     if (headers !== null) return headers;
-    this.complete(record as Record<string, unknown>);
-    return record;
+    this.complete(record);
+    return record as Record<string, string>;
   }
 
-  /** Adds the constant headers `record` does not set itself. */
+  /** Adds the constant headers `record` does not set itself; a number among `names` becomes its text. */
   complete(record: Record<string, unknown>): void {
     for (const name of this.constantNames) if (record[name] === undefined) record[name] = this.constant[name];
+    for (const name of this.names) if (typeof record[name] === "number") record[name] = String(record[name]);
   }
 }

@@ -84,8 +84,11 @@ interface Shared {
   logging: boolean;
 }
 
-/** The response headers of one request; admission writes the X-RateLimit-* values into it. */
-type ResponseHeaders = Record<string, string>;
+/**
+ * The response headers of one request; admission writes the X-RateLimit-* values into it (the
+ * remaining count as a number: see auth.ts).
+ */
+type ResponseHeaders = Record<string, string | number>;
 
 function compile(route: NativeRoute, shared: Shared): NativeHandler {
   const { method, path, access, handle, accepts } = route;

@@ -48,6 +48,13 @@ describe("HeaderCache", () => {
     expect(own).toEqual({ "x-request-id": "b", allow: "GET", ...constant });
   });
 
+  test("complete: a number among the per-response names becomes its text", () => {
+    const cache = new HeaderCache(constant, ["x-request-id", "x-ratelimit-remaining"]);
+    const record = { "x-request-id": "a", "x-ratelimit-remaining": 0, "retry-after": "30" };
+    expect(cache.answer(record)).toBe(record as never);
+    expect(record).toEqual({ "x-request-id": "a", "x-ratelimit-remaining": "0", "retry-after": "30", ...constant } as never);
+  });
+
   test("complete: adds the constants a record does not set, keeps the record's own", () => {
     const cache = new HeaderCache(constant, ["x-request-id"]);
     const record: Record<string, unknown> = { "x-request-id": "a", "cache-control": "public, max-age=60", allow: "GET" };
