@@ -49,6 +49,13 @@ import { configuredTls, loadTls, TLS12_CIPHERS, type TlsMaterial } from "./tls";
  */
 const SERVER_BODY_CEILING = Number.MAX_SAFE_INTEGER;
 const DRAIN_MS = 10_000;
+/**
+ * Before it stops listening, a stopping server keeps serving this long: requests that clients
+ * sent on open keep-alive connections just before the signal may still sit unread in the
+ * socket, and Bun's stop closes a connection with nothing in progress, unread bytes and all
+ * (the client sees its request reset, unanswered). Read now, they are in flight, and drained.
+ */
+const DRAIN_GRACE_MS = 100;
 /** Resolution of the clock that admits requests (decisions: rate limits). */
 const REQUEST_CLOCK_MS = 10;
 /**
@@ -232,6 +239,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     const stop = () =>
       (stopping ??= (async () => {
         const server = app.server!;
+        await Bun.sleep(DRAIN_GRACE_MS);
         let timer: ReturnType<typeof setTimeout> | undefined;
         const timedOut = new Promise<false>((resolve) => (timer = setTimeout(resolve, DRAIN_MS, false)));
         const drained = await Promise.race([server.stop(false).then(() => true), timedOut]);

@@ -12,6 +12,21 @@ import { tempDir } from "../helpers";
 const dir = tempDir();
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+test("requests sent right before stop() are answered: it reads for a short grace before it stops listening", async () => {
+  const server = await startServer(loadConfig({ SVC_DATA_DIR: tempDir(), SVC_PORT: "0", SVC_HOST: "127.0.0.1", SVC_RATE_LIMITS: "anonymous:100000" }), {
+    log: createLogger({ level: "error", format: "json", write: () => {} }),
+  });
+  const url = `https://127.0.0.1:${server.port}/v1/health`;
+  const tls = { rejectUnauthorized: false };
+  const burst = () => Promise.all(Array.from({ length: 16 }, () => fetch(url, { tls }).then((r) => r.status, (e: Error) => e.message)));
+  expect(await burst()).toEqual(Array(16).fill(200)); // connections open and idle (kept alive)
+  const answers = burst();
+  const stopping = server.stop();
+  expect(await answers).toEqual(Array(16).fill(200));
+  await stopping;
+  rmSync(server.ctx.config.dataDir, { recursive: true, force: true });
+}, 30_000);
+
 test("stop() lets an in-flight request finish, refuses new ones, then closes the database", async () => {
   let entered!: () => void;
   const handlerEntered = new Promise<void>((r) => (entered = r));
@@ -38,7 +53,7 @@ test("stop() lets an in-flight request finish, refuses new ones, then closes the
   let stopped = false;
   const stopping = server.stop().then(() => (stopped = true));
 
-  await Bun.sleep(100);
+  await Bun.sleep(400); // past the short grace in which a stopping server still reads (see below)
   expect(stopped).toBe(false); // still draining
   await expect(fetch(`${url}/v1/health`, { tls, keepalive: false, signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
 
