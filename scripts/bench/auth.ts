@@ -8,11 +8,12 @@
  * compare their costs per request, and whatever the VM's neighbours do meanwhile slows both
  * alike. (Run one after the other, rounds on this shared VM differed by up to 40 % and whole
  * runs by several points; side by side, rounds agree within about 2 %.)
- * Each launch starts both servers afresh (JIT and heap layout differ a little between
- * launches), warms them up, then runs `rounds` rounds; the figure is the median of all rounds'
- * ratios. Which variant is started, pinned and loaded first alternates by launch (the second
- * one gains about a point), so an even number of launches weighs both orders alike. Each server's CPU time is read too: the kernel's shares are even over a run but not
- * within a round (±3 %), so the ratio of requests per CPU second is printed alongside.
+ * Each launch starts both servers afresh (JIT and heap layout differ a little between launches),
+ * warms them up, then runs `rounds` rounds; the figure is the median of all rounds' ratios.
+ * Which variant is started, pinned and loaded first alternates by launch (the second one gains
+ * about a point), so an even number of launches weighs both orders alike. Each server's CPU time
+ * is read too: the kernel's shares are even over a run but not within a round (±3 %), so the
+ * ratio of requests per CPU second is printed alongside.
  * Target: the guarded route keeps at least 90 % of the bare route's throughput.
  * First, in this process, it counts the objects each variant's request leaves to the garbage
  * collector, and prints what the guard adds (see `allocations`).
@@ -121,7 +122,7 @@ const fmt = (n: number) => Math.round(n).toString().padStart(6);
 const pct = (r: number) => `${(r * 100).toFixed(1)} %`;
 
 /** The state a variant's app runs on: a fresh data dir, database and eval key. */
-async function setUp() {
+function setUp() {
   const dir = tempDir("flagsvc-bench-auth-");
   const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "warn", SVC_RATE_LIMITS: "eval:100000000" });
   const log = createLogger({ level: "warn", format: "json" });
@@ -136,7 +137,7 @@ async function setUp() {
 }
 
 /** The trivial route, with admission and the access guard or with neither (same pipeline). */
-function appOf(variant: Variant, { ctx, log }: Pick<Awaited<ReturnType<typeof setUp>>, "ctx" | "log">) {
+function appOf(variant: Variant, { ctx, log }: Pick<ReturnType<typeof setUp>, "ctx" | "log">) {
   const body = { ok: true };
   type Routes = readonly { method: string; path: string }[];
   const app = new Elysia({ normalize: false });
@@ -152,7 +153,7 @@ function appOf(variant: Variant, { ctx, log }: Pick<Awaited<ReturnType<typeof se
 
 /** A server process: one variant of the route; prints `{ port, key }` and serves until killed. */
 async function serve(variant: Variant): Promise<void> {
-  const state = await setUp();
+  const state = setUp();
   const { key } = state;
   const tls = await loadTls(state.config);
   const server = appOf(variant, state).listen({ hostname: "127.0.0.1", port: 0, reusePort: false, tls: { cert: tls.cert, key: tls.key } });
@@ -181,7 +182,7 @@ async function serve(variant: Variant): Promise<void> {
  * which no collection ran (no count fell); the median of 30 such batches.
  */
 async function allocations(): Promise<void> {
-  const state = await setUp();
+  const state = setUp();
   const perRequest = async (variant: Variant) => {
     const app = appOf(variant, state).compile();
     const request = () => new Request("http://localhost/bench", { headers: { authorization: `Bearer ${state.key}` } });
