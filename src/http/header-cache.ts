@@ -64,7 +64,10 @@ export class HeaderCache {
     return record as Record<string, string>;
   }
 
-  /** Adds the constant headers `record` does not set itself; a number among `names` becomes its text. */
+  /**
+   * Adds the constant headers `record` does not set itself; a number among `names` (the remaining
+   * count) becomes its text.
+   */
   complete(record: Record<string, unknown>): void {
     for (const name of this.constantNames) if (record[name] === undefined) record[name] = this.constant[name];
     for (const name of this.names) if (typeof record[name] === "number") record[name] = String(record[name]);

@@ -96,6 +96,17 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
   }, T);
 }
 
+test("requests sent on open keep-alive connections right before SIGTERM are answered, not reset", async () => {
+  const srv = await startBinary();
+  const tls = { rejectUnauthorized: false };
+  const burst = () => Promise.all(Array.from({ length: 16 }, () => fetch(`${srv.url}/v1/health`, { tls }).then((r) => r.status, (e: Error) => e.message)));
+  expect(await burst()).toEqual(Array(16).fill(200)); // 16 connections, kept alive and idle
+  const answers = burst();
+  const exited = srv.stop("SIGTERM");
+  expect(await answers).toEqual(Array(16).fill(200));
+  expect(await exited).toBe(0);
+}, T);
+
 test("plain HTTP to the HTTPS port gets no HTTP answer, and the server keeps serving", async () => {
   const srv = await startBinary();
   const reply = await plainHttpExchange(srv.port);
