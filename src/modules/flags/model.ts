@@ -176,3 +176,11 @@ export const FlagState = t.Object(
   },
   { title: "FlagState" },
 );
+
+export const FlagStates = t.Object(
+  {
+    flagKey: t.String(),
+    states: t.Array(FlagState, { description: "One per environment of the project, in the order the environments were added" }),
+  },
+  { title: "FlagStates" },
+);

@@ -5,8 +5,8 @@ import { accessGuard } from "../../http/auth";
 import { noContent, queryInt } from "../../http/schema";
 import { OPERATORS } from "../../evaluation/types";
 import { ProjectParams } from "../projects/model";
-import { Flag, FlagList, FlagListQuery, FlagParams, FlagPatch, FlagState, LIMITS, NewFlag, PER_PAGE_MAX, StateParams, StatePut } from "./model";
-import { createFlag, deleteFlag, getFlag, getState, listFlags, putState, updateFlag } from "./service";
+import { Flag, FlagList, FlagListQuery, FlagParams, FlagPatch, FlagState, FlagStates, LIMITS, NewFlag, PER_PAGE_MAX, StateParams, StatePut } from "./model";
+import { createFlag, deleteFlag, getFlag, getState, getStates, listFlags, putState, updateFlag } from "./service";
 
 const FLAGS = ["Flags"];
 const WHO = "API keys of scope mgmt or full (their own project only: another project's slug is 403 FORBIDDEN), admin keys, and login JWTs (writes: admin and editor roles)";
@@ -71,6 +71,16 @@ export const flagsRoutes = (ctx: AppContext) =>
         },
       },
     )
+    .get("/v1/projects/:slug/flags/:key/states", ({ params }) => getStates(ctx, params.slug, params.key), {
+      access: "flags",
+      params: FlagParams,
+      response: { 200: FlagStates },
+      detail: {
+        tags: FLAGS,
+        summary: "Get a flag's state in every environment",
+        description: `\`{ flagKey, states }\`: one state per environment of the project, in the order the environments were added (as \`GET /v1/projects/{slug}/environments\` lists them), each exactly as \`GET .../states/{environment}\` answers it: an environment where the state was never set gives \`{ enabled: false, rolloutPercentage: null }\` with the flag's createdAt as updatedAt. Unknown project or flag: 404. ${WHO}.`,
+      },
+    })
     .get("/v1/projects/:slug/flags/:key/states/:environment", ({ params }) => getState(ctx, params.slug, params.key, params.environment), {
       access: "flags",
       params: StateParams,

@@ -13,7 +13,7 @@ import { OPERATOR_VALUE_TYPES, VALUE_OPTIONAL, type Condition, type Rule, type V
 import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
 import { iso } from "../../lib/clock";
 import { newId } from "../../lib/ids";
-import { requireProject, type Project } from "../projects/service";
+import { requireEnvironment, requireProject, type Environment, type Project } from "../projects/service";
 import { flagLevelChanges, recordEvents, stateChangeEvent } from "../webhooks/events";
 import { LIMITS } from "./model";
 
@@ -212,12 +212,6 @@ function requireFlag(ctx: AppContext, project: Project, key: string): Flag {
   return flag;
 }
 
-function requireEnvironment(project: Project, slug: string) {
-  const env = project.environments.find((e) => e.slug === slug);
-  if (!env) throw notFound(`Environment ${slug} in project ${project.slug}`);
-  return env;
-}
-
 export function getFlag(ctx: AppContext, slug: string, key: string): Flag {
   return requireFlag(ctx, requireProject(ctx, slug), key);
 }
@@ -351,12 +345,25 @@ function enabledByEnvironment(ctx: AppContext, flagId: string): Map<string, bool
   return new Map(lookups(ctx).states.all({ flagId }).map((r) => [r.environmentId, r.enabled]));
 }
 
+/** The flag's state in one environment: its row, or (no row) disabled there since the flag was created. */
+function stateIn(ctx: AppContext, flag: Flag, env: Environment): FlagState {
+  const row = stateRow(ctx, flag.id, env.id);
+  return { flagKey: flag.key, environment: env.slug, ...(row ?? { enabled: false, rolloutPercentage: null, updatedAt: flag.createdAt }) };
+}
+
 export function getState(ctx: AppContext, slug: string, key: string, environment: string): FlagState {
   const project = requireProject(ctx, slug);
+  return stateIn(ctx, requireFlag(ctx, project, key), requireEnvironment(project, environment));
+}
+
+/**
+ * GET .../flags/{key}/states: the state in every environment of the project, each exactly as
+ * `getState` answers it, in the environments' order (the order they were added).
+ */
+export function getStates(ctx: AppContext, slug: string, key: string): { flagKey: string; states: FlagState[] } {
+  const project = requireProject(ctx, slug);
   const flag = requireFlag(ctx, project, key);
-  const row = stateRow(ctx, flag.id, requireEnvironment(project, environment).id);
-  // No row: disabled there, as it has been since the flag was created.
-  return { flagKey: flag.key, environment, ...(row ?? { enabled: false, rolloutPercentage: null, updatedAt: flag.createdAt }) };
+  return { flagKey: flag.key, states: project.environments.map((env) => stateIn(ctx, flag, env)) };
 }
 
 /**

@@ -144,6 +144,13 @@ export function deleteProject(ctx: AppContext, slug: string): void {
   ctx.testSessions.removeProject(project.id); // its test sessions' tokens stop working at once
 }
 
+/** The project's environment of this slug, or 404 NOT_FOUND. */
+export function requireEnvironment(project: Project, envSlug: string): Environment {
+  const env = project.environments.find((e) => e.slug === envSlug);
+  if (!env) throw notFound(`Environment ${envSlug} in project ${project.slug}`);
+  return env;
+}
+
 export function listEnvironments(ctx: AppContext, slug: string): Environment[] {
   return requireProject(ctx, slug).environments;
 }
@@ -169,8 +176,7 @@ export function createEnvironment(ctx: AppContext, slug: string, input: { slug: 
  */
 export function deleteEnvironment(ctx: AppContext, slug: string, envSlug: string): void {
   const project = requireProject(ctx, slug);
-  const env = project.environments.find((e) => e.slug === envSlug);
-  if (!env) throw notFound(`Environment ${envSlug} in project ${slug}`);
+  const env = requireEnvironment(project, envSlug);
   if (project.environments.length === 1) {
     throw conflict(`Environment ${envSlug} is the last environment of project ${slug}; a project keeps at least one`);
   }
