@@ -60,6 +60,15 @@ export const ProjectPatch = t.Object(
   { additionalProperties: false, title: "ProjectPatch" },
 );
 
+export const EnvironmentPatch = t.Object(
+  {
+    // Named so that the 400 says why instead of "Unknown field".
+    slug: t.Optional(t.Never({ error: "The slug of an environment cannot be changed" })),
+    name: t.Optional(Name()),
+  },
+  { additionalProperties: false, title: "EnvironmentPatch" },
+);
+
 /** Path slugs have the shape of decisions §2: a malformed one is 400 (decisions §3), an unknown one 404. */
 export const ProjectParams = t.Object({ slug: Slug("Project slug") });
 export const EnvironmentParams = t.Object({ slug: Slug("Project slug"), environment: Slug("Environment slug") });

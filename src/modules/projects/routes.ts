@@ -7,6 +7,7 @@ import {
   Environment,
   EnvironmentList,
   EnvironmentParams,
+  EnvironmentPatch,
   MAX_ENVIRONMENTS_ON_CREATE,
   NAME_MAX,
   NewEnvironment,
@@ -21,9 +22,11 @@ import {
   createProjectChecked,
   deleteEnvironment,
   deleteProject,
+  getEnvironment,
   listEnvironments,
   listProjects,
   requireProject,
+  updateEnvironment,
   updateProject,
 } from "./service";
 
@@ -113,6 +116,27 @@ export const projectsRoutes = (ctx: AppContext) =>
         tags: ENVIRONMENTS,
         summary: "Add an environment",
         description: `${SLUGS}; ${NAMES}. A slug already used in the project is 409 CONFLICT; an unknown project 404. Writers: mgmt/full keys of the project, admin keys, admin JWTs.`,
+      },
+    })
+    .get("/v1/projects/:slug/environments/:environment", ({ params }) => getEnvironment(ctx, params.slug, params.environment), {
+      access: "environments",
+      params: EnvironmentParams,
+      response: { 200: Environment },
+      detail: {
+        tags: ENVIRONMENTS,
+        summary: "Get an environment",
+        description: `Unknown project or environment: 404. ${WHO}.`,
+      },
+    })
+    .patch("/v1/projects/:slug/environments/:environment", ({ params, body }) => updateEnvironment(ctx, params.slug, params.environment, body), {
+      access: "environments",
+      params: EnvironmentParams,
+      body: EnvironmentPatch,
+      response: { 200: Environment },
+      detail: {
+        tags: ENVIRONMENTS,
+        summary: "Rename an environment",
+        description: `Only \`name\` (1 to ${NAME_MAX} characters) can change; the slug is immutable (API keys, webhooks and evaluation name environments by it), so \`slug\` or any other field in the body is a 400. An empty body changes nothing and answers the environment. A rename changes nothing else: the project's \`updatedAt\` stays (as when an environment is added or deleted), and evaluation, keys and webhook payloads, which carry slugs, are unaffected. Unknown project or environment: 404. Writers: mgmt/full keys of the project, admin keys, admin JWTs.`,
       },
     })
     .delete(

@@ -155,6 +155,24 @@ export function listEnvironments(ctx: AppContext, slug: string): Environment[] {
   return requireProject(ctx, slug).environments;
 }
 
+/** GET /v1/projects/{slug}/environments/{environment}: 404 for an unknown project or environment. */
+export function getEnvironment(ctx: AppContext, slug: string, envSlug: string): Environment {
+  return requireEnvironment(requireProject(ctx, slug), envSlug);
+}
+
+/**
+ * PATCH /v1/projects/{slug}/environments/{environment}: only `name` changes; an empty body
+ * changes nothing. Nothing else holds the name (the snapshot, credentials and webhook events
+ * know environments by id and slug), and the project's `updatedAt` stays: an environment is not
+ * one of the project's own fields, as adding or deleting one leaves it too.
+ */
+export function updateEnvironment(ctx: AppContext, slug: string, envSlug: string, patch: { name?: string }): Environment {
+  const env = getEnvironment(ctx, slug, envSlug);
+  if (patch.name === undefined || patch.name === env.name) return env;
+  ctx.db.update(environments).set({ name: patch.name }).where(eq(environments.id, env.id)).run();
+  return { ...env, name: patch.name };
+}
+
 /** POST /v1/projects/{slug}/environments: 409 when the slug is taken in that project. */
 export function createEnvironment(ctx: AppContext, slug: string, input: { slug: string; name: string }): Environment {
   const { projectId, env } = transaction(ctx, () => {
