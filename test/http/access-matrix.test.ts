@@ -74,6 +74,8 @@ const ENDPOINTS: Endpoint[] = [
   { group: "projects", method: "PATCH", path: (f) => `/v1/projects/${f.slug}`, body: () => ({ name: "Renamed" }), ok: 200 },
   { group: "environments", method: "GET", path: (f) => `/v1/projects/${f.slug}/environments`, ok: 200 },
   { group: "environments", method: "POST", path: (f) => `/v1/projects/${f.slug}/environments`, body: () => ({ slug: "qa", name: "QA" }), ok: 201 },
+  { group: "environments", method: "GET", path: (f) => `/v1/projects/${f.slug}/environments/production`, ok: 200 },
+  { group: "environments", method: "PATCH", path: (f) => `/v1/projects/${f.slug}/environments/production`, body: () => ({ name: `Renamed ${++serial}` }), ok: 200 },
   { group: "environments", method: "DELETE", path: (f) => `/v1/projects/${f.slug}/environments/qa`, ok: 204 },
   { group: "apiKeys", method: "GET", path: (f) => `/v1/projects/${f.slug}/api-keys`, ok: 200 },
   { group: "apiKeys", method: "POST", path: (f) => `/v1/projects/${f.slug}/api-keys`, body: () => ({ name: "made", scope: "eval", environment: "development" }), ok: 201 },
@@ -83,6 +85,7 @@ const ENDPOINTS: Endpoint[] = [
   { group: "flags", method: "POST", path: (f) => `/v1/projects/${f.slug}/flags`, body: () => ({ key: `made-${++serial}`, name: "Made" }), ok: 201 },
   { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/flags/kept`, ok: 200 },
   { group: "flags", method: "PATCH", path: (f) => `/v1/projects/${f.slug}/flags/kept`, body: () => ({ name: `Renamed ${++serial}` }), ok: 200 },
+  { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/flags/kept/states`, ok: 200 },
   { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/flags/kept/states/production`, ok: 200 },
   { group: "flags", method: "PUT", path: (f) => `/v1/projects/${f.slug}/flags/kept/states/production`, body: () => ({ enabled: serial++ % 2 === 0 }), ok: 200 },
   { group: "flags", method: "DELETE", path: (f) => `/v1/projects/${f.slug}/flags/doomed`, ok: 204 },
@@ -102,6 +105,7 @@ const ENDPOINTS: Endpoint[] = [
   { group: "admin", method: "DELETE", path: (f) => `/v1/admin-keys/${f.adminKeyId}`, ok: 204 },
   { group: "session", method: "GET", path: () => "/v1/auth/me", ok: 200 },
   { group: "testing", method: "POST", path: () => "/v1/testing/sessions", body: (f) => ({ projectId: f.slug }), ok: 201 },
+  { group: "testing", method: "GET", path: (f) => `/v1/testing/sessions?projectId=${f.slug}`, ok: 200 },
   { group: "testing", method: "GET", path: (f) => `/v1/testing/sessions/${f.sessionId}`, ok: 200 },
   { group: "testing", method: "PUT", path: (f) => `/v1/testing/sessions/${f.sessionId}/overrides/kept`, body: () => ({ value: serial++ % 2 === 0 }), ok: 200 },
   { group: "testing", method: "PUT", path: (f) => `/v1/testing/sessions/${f.sessionId}/overrides/batch`, body: () => ({ overrides: { kept: "on", other: true } }), ok: 200 },
@@ -219,7 +223,7 @@ describe("keys of another project", () => {
   test("403 FORBIDDEN on every project path, and on keys of another project", async () => {
     for (const scope of ["mgmt", "full"] as const) {
       const headers = bearer(seedApiKey(h.ctx, scope, "default").secret);
-      for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/api-keys", "/v1/projects/column-1/flags", "/v1/projects/column-1/flags/kept", "/v1/projects/column-1/webhooks"]) {
+      for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/environments/production", "/v1/projects/column-1/api-keys", "/v1/projects/column-1/flags", "/v1/projects/column-1/flags/kept", "/v1/projects/column-1/flags/kept/states", "/v1/projects/column-1/webhooks"]) {
         const res = await h.request("GET", path, { headers });
         expect(res.status).toBe(403);
         expect(await res.json()).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });

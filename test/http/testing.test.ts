@@ -716,10 +716,11 @@ for (const edition of ["ce", "pro"] as const) {
       });
     });
 
-    test("the API document lists the six operations with the testing access group; batch is marked Pro", async () => {
+    test("the API document lists the seven operations with the testing access group; batch is marked Pro", async () => {
       const doc = await json(await h.request("GET", "/v1/openapi.json"), 200);
       const ops: [string, string][] = [
         ["/v1/testing/sessions", "post"],
+        ["/v1/testing/sessions", "get"],
         ["/v1/testing/sessions/{id}", "get"],
         ["/v1/testing/sessions/{id}", "delete"],
         ["/v1/testing/sessions/{id}/overrides/{flagKey}", "put"],

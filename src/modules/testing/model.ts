@@ -77,6 +77,24 @@ export const Session = t.Object(
   { title: "TestSession" },
 );
 
+export const SessionList = t.Object(
+  { sessions: t.Array(Session, { description: "The project's live sessions, oldest first (by createdAt, then id)" }) },
+  { title: "TestSessionList" },
+);
+
+export const SessionListQuery = t.Object(
+  {
+    projectId: t.Optional(
+      t.String({
+        minLength: 1,
+        description: "The API key's own project: its id (`proj_...`) or its slug; omitted: the key's project. Any other value is 403 FORBIDDEN",
+        error: "Must be a non-empty string: the project's id or slug",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const SessionOverrides = t.Object(
   {
     id: t.String({ description: "sess_..." }),

@@ -15,10 +15,12 @@ import {
   PutOverride,
   PutOverrides,
   Session,
+  SessionList,
+  SessionListQuery,
   SessionOverrides,
   SessionParams,
 } from "./model";
-import { createSession, deleteOverride, deleteSession, getSession, putOverride, putOverrides } from "./service";
+import { createSession, deleteOverride, deleteSession, getSession, listSessions, putOverride, putOverrides } from "./service";
 
 const TAGS = ["Testing"];
 const WHO = "API keys of scope test or full (eval and mgmt keys, admin keys and login JWTs: 403 FORBIDDEN)";
@@ -40,6 +42,16 @@ export const testingRoutes = (ctx: AppContext) =>
         tags: TAGS,
         summary: "Create a test session",
         description: `Creates an isolated test session with no overrides. Evaluation requests of the same project that carry its \`token\` in \`X-Service-Session\` get the session's overrides (reason TEST_OVERRIDE), in every environment of the project and with any evaluation key of it; requests without the token are never affected. \`projectId\`: the key's own project, by id (\`proj_...\`) or slug; any other value, an unknown project included, is 403 FORBIDDEN. \`label\`: optional, at most ${LABEL_MAX} characters; null or omitted: none (then absent from the answer). \`ttl\` (seconds): Pro honours an integer from ${MIN_TTL_SECONDS} to ${MAX_TTL_SECONDS} (anything else is 400), default ${DEFAULT_TTL_SECONDS}; CE ignores it and always uses ${DEFAULT_TTL_SECONDS}, though a non-number is still 400. \`expiresAt\` = \`createdAt\` + ttl. \`token\`: on CE equal to \`id\`; on Pro a separate random secret (\`svc_sess_...\`), so that the id can be shared without granting override power. Both are returned here and by GET. Sessions and overrides survive restarts. Checks in order: 403 for another project, then 400 for the ttl. ${WHO}.`,
+      },
+    })
+    .get("/v1/testing/sessions", ({ principal, query }) => listSessions(ctx, principal, query.projectId), {
+      access: "testing",
+      query: SessionListQuery,
+      response: { 200: SessionList },
+      detail: {
+        tags: TAGS,
+        summary: "List test sessions",
+        description: `\`{ sessions }\`: the project's live sessions (neither destroyed nor expired: a session leaves the list at the instant \`expiresAt\` is reached), each as \`GET /v1/testing/sessions/{id}\` answers it, token and overrides included (on CE the token is the id; on Pro it is the secret GET on one session also answers to the same keys), ordered by \`createdAt\`, oldest first (the same millisecond: by id). Not paged. \`projectId\`: the key's own project, by id or slug, as on create (any other value, an unknown project included, is 403 FORBIDDEN); omitted, the key's project; empty, 400. Both editions. ${WHO}.`,
       },
     })
     .get("/v1/testing/sessions/:id", ({ principal, params }) => getSession(ctx, principal, params.id), {

@@ -84,10 +84,19 @@ function ttlSeconds(ctx: AppContext, ttl: number | undefined): number {
   return ttl;
 }
 
+/**
+ * The caller's key, when `projectId` names its project (by id or slug); any other value, an
+ * unknown project included, is 403.
+ */
+function keyOfProject(principal: Principal, projectId: string): Extract<Principal, { kind: "apiKey" }> {
+  const key = apiKeyOf(principal);
+  if (projectId !== key.projectId && projectId !== key.projectSlug) throw forbidden(MESSAGES.otherProject);
+  return key;
+}
+
 /** POST /v1/testing/sessions */
 export function createSession(ctx: AppContext, principal: Principal, input: NewSession): SessionView {
-  const key = apiKeyOf(principal);
-  if (input.projectId !== key.projectId && input.projectId !== key.projectSlug) throw forbidden(MESSAGES.otherProject);
+  const key = keyOfProject(principal, input.projectId);
   const ttl = ttlSeconds(ctx, input.ttl);
   const now = ctx.clock.now();
   const id = newId("sess");
@@ -103,6 +112,12 @@ export function createSession(ctx: AppContext, principal: Principal, input: NewS
   const session: LiveSession = { ...row, expiresAtMs: now + ttl * 1000, overrides: new Map() };
   ctx.testSessions.add(session);
   return view(session);
+}
+
+/** GET /v1/testing/sessions: the live sessions of the key's project (`projectId` omitted: that one). */
+export function listSessions(ctx: AppContext, principal: Principal, projectId: string | undefined): { sessions: SessionView[] } {
+  const key = projectId === undefined ? apiKeyOf(principal) : keyOfProject(principal, projectId);
+  return { sessions: ctx.testSessions.liveOf(key.projectId, ctx.clock.now()).map(view) };
 }
 
 /** GET /v1/testing/sessions/{id} */

@@ -43,6 +43,17 @@ export class SessionStore implements OverrideSource {
     return session !== undefined && now < session.expiresAtMs ? session : undefined;
   }
 
+  /**
+   * The project's sessions live at `now`, oldest first: by `createdAt`, then by id for the same
+   * millisecond (the map's insertion order is lost at a restart). A scan of every session: this
+   * serves a management call, never evaluation.
+   */
+  liveOf(projectId: string, now: number): LiveSession[] {
+    const sessions: LiveSession[] = [];
+    for (const session of this.byId.values()) if (session.projectId === projectId && now < session.expiresAtMs) sessions.push(session);
+    return sessions.sort((a, b) => compare(a.createdAt, b.createdAt) || compare(a.id, b.id));
+  }
+
   add(session: LiveSession): void {
     this.byId.set(session.id, session);
     this.byToken.set(session.token, session);
@@ -77,6 +88,8 @@ export class SessionStore implements OverrideSource {
     return this.byId.size;
   }
 }
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The sessions not yet expired at `now`, with their overrides, from the database. */
 export function loadSessions({ db }: Store, now: number): SessionStore {
