@@ -19,7 +19,7 @@ import {
   WebhookParams,
   WebhookPatch,
 } from "./model";
-import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, updateWebhook } from "./service";
+import { attemptNow, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, updateWebhook } from "./service";
 
 const TAGS = ["Webhooks"];
 const WHO =
@@ -103,7 +103,21 @@ export const webhooksRoutes = (ctx: AppContext) =>
         detail: {
           tags: TAGS,
           summary: "Redeliver an event",
-          description: `No body. For a failed (or succeeded) delivery: 202 with a new delivery of the same event to the same webhook (same event id, same payload bytes, signed with the webhook's current secret), \`redeliveryOf\` set to the given id, attempted at once and retried on the same schedule. The original delivery keeps its state. 409 CONFLICT when the delivery is still pending (it will be attempted anyway) or the webhook is disabled. Unknown id 404. ${WHO}`,
+          description: `No body. For a failed (or succeeded) delivery: 202 with a new delivery of the same event to the same webhook (same event id, same payload bytes, signed with the webhook's current secret), \`redeliveryOf\` set to the given id, attempted at once and retried on the same schedule. The original delivery keeps its state. 409 CONFLICT when the delivery is still pending (it will be attempted anyway; to attempt it now, see attempt-now) or the webhook is disabled. Unknown id 404. ${WHO}`,
+        },
+      },
+    )
+    .post(
+      "/v1/webhook-deliveries/:deliveryId/attempt-now",
+      ({ principal, params, status }) => status(202, attemptNow(ctx, principal, params.deliveryId)),
+      {
+        access: "webhooks",
+        params: DeliveryParams,
+        response: { 202: Delivery },
+        detail: {
+          tags: TAGS,
+          summary: "Attempt a pending delivery now",
+          description: `No body. For a pending delivery waiting for a retry: it is attempted now instead of at its \`nextAttemptAt\`. 202 with the same delivery (no new one), \`nextAttemptAt\` set to the time of the request (due now), \`attempts\` and the last attempt's fields as they were; the outcome shows in the delivery list a moment later. The attempt is the delivery's next one on the schedule: it counts in \`attempts\` (5 at most), and if it fails the following retry is due after the schedule's delay for it, counted from this attempt (the attempt that was due later is not made in addition); the failure of the 5th attempt marks it failed. A delivery already due (its attempt in flight or about to start) is answered as it is and attempted once, never twice at the same time. Deliveries already due to the same webhook go first. 409 CONFLICT when the delivery is not pending (failed: redeliver it instead; succeeded: nothing is left to attempt) or the webhook is disabled (its pending deliveries resume when it is enabled). Unknown id 404. ${WHO}`,
         },
       },
     );
