@@ -8,9 +8,8 @@ import type { AppContext } from "./context";
 import { transaction } from "./db/client";
 import { settings } from "./db/schema";
 import { iso } from "./lib/clock";
-import { randomBase62 } from "./lib/ids";
 import { countAdminKeys, createAdminKey } from "./modules/admin-keys/service";
-import { countUsers, hashPasswordSync, insertUser } from "./modules/users/service";
+import { countUsers, generatePassword, hashPasswordSync, insertUser } from "./modules/users/service";
 import { countProjects, createProject, DEFAULT_ENVIRONMENTS } from "./modules/projects/service";
 
 export interface BootstrapStep {
@@ -20,7 +19,6 @@ export interface BootstrapStep {
 }
 
 const BOOTSTRAPPED_AT = "bootstrapped_at";
-const GENERATED_PASSWORD_LENGTH = 20;
 
 const defaultProject: BootstrapStep = {
   name: "default project",
@@ -51,7 +49,7 @@ const credentials: BootstrapStep = {
     const lines: string[] = [];
     let generated = false;
     if (noUser) {
-      const password = ctx.config.adminPassword ?? randomBase62(GENERATED_PASSWORD_LENGTH);
+      const password = ctx.config.adminPassword ?? generatePassword();
       const user = insertUser(ctx, ctx.clock, { email: ctx.config.adminEmail, passwordHash: hashPasswordSync(password), role: "admin" });
       generated ||= ctx.config.adminPassword === undefined;
       lines.push(`Admin login:  ${user.email} / ${ctx.config.adminPassword === undefined ? password : "(password from SVC_ADMIN_PASSWORD / --admin-password)"}`);

@@ -1,6 +1,6 @@
 /**
  * The `flagsvc` command line: serve (default), migrate, backup, admin (create-user,
- * create-key), healthcheck, version, help.
+ * create-key, reset-password), healthcheck, version, help.
  * Exit codes: 0 success, 1 failure at run time, 2 bad usage or configuration.
  */
 import { closeSync, existsSync, openSync, rmSync, statSync } from "node:fs";
@@ -12,7 +12,7 @@ import { ApiError } from "./http/errors";
 import { systemClock } from "./lib/clock";
 import { OperatorError } from "./lib/errors";
 import { createAdminKey, validateNewAdminKey } from "./modules/admin-keys/service";
-import { createUser, validateNewUser } from "./modules/users/service";
+import { createUser, generatePassword, resetPassword, validateNewUser, validatePasswordReset } from "./modules/users/service";
 import { createLogger } from "./lib/log";
 import { openStore, StartupError, startServer, type RunningServer } from "./server";
 import { VERSION } from "./version";
@@ -55,6 +55,16 @@ const ADMIN_COMMANDS: Record<string, Command> = {
     options: { "--name": "A name to recognise the key by (default: cli)" },
     run: (args, config, options) => adminCreateKey(args, config(), options),
   },
+  "reset-password": {
+    usage: "flagsvc admin reset-password --email EMAIL [--password PASSWORD] [--data-dir DIR]",
+    summary: "Set a login user's password and end their login tokens; without --password, generate one and print it (works while the server runs; it notices within a second)",
+    config: ["dataDir"],
+    options: {
+      "--email": "The user's email address (any case)",
+      "--password": "The new password, at least 10 characters (mind your shell history); omitted: a generated one is printed, once",
+    },
+    run: (args, config, options) => adminResetPassword(args, config(), options),
+  },
 };
 
 const COMMANDS: Record<string, Command> = {
@@ -87,7 +97,7 @@ const COMMANDS: Record<string, Command> = {
   },
   admin: {
     usage: "flagsvc admin SUB-COMMAND [options]",
-    summary: "Manage credentials in the data dir: create-user, create-key",
+    summary: "Manage credentials in the data dir: create-user, create-key, reset-password",
     config: false,
     subcommands: ADMIN_COMMANDS,
     run: () => {
@@ -397,6 +407,28 @@ async function adminCreateKey(args: string[], config: Config, options: Options):
     // The key alone on stdout (KEY=$(flagsvc admin create-key)); the note on stderr.
     console.log(created.key);
     console.error(`created admin key ${created.id} "${created.name}"; it is shown only this once`);
+    return 0;
+  } catch (e) {
+    throw cliError(e);
+  }
+}
+
+async function adminResetPassword(args: string[], config: Config, options: Options): Promise<number> {
+  noPositionals(args);
+  requireOptions(options, ["--email"], "admin reset-password");
+  const generated = !options.has("--password");
+  const input = { email: options.get("--email")!, password: options.get("--password") ?? generatePassword() };
+  try {
+    validatePasswordReset(input);
+    const user = await withDatabase(config, (store) => resetPassword(store, systemClock, input));
+    const note = `password of user ${user.id} ${user.email} reset; the login tokens issued before are refused (a running server notices within a second)`;
+    if (!generated) {
+      console.log(note);
+      return 0;
+    }
+    // The password alone on stdout (P=$(flagsvc admin reset-password --email E)); the note on stderr.
+    console.log(input.password);
+    console.error(`${note}; the generated password is shown only this once`);
     return 0;
   } catch (e) {
     throw cliError(e);

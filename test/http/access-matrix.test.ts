@@ -51,10 +51,11 @@ interface Fixture {
   adminKeyId: string;
   /** A test session of the column's project. */
   sessionId: string;
-  /** A webhook of the column's project, one to delete, and a failed delivery (redeliverable). */
+  /** A webhook of the column's project, one to delete, a failed delivery (redeliverable) and a pending one (attempt-now). */
   webhookId: string;
   doomedWebhookId: string;
   deliveryId: string;
+  pendingDeliveryId: string;
 }
 
 interface Endpoint {
@@ -95,6 +96,7 @@ const ENDPOINTS: Endpoint[] = [
   { group: "webhooks", method: "PATCH", path: (f) => `/v1/webhooks/${f.webhookId}`, body: () => ({ description: `Renamed ${++serial}` }), ok: 200 },
   { group: "webhooks", method: "GET", path: (f) => `/v1/webhooks/${f.webhookId}/deliveries`, ok: 200 },
   { group: "webhooks", method: "POST", path: (f) => `/v1/webhook-deliveries/${f.deliveryId}/redeliver`, ok: 202 },
+  { group: "webhooks", method: "POST", path: (f) => `/v1/webhook-deliveries/${f.pendingDeliveryId}/attempt-now`, ok: 202 },
   { group: "webhooks", method: "DELETE", path: (f) => `/v1/webhooks/${f.doomedWebhookId}`, ok: 204 },
   { group: "admin", method: "GET", path: () => "/v1/users", ok: 200 },
   { group: "admin", method: "POST", path: () => "/v1/users", body: () => ({ email: `made-${++serial}@example.com`, password: "a long password", role: "viewer" }), ok: 201 },
@@ -151,7 +153,10 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   recordEvents(h.ctx, project, [{ event: "flag.created", environment: "production", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
   h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
   const deliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId) as { id: string }).id;
-  return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId };
+  recordEvents(h.ctx, project, [{ event: "flag.created", environment: "staging", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
+  h.ctx.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE webhook_id = ? AND status = 'pending'", [webhookId]);
+  const pendingDeliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'").get(webhookId) as { id: string }).id;
+  return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId, pendingDeliveryId };
 }
 
 beforeAll(() => {
@@ -174,7 +179,7 @@ COLUMNS.forEach((column, i) => {
     for (const e of ordered) {
       const write = e.method !== "GET";
       const allowed = ALLOWED[e.group][write ? "write" : "read"].includes(column.name);
-      test(`${e.method} ${e.path({ slug: "{slug}", rotateKeyId: "{keyId}", deleteKeyId: "{keyId}", userId: "{userId}", adminKeyId: "{keyId}", sessionId: "{id}", webhookId: "{webhookId}", doomedWebhookId: "{webhookId}", deliveryId: "{deliveryId}", headers: {} })}: ${allowed ? e.ok : 403}`, async () => {
+      test(`${e.method} ${e.path({ slug: "{slug}", rotateKeyId: "{keyId}", deleteKeyId: "{keyId}", userId: "{userId}", adminKeyId: "{keyId}", sessionId: "{id}", webhookId: "{webhookId}", doomedWebhookId: "{webhookId}", deliveryId: "{deliveryId}", pendingDeliveryId: "{deliveryId}", headers: {} })}: ${allowed ? e.ok : 403}`, async () => {
         const res = await h.request(e.method, e.path(f), { headers: f.headers, body: e.body?.(f) });
         const text = await res.text();
         if (allowed) {
@@ -196,7 +201,7 @@ COLUMNS.forEach((column, i) => {
 });
 
 describe("without a valid credential", () => {
-  const f: Fixture = { slug: "default", headers: {}, rotateKeyId: "key_x", deleteKeyId: "key_x", userId: "usr_x", adminKeyId: "key_x", sessionId: "sess_x", webhookId: "wh_x", doomedWebhookId: "wh_x", deliveryId: "del_x" };
+  const f: Fixture = { slug: "default", headers: {}, rotateKeyId: "key_x", deleteKeyId: "key_x", userId: "usr_x", adminKeyId: "key_x", sessionId: "sess_x", webhookId: "wh_x", doomedWebhookId: "wh_x", deliveryId: "del_x", pendingDeliveryId: "del_x" };
   const cases: [string, Record<string, string>, string][] = [
     ["no Authorization header", {}, "Invalid or expired API key"],
     ["an unknown key", bearer("svc_sk_mgmt_0123456789abcdefghijklmnopqrstuv"), "Invalid or expired API key"],

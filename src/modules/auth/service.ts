@@ -108,7 +108,10 @@ export async function login(
   const ok = await Bun.password.verify(input.password, user?.passwordHash ?? DUMMY_HASH);
   if (!user || !ok) throw unauthorized();
   throttle.succeed(email);
+  // Before the token is made: a user just created by `flagsvc admin create-user` becomes known,
+  // and a password just set by `reset-password` dates the token after the change (issued on the
+  // tokens' cut-off as the registry knew it before, it would be refused).
+  ctx.credentials.pollExternalChanges();
   const { token, expiresAt } = await ctx.credentials.issueToken(user.id, user.role);
-  ctx.credentials.pollExternalChanges(); // a user just created by `flagsvc admin create-user`
   return { token, expiresAt, user: { id: user.id, email: user.email, role: user.role } };
 }

@@ -14,7 +14,7 @@ import { conflict, notFound, validationError, type ErrorDetail } from "../../htt
 import { iso } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import { requireEnvironment, requireProject, type Environment, type Project } from "../projects/service";
-import { flagLevelChanges, recordEvents, stateChangeEvent } from "../webhooks/events";
+import { flagLevelChanges, recordEvents, stateChange } from "../webhooks/events";
 import { LIMITS } from "./model";
 
 export interface Flag {
@@ -388,11 +388,10 @@ export async function putState(ctx: AppContext, slug: string, key: string, envir
   }
   const updatedAt = iso(ctx.clock.now());
   const before = current ?? { enabled: false, rolloutPercentage: null };
-  const event = stateChangeEvent(before, next);
+  const change = stateChange(environment, flag.key, before, next);
   const queued = transaction(ctx, () => {
     lookups(ctx).upsertState.run({ flagId: flag.id, environmentId: env.id, ...next, updatedAt });
-    const changes = event ? [{ event, environment, flagKey: flag.key, previous: before.enabled, current: next.enabled }] : [];
-    return recordEvents(ctx, project, changes, updatedAt);
+    return recordEvents(ctx, project, change ? [change] : [], updatedAt);
   });
   ctx.snapshot.setState(project.id, flag.key, env.id, next);
   await ctx.deliveries.kick(queued);

@@ -32,6 +32,9 @@ export const UserList = t.Object({ users: t.Array(User) }, { additionalPropertie
 
 export const NewUser = t.Object({ email: Email, password: Password, role: Role }, { additionalProperties: false, title: "NewUser" });
 
+/** `flagsvc admin reset-password`: the user by email, and the new password. */
+export const PasswordReset = t.Object({ email: Email, password: Password }, { additionalProperties: false });
+
 export const UserPatch = t.Object(
   { role: t.Optional(Role), password: t.Optional(Password) },
   { additionalProperties: false, title: "UserPatch", description: "At least one of role and password (an empty body is a 400)" },

@@ -1,8 +1,9 @@
 /**
  * Login users: storage operations, shared by the HTTP routes, the first-start bootstrap and
- * the `flagsvc admin create-user` command (which runs beside the server in another process,
- * so everything here takes a plain Store, not the app context). Emails are stored lower-case;
- * passwords only as argon2id hashes. At least one admin user is kept once one exists.
+ * the `flagsvc admin create-user` and `reset-password` commands (which run beside the server
+ * in another process, so everything here takes a plain Store, not the app context). Emails
+ * are stored lower-case; passwords only as argon2id hashes. At least one admin user is kept
+ * once one exists.
  */
 import { Value } from "@sinclair/typebox/value";
 import { asc, count, eq } from "drizzle-orm";
@@ -12,8 +13,8 @@ import { users } from "../../db/schema";
 import type { Role } from "../../http/access";
 import { conflict, notFound, validationDetails, validationError } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
-import { newId } from "../../lib/ids";
-import { NewUser, UserPatch } from "./model";
+import { newId, randomBase62 } from "../../lib/ids";
+import { NewUser, PasswordReset, UserPatch } from "./model";
 
 export interface UserRecord {
   id: string;
@@ -25,6 +26,11 @@ export interface NewUserInput {
   email: string;
   password: string;
   role: Role;
+}
+
+export interface PasswordResetInput {
+  email: string;
+  password: string;
 }
 
 export interface UserPatchInput {
@@ -40,13 +46,16 @@ export const hashPasswordSync = (password: string): string => Bun.password.hashS
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 
+/** A password made for a user (the first admin, a reset): 20 base62 characters, about 119 bits. */
+export const generatePassword = (): string => randomBase62(20);
+
 const LAST_ADMIN_DELETE = "Cannot delete the last admin user: give another user the admin role first";
 const LAST_ADMIN_DEMOTE = "Cannot change the role of the last admin user: give another user the admin role first";
 
 const toRecord = (u: { id: string; email: string; role: Role }): UserRecord => ({ id: u.id, email: u.email, role: u.role });
 
 /** The same checks as the route's body schema, for callers that are not HTTP (the CLI). */
-function check<T>(schema: typeof NewUser | typeof UserPatch, value: unknown): T {
+function check<T>(schema: typeof NewUser | typeof UserPatch | typeof PasswordReset, value: unknown): T {
   if (!Value.Check(schema, value)) throw validationError("Invalid user", validationDetails("body", [...Value.Errors(schema, value)] as never));
   return value as T;
 }
@@ -126,6 +135,20 @@ export async function updateUser(store: CredentialStore, clock: Clock, id: strin
   });
   credentialsChanged(store);
   return updated;
+}
+
+/** Throws the 400 that `resetPassword` would for this input (for callers that check before opening storage). */
+export const validatePasswordReset = (input: unknown): PasswordResetInput => check<PasswordResetInput>(PasswordReset, input);
+
+/**
+ * The user with this email (any case) gets a new password, as by a PATCH with a password
+ * (`updateUser`): the user's login tokens issued before it end. 404 unknown email.
+ */
+export async function resetPassword(store: CredentialStore, clock: Clock, input: unknown): Promise<UserRecord> {
+  const { email, password } = validatePasswordReset(input);
+  const user = findUserForLogin(store, email);
+  if (!user) throw notFound(`User with email ${normalizeEmail(email)}`);
+  return updateUser(store, clock, user.id, { password });
 }
 
 const validFrom = (store: Store, id: string): string | null =>

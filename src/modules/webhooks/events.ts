@@ -21,6 +21,11 @@ export interface FlagChange {
   flagKey: string;
   previous: boolean;
   current: boolean;
+  /**
+   * `rolloutPercentage` before and after, carried by the flag.updated of a rollout-only state
+   * change alone (additive to `enabled`; every other event's payload stays as it was).
+   */
+  rollout?: { previous: number | null; current: number | null };
 }
 
 /**
@@ -41,17 +46,21 @@ export function flagLevelChanges(
   });
 }
 
+interface StateValues {
+  enabled: boolean;
+  rolloutPercentage: number | null;
+}
+
 /**
  * The event of a state PUT, or null: enabled turned on or off wins (flag.enabled,
  * flag.disabled, whatever happened to the rollout); a change of the rollout alone is
- * flag.updated; no change, no event.
+ * flag.updated, which carries the rollout before and after; no change, no event.
  */
-export function stateChangeEvent(
-  before: { enabled: boolean; rolloutPercentage: number | null },
-  after: { enabled: boolean; rolloutPercentage: number | null },
-): EventName | null {
-  if (before.enabled !== after.enabled) return after.enabled ? "flag.enabled" : "flag.disabled";
-  return before.rolloutPercentage !== after.rolloutPercentage ? "flag.updated" : null;
+export function stateChange(environment: string, flagKey: string, before: StateValues, after: StateValues): FlagChange | null {
+  const change = { environment, flagKey, previous: before.enabled, current: after.enabled };
+  if (before.enabled !== after.enabled) return { event: after.enabled ? "flag.enabled" : "flag.disabled", ...change };
+  if (before.rolloutPercentage === after.rolloutPercentage) return null;
+  return { event: "flag.updated", ...change, rollout: { previous: before.rolloutPercentage, current: after.rolloutPercentage } };
 }
 
 /**
@@ -82,7 +91,11 @@ export function recordEvents(store: Store, project: { id: string; slug: string }
       projectSlug: project.slug,
       environment: c.environment,
       timestamp: at,
-      data: { flagKey: c.flagKey, previousState: { enabled: c.previous }, currentState: { enabled: c.current } },
+      data: {
+        flagKey: c.flagKey,
+        previousState: c.rollout ? { enabled: c.previous, rolloutPercentage: c.rollout.previous } : { enabled: c.previous },
+        currentState: c.rollout ? { enabled: c.current, rolloutPercentage: c.rollout.current } : { enabled: c.current },
+      },
     });
     insertEvent.run(id, project.id, c.event, c.environment, payload, at);
     for (const w of takers) {

@@ -19,13 +19,13 @@ import {
   WebhookParams,
   WebhookPatch,
 } from "./model";
-import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, updateWebhook } from "./service";
+import { attemptNow, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, updateWebhook } from "./service";
 
 const TAGS = ["Webhooks"];
 const WHO =
   "Who: admin keys, API keys of scope mgmt or full (their own project only: another project's webhook or delivery is 403 FORBIDDEN), login JWTs of role admin or editor.";
 const FIELDS = `\`url\` http or https (no credentials in it; a literal address that SVC_OUTBOUND_ALLOWED_HOSTS refuses, e.g. 127.0.0.1 under the default \`external\`, is a 400; host names are checked when a delivery is sent); \`events\` a non-empty list of distinct names among ${EVENT_NAMES.join(", ")}; \`secret\` ${SECRET_MIN} to ${SECRET_MAX} characters, never returned; \`environments\` distinct slugs of environments of the project (an unknown one is a 400), empty or omitted = every environment, including ones added later; \`description\` up to 2,000 characters; \`enabled\` (default true): a disabled webhook gets no new deliveries and its pending ones wait until it is enabled again.`;
-const EVENTS = "Events: creating a flag emits flag.created, a PATCH that changes it flag.updated, deleting it flag.deleted, each once per environment of the project with that environment's state (previousState = currentState for created and updated; currentState.enabled false for deleted); a state PUT that turns enabled on emits flag.enabled, off flag.disabled (also when the rollout changes with it), one that changes only rolloutPercentage flag.updated; a PATCH or PUT that changes nothing emits nothing. Payload `{ id: \"evt_...\", event, projectSlug, environment, timestamp, data: { flagKey, previousState: { enabled }, currentState: { enabled } } }`, the same bytes on every delivery of the event.";
+const EVENTS = "Events: creating a flag emits flag.created, a PATCH that changes it flag.updated, deleting it flag.deleted, each once per environment of the project with that environment's state (previousState = currentState for created and updated; currentState.enabled false for deleted); a state PUT that turns enabled on emits flag.enabled, off flag.disabled (also when the rollout changes with it), one that changes only rolloutPercentage flag.updated; a PATCH or PUT that changes nothing emits nothing. Payload `{ id: \"evt_...\", event, projectSlug, environment, timestamp, data: { flagKey, previousState: { enabled }, currentState: { enabled } } }`, the same bytes on every delivery of the event; the flag.updated of a rollout-only state PUT also carries `rolloutPercentage` (a number, or null when unset) in both states, `{ enabled, rolloutPercentage }`, and no other event does.";
 const DELIVERY = `Deliveries: a POST of the event's JSON payload with \`Content-Type: application/json\`, \`X-Service-Signature: sha256=<hex HMAC-SHA256 of the body keyed with the secret>\`, \`X-Service-Event\`, \`X-Service-Delivery\` (the delivery id), \`User-Agent: flagsvc-webhooks/VERSION\`. Success: a 2xx within SVC_WEBHOOK_TIMEOUT_MS; redirects are not followed. Retries after SVC_WEBHOOK_RETRY_DELAYS (default 1 min, 5 min, 30 min, 2 h); the 5th failed attempt marks the delivery failed. At-least-once: dedupe by the payload's \`id\`.`;
 
 export const webhooksRoutes = (ctx: AppContext) =>
@@ -103,7 +103,21 @@ export const webhooksRoutes = (ctx: AppContext) =>
         detail: {
           tags: TAGS,
           summary: "Redeliver an event",
-          description: `No body. For a failed (or succeeded) delivery: 202 with a new delivery of the same event to the same webhook (same event id, same payload bytes, signed with the webhook's current secret), \`redeliveryOf\` set to the given id, attempted at once and retried on the same schedule. The original delivery keeps its state. 409 CONFLICT when the delivery is still pending (it will be attempted anyway) or the webhook is disabled. Unknown id 404. ${WHO}`,
+          description: `No body. For a failed (or succeeded) delivery: 202 with a new delivery of the same event to the same webhook (same event id, same payload bytes, signed with the webhook's current secret), \`redeliveryOf\` set to the given id, attempted at once and retried on the same schedule. The original delivery keeps its state. 409 CONFLICT when the delivery is still pending (it will be attempted anyway; to attempt it now, see attempt-now) or the webhook is disabled. Unknown id 404. ${WHO}`,
+        },
+      },
+    )
+    .post(
+      "/v1/webhook-deliveries/:deliveryId/attempt-now",
+      ({ principal, params, status }) => status(202, attemptNow(ctx, principal, params.deliveryId)),
+      {
+        access: "webhooks",
+        params: DeliveryParams,
+        response: { 202: Delivery },
+        detail: {
+          tags: TAGS,
+          summary: "Attempt a pending delivery now",
+          description: `No body. For a pending delivery waiting for a retry: it is attempted now instead of at its \`nextAttemptAt\`. 202 with the same delivery (no new one), \`nextAttemptAt\` set to the time of the request (due now), \`attempts\` and the last attempt's fields as they were; the outcome shows in the delivery list a moment later. The attempt is the delivery's next one on the schedule: it counts in \`attempts\` (5 at most), and if it fails the following retry is due after the schedule's delay for it, counted from this attempt (the attempt that was due later is not made in addition); the failure of the 5th attempt marks it failed. A delivery already due (its attempt in flight or about to start) is answered as it is and attempted once, never twice at the same time. Deliveries already due to the same webhook go first. 409 CONFLICT when the delivery is not pending (failed: redeliver it instead; succeeded: nothing is left to attempt) or the webhook is disabled (its pending deliveries resume when it is enabled). Unknown id 404. ${WHO}`,
         },
       },
     );

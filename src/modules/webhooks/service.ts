@@ -253,6 +253,34 @@ export function redeliver(ctx: AppContext, principal: Principal, deliveryId: str
 }
 
 /**
+ * POST /v1/webhook-deliveries/{id}/attempt-now: a pending delivery waiting for a retry becomes
+ * due now (`nextAttemptAt` = now) and the sender is woken as for a new delivery. The attempt is
+ * the delivery's next one on its schedule: it counts in `attempts`, and a failure schedules the
+ * following retry by the delays, from this attempt. One already due (its attempt in flight, or
+ * about to start: the sender holds a delivery from its start until its outcome is stored, and
+ * only due deliveries are started) is answered as it is, and attempted once. 409 when it is not
+ * pending (a failed one may be redelivered) or while the webhook is disabled.
+ */
+export function attemptNow(ctx: AppContext, principal: Principal, deliveryId: string): DeliveryRecord {
+  const record = transaction(ctx, () => {
+    const delivery = selectDeliveries(ctx).where(eq(webhookDeliveries.id, deliveryId)).get();
+    if (!delivery) throw notFound(`Delivery ${deliveryId}`);
+    const webhook = requireWebhook(ctx, principal, delivery.webhookId);
+    if (delivery.status === "failed") {
+      throw conflict(`Delivery ${deliveryId} has failed and is not attempted again: redeliver it (POST /v1/webhook-deliveries/${deliveryId}/redeliver)`);
+    }
+    if (delivery.status === "succeeded") throw conflict(`Delivery ${deliveryId} has succeeded: nothing is left to attempt`);
+    if (!webhook.enabled) throw conflict(`Webhook ${webhook.id} is disabled: enable it to resume its pending deliveries`);
+    const now = iso(ctx.clock.now());
+    if (delivery.nextAttemptAt !== null && delivery.nextAttemptAt <= now) return delivery; // due already
+    ctx.db.update(webhookDeliveries).set({ nextAttemptAt: now }).where(eq(webhookDeliveries.id, deliveryId)).run();
+    return { ...delivery, nextAttemptAt: now };
+  });
+  ctx.deliveries.kick([record.webhookId]);
+  return record;
+}
+
+/**
  * The server's webhook jobs: a pass over due deliveries every second (retries; the first
  * attempt is kicked by the write itself), the retention clean-up daily at 03:41, and a pass
  * right away for deliveries that came due while the process was down.
