@@ -3,10 +3,11 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { noContent } from "../../http/schema";
 import type { Principal } from "../../http/access";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, clientAddress } from "../../http/auth";
 import { iso } from "../../lib/clock";
 import { User } from "../users/model";
 import { LoginBody, LoginResult } from "./model";
+import { HashGate } from "./hash-gate";
 import { login, LoginThrottle } from "./service";
 
 const TAGS = ["Authentication"];
@@ -18,13 +19,14 @@ function sessionUser(p: Principal) {
 }
 
 export const authRoutes = (ctx: AppContext) => {
-  const throttle = new LoginThrottle(ctx.clock);
+  const limits = { throttle: new LoginThrottle(ctx.clock), gate: new HashGate() };
   return new Elysia({ name: "flagsvc/auth" })
     .use(accessGuard())
     .post(
       "/v1/auth/login",
-      async ({ body }) => {
-        const { token, expiresAt, user } = await login(ctx, throttle, body);
+      async ({ body, request, server }) => {
+        const client = clientAddress(request, server, ctx.config.behindProxy);
+        const { token, expiresAt, user } = await login(ctx, limits, client, body);
         return { token, expiresAt: iso(expiresAt), user };
       },
       {
