@@ -38,7 +38,10 @@ export const authRoutes = (ctx: AppContext) => {
           description:
             "No credential needed. Returns a JWT (HS256, valid 1 hour, claims `sub`, `role`, `exp`, `iat`, `jti`) to send as `Authorization: Bearer <token>`. " +
             "Emails are compared lower-case. A wrong email and a wrong password get the same 401 `Invalid email or password` after the same work. " +
-            "After 10 failed logins for one email within 15 minutes of the first, that email gets 429 `RATE_LIMITED` (with `retryAfter` and `Retry-After`; its X-RateLimit-* are the lockout's: limit 10, remaining 0, reset when it ends), even with the right password, until the 15 minutes have passed; a successful login clears the count.",
+            "After 10 failed logins for one email within 15 minutes of the first, that email gets 429 `RATE_LIMITED` (with `retryAfter` and `Retry-After`; its X-RateLimit-* are the lockout's: limit 10, remaining 0, reset when it ends), even with the right password, until the 15 minutes have passed; a successful login clears the count. " +
+            `Password checks are bounded: at most one per core at once (${limits.gate.slots} here), at most ${limits.gate.share} per client address running or waiting, and ${limits.gate.queueSize} waiting in all, served in turn by address. ` +
+            "Past its share, an address gets at once 429 `RATE_LIMITED` `Too many logins in progress from this address; retry after 1 s` (`retryAfter: 1`, `Retry-After: 1`; X-RateLimit-Limit the share, Remaining 0, Reset one second on), and with every place taken `Too many logins in progress; retry after 1 s` (X-RateLimit-Limit all places); neither counts as a failed login. " +
+            "The address is the one the rate limit counts: the connection's, or behind a proxy (`SVC_BEHIND_PROXY`) the last `X-Forwarded-For` entry. The lockout is checked first.",
           security: [],
         },
       },
