@@ -1,10 +1,12 @@
 /**
  * POST /v1/auth/login under load: the bound on password checks (hash-gate.ts). Client addresses
- * are injected as a proxy would send them (SVC_BEHIND_PROXY, the last X-Forwarded-For entry);
- * the argon2id checks are counted by watching Bun.password.verify (it still runs).
+ * are injected as a proxy would send them (SVC_BEHIND_PROXY, the last X-Forwarded-For entry).
+ * The argon2id checks are counted by watching Bun.password.verify; where the order matters, the
+ * test holds the checks that started until it lets them run (then they run as always), so that
+ * none ends before every request of a burst has been admitted or refused.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, spyOn, test } from "bun:test";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/db/client";
 import { HASH_QUEUE, HASH_SHARE, HASH_SLOTS } from "../../src/modules/auth/hash-gate";
@@ -19,15 +21,36 @@ const SHARE_REFUSAL = { error: "RATE_LIMITED", message: "Too many logins in prog
 const FULL_REFUSAL = { error: "RATE_LIMITED", message: "Too many logins in progress; retry after 1 s", retryAfter: 1 };
 
 let h: TestApp;
+const realVerify = Bun.password.verify.bind(Bun.password);
 let verify: ReturnType<typeof spyOn<typeof Bun.password, "verify">>;
-beforeAll(() => {
+/** Lets held checks run (a failed test leaves none waiting). */
+let release = () => {};
+beforeEach(() => {
   verify = spyOn(Bun.password, "verify");
 });
 afterEach(() => {
+  release();
   h?.close();
-  verify.mockClear();
+  verify.mockRestore();
 });
-afterAll(() => verify.mockRestore());
+
+/** Checks started from now on wait for `release()`, then run. */
+function holdChecks(): void {
+  const held = new Promise<void>((r) => (release = r));
+  verify.mockImplementation(async (...args) => {
+    await held;
+    return realVerify(...args);
+  });
+}
+
+/** `work()` started with its checks held, released `ms` later; its result. */
+async function heldFor<T>(ms: number, work: () => Promise<T>): Promise<T> {
+  holdChecks();
+  const result = work();
+  await Bun.sleep(ms);
+  release();
+  return result;
+}
 
 const proxied = () => (h = testApp({ SVC_ADMIN_PASSWORD: PASSWORD, SVC_BEHIND_PROXY: "true" }));
 
@@ -57,7 +80,7 @@ describe("login: a share of the password checks per client address", () => {
   test("past its share, an address gets a fast 429 with Retry-After, and no check runs", async () => {
     proxied();
     const before = stored();
-    const answers = await burst(HASH_SHARE + 4, "203.0.113.1");
+    const answers = await heldFor(100, () => burst(HASH_SHARE + 4, "203.0.113.1"));
     const checked = answers.filter((a) => a.status === 401);
     const refused = answers.filter((a) => a.status === 429);
     expect(checked).toHaveLength(HASH_SHARE);
@@ -76,7 +99,13 @@ describe("login: a share of the password checks per client address", () => {
 
   test("another address is checked while one holds its share; the share is free again afterwards", async () => {
     proxied();
-    const [hammer, other] = await Promise.all([burst(HASH_SHARE + 4, "203.0.113.1"), login("203.0.113.2", EMAIL, PASSWORD)]);
+    holdChecks();
+    const hammering = burst(HASH_SHARE + 4, "203.0.113.1");
+    await Bun.sleep(50);
+    const checking = login("203.0.113.2", EMAIL, PASSWORD);
+    await Bun.sleep(50);
+    release();
+    const [hammer, other] = await Promise.all([hammering, checking]);
     expect(hammer.filter((a) => a.status === 429)).toHaveLength(4);
     expect(other.status).toBe(200);
     expect(verify).toHaveBeenCalledTimes(HASH_SHARE + 1);
@@ -85,7 +114,7 @@ describe("login: a share of the password checks per client address", () => {
 
   test("requests without an address (app.handle, no proxy) are one client: `unknown`", async () => {
     h = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
-    const answers = await burst(HASH_SHARE + 2, null);
+    const answers = await heldFor(100, () => burst(HASH_SHARE + 2, null));
     expect(answers.map((a) => a.status).sort()).toEqual([...Array(HASH_SHARE).fill(401), 429, 429]);
     expect(answers.find((a) => a.status === 429)!.body).toEqual(SHARE_REFUSAL);
   }, ARGON_TESTS_MS);
@@ -94,8 +123,9 @@ describe("login: a share of the password checks per client address", () => {
     proxied();
     const places = HASH_SLOTS + HASH_QUEUE;
     const addresses = Math.ceil(places / HASH_SHARE);
+    holdChecks();
     const holders = Array.from({ length: addresses }, (_, i) => burst(Math.min(HASH_SHARE, places - i * HASH_SHARE), `203.0.113.${10 + i}`));
-    await Bun.sleep(20); // every holder admitted (none of their checks has ended: each takes longer)
+    await Bun.sleep(100); // every holder admitted, no check ended
     const before = stored();
     const late = await login("203.0.113.99");
     expect(late.status).toBe(429);
@@ -104,6 +134,7 @@ describe("login: a share of the password checks per client address", () => {
     expect(late.headers.get("x-ratelimit-limit")).toBe(String(places));
     expect(late.headers.get("x-ratelimit-remaining")).toBe("0");
     expect(stored()).toBe(before);
+    release();
     const held = (await Promise.all(holders)).flat();
     expect(held.map((a) => a.status)).toEqual(Array(places).fill(401));
     expect(verify).toHaveBeenCalledTimes(places);
@@ -114,7 +145,7 @@ describe("login: a share of the password checks per client address", () => {
 describe("login: the gate and the failed-login lockout", () => {
   test("a 429 for a full share is not a failed password: the lockout comes after 10 checked failures", async () => {
     proxied();
-    const first = await burst(HASH_SHARE + 6, "203.0.113.1");
+    const first = await heldFor(100, () => burst(HASH_SHARE + 6, "203.0.113.1"));
     expect(first.filter((a) => a.status === 429)).toHaveLength(6);
     for (let i = HASH_SHARE; i < 10; i++) expect((await login("203.0.113.1")).status).toBe(401);
     const locked = await login("203.0.113.1", EMAIL, PASSWORD);

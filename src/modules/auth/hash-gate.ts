@@ -1,7 +1,7 @@
 /**
  * A bound on password hashing (issue 20, point 5): each login's argon2id check takes 64 MiB and
- * a core for ~0.1 s, and without a bound one client sending logins in parallel held every
- * login for everyone for seconds. The gate runs at most `slots` checks at once; a client
+ * a core for a tenth of a second or more, and without a bound one client sending logins in
+ * parallel held every login for everyone for seconds. The gate runs at most `slots` checks at once; a client
  * (address) holds at most `share` places, running or waiting; the others wait in a queue of at
  * most `queueSize`, served in turn by client (each client with waiters in the order it first
  * waited, one check each), so one client cannot fill it ahead of another. Past its share, or
@@ -14,7 +14,7 @@ import { availableParallelism } from "node:os";
 export const HASH_SLOTS = Math.max(1, availableParallelism());
 /** Places per client, running or waiting: half the slots, so another client always finds one. */
 export const HASH_SHARE = Math.max(1, Math.floor(HASH_SLOTS / 2));
-/** Checks waiting at most: each waits for at most two checks to finish before its own starts. */
+/** Checks waiting at most: a check waits at most two checks' time (2 × slots ahead of it) to start. */
 export const HASH_QUEUE = 2 * HASH_SLOTS;
 
 /** Why a check was refused: its client holds its share, or every slot and place is taken. */
