@@ -18,6 +18,8 @@
  * First, in this process, it counts the objects each variant's request leaves to the garbage
  * collector, and prints what the guard adds (see `allocations`).
  * Usage: bun scripts/bench/auth.ts [--launches N] [--rounds N per launch] [--seconds N]
+ * With `--login`, it measures instead valid logins while another address hammers the login
+ * route, before and after (auth-login.ts).
  */
 import { rmSync } from "node:fs";
 import { heapStats } from "bun:jsc";
@@ -31,6 +33,7 @@ import { createContext } from "../../src/server";
 import { loadTls } from "../../src/tls";
 import { seedApiKey, tempDir } from "../../test/helpers";
 import { cpuSeconds, ensureWrk, median, pinServer, runWrk } from "../lib/wrk";
+import { loginBench } from "./auth-login";
 
 type Variant = "bare" | "guarded";
 const arg = (name: string) => process.argv[process.argv.indexOf(name) + 1];
@@ -221,6 +224,7 @@ async function allocations(): Promise<void> {
 }
 
 if (process.argv.includes("--serve")) await serve(arg("--serve") as Variant);
+else if (process.argv.includes("--login")) await loginBench(process.argv);
 else {
   await allocations();
   await measure(num("--launches", 6), num("--rounds", 4), num("--seconds", 4));

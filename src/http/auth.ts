@@ -69,9 +69,10 @@ export function admitter(ctx: AppContext) {
 /**
  * Behind a proxy, the last `X-Forwarded-For` entry: the address the proxy itself saw (proxies
  * append it); entries before it are whatever the client sent, and would let it pick a fresh
- * address, and a fresh limit, per request.
+ * address, and a fresh limit, per request. Without a server (`app.handle` in tests) and without
+ * a forwarded address: `unknown`, one client for all such requests.
  */
-function clientAddress(request: Request, server: Server<unknown> | null, behindProxy: boolean): string {
+export function clientAddress(request: Request, server: Server<unknown> | null, behindProxy: boolean): string {
   if (behindProxy) {
     const forwarded = request.headers.get("x-forwarded-for");
     const last = forwarded?.slice(forwarded.lastIndexOf(",") + 1).trim();

@@ -3,10 +3,11 @@ import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { noContent } from "../../http/schema";
 import type { Principal } from "../../http/access";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, clientAddress } from "../../http/auth";
 import { iso } from "../../lib/clock";
 import { User } from "../users/model";
 import { LoginBody, LoginResult } from "./model";
+import { HashGate } from "./hash-gate";
 import { login, LoginThrottle } from "./service";
 
 const TAGS = ["Authentication"];
@@ -18,13 +19,14 @@ function sessionUser(p: Principal) {
 }
 
 export const authRoutes = (ctx: AppContext) => {
-  const throttle = new LoginThrottle(ctx.clock);
+  const limits = { throttle: new LoginThrottle(ctx.clock), gate: new HashGate() };
   return new Elysia({ name: "flagsvc/auth" })
     .use(accessGuard())
     .post(
       "/v1/auth/login",
-      async ({ body }) => {
-        const { token, expiresAt, user } = await login(ctx, throttle, body);
+      async ({ body, request, server }) => {
+        const client = clientAddress(request, server, ctx.config.behindProxy);
+        const { token, expiresAt, user } = await login(ctx, limits, client, body);
         return { token, expiresAt: iso(expiresAt), user };
       },
       {
@@ -36,7 +38,10 @@ export const authRoutes = (ctx: AppContext) => {
           description:
             "No credential needed. Returns a JWT (HS256, valid 1 hour, claims `sub`, `role`, `exp`, `iat`, `jti`) to send as `Authorization: Bearer <token>`. " +
             "Emails are compared lower-case. A wrong email and a wrong password get the same 401 `Invalid email or password` after the same work. " +
-            "After 10 failed logins for one email within 15 minutes of the first, that email gets 429 `RATE_LIMITED` (with `retryAfter` and `Retry-After`; its X-RateLimit-* are the lockout's: limit 10, remaining 0, reset when it ends), even with the right password, until the 15 minutes have passed; a successful login clears the count.",
+            "After 10 failed logins for one email within 15 minutes of the first, that email gets 429 `RATE_LIMITED` (with `retryAfter` and `Retry-After`; its X-RateLimit-* are the lockout's: limit 10, remaining 0, reset when it ends), even with the right password, until the 15 minutes have passed; a successful login clears the count. " +
+            `Password checks are bounded: at most one per core at once (${limits.gate.slots} here), at most ${limits.gate.share} per client address running or waiting, and ${limits.gate.queueSize} waiting in all, served in turn by address. ` +
+            "Past its share, an address gets at once 429 `RATE_LIMITED` `Too many logins in progress from this address; retry after 1 s` (`retryAfter: 1`, `Retry-After: 1`; X-RateLimit-Limit the share, Remaining 0, Reset one second on), and with every place taken `Too many logins in progress; retry after 1 s` (X-RateLimit-Limit all places); neither counts as a failed login. " +
+            "The address is the one the rate limit counts: the connection's, or behind a proxy (`SVC_BEHIND_PROXY`) the last `X-Forwarded-For` entry. The lockout is checked first.",
           security: [],
         },
       },

@@ -2,12 +2,14 @@
  * Login: password check with equal work for unknown emails, and the failed-login lockout
  * (decisions §4): after 10 failures for one email within 15 minutes of the first, that email
  * gets 429 until those 15 minutes have passed, whatever the password. Held in memory with the
- * injected clock; entries are dropped once their window ends, and the table is capped.
+ * injected clock; entries are dropped once their window ends, and the table is capped. The
+ * check itself runs through a HashGate (hash-gate.ts): a bounded, fair share of the cores.
  */
 import type { AppContext } from "../../context";
 import { ApiError } from "../../http/errors";
 import type { Clock } from "../../lib/clock";
 import { findUserForLogin, normalizeEmail, type UserRecord } from "../users/service";
+import type { HashGate } from "./hash-gate";
 
 export const MAX_FAILURES = 10;
 export const LOCKOUT_WINDOW_MS = 15 * 60_000;
@@ -34,14 +36,13 @@ export class LoginThrottle {
     }
   }
 
-  /** Seconds until `email` may try again (0 when it may now), and that moment in Unix seconds. */
-  lockout(email: string): { retryAfter: number; until: number } {
+  /** Seconds until `email` may try again (0 when it may now). */
+  lockout(email: string): number {
     const now = this.clock.now();
     this.sweep(now);
     const f = this.failures.get(email);
-    if (f === undefined || f.count < MAX_FAILURES) return { retryAfter: 0, until: 0 };
-    const retryAfter = Math.max(1, Math.ceil((f.first + LOCKOUT_WINDOW_MS - now) / 1000));
-    return { retryAfter, until: Math.ceil(now / 1000) + retryAfter };
+    if (f === undefined || f.count < MAX_FAILURES) return 0;
+    return Math.max(1, Math.ceil((f.first + LOCKOUT_WINDOW_MS - now) / 1000));
   }
 
   fail(email: string): void {
@@ -75,38 +76,66 @@ export const DUMMY_HASH = "$argon2id$v=19$m=65536,t=2,p=1$s6KqI0KLw7PeDLkNcTgkL2
 
 const unauthorized = () => new ApiError(401, "UNAUTHORIZED", INVALID_LOGIN);
 
+/**
+ * A login's 429: `retryAfter` in the body and `Retry-After`, and X-RateLimit-* of the bound that
+ * refused it (its `limit`, nothing left, reset when the wait ends) rather than the caller's
+ * per-minute values, which would tell it to come back within the minute.
+ */
+function tooMany(message: string, retryAfter: number, limit: number, now: number): ApiError {
+  return new ApiError(
+    429,
+    "RATE_LIMITED",
+    `${message}; retry after ${retryAfter} s`,
+    undefined,
+    {
+      "retry-after": String(retryAfter),
+      "x-ratelimit-limit": String(limit),
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-reset": String(Math.ceil(now / 1000) + retryAfter),
+    },
+    { retryAfter },
+  );
+}
+
+/** A check refused by the gate may be sent again in a second: a check takes a fraction of one. */
+const GATE_RETRY_AFTER = 1;
+
+/** What a login is checked against: the lockout per email, the hashing bound per client. */
+export interface LoginLimits {
+  throttle: LoginThrottle;
+  gate: HashGate;
+}
+
+/**
+ * `client`: the caller's address as the rate limiter counts it (src/http/auth.ts). The order,
+ * all decided in one turn before anything waits: the email's lockout, then the caller's place
+ * in the hashing gate (a refusal there is no failed password), then the attempt counts as a
+ * failure until it succeeds.
+ */
 export async function login(
   ctx: AppContext,
-  throttle: LoginThrottle,
+  { throttle, gate }: LoginLimits,
+  client: string,
   input: { email: string; password: string },
 ): Promise<{ token: string; expiresAt: number; user: UserRecord }> {
   const email = normalizeEmail(input.email);
-  const { retryAfter, until } = throttle.lockout(email);
-  if (retryAfter > 0) {
-    // The X-RateLimit-* of this answer are the lockout's (the caller's own per-minute values
-    // would tell it to come back within the minute).
-    throw new ApiError(
-      429,
-      "RATE_LIMITED",
-      `Too many failed logins for this email; retry after ${retryAfter} s`,
-      undefined,
-      {
-        "retry-after": String(retryAfter),
-        "x-ratelimit-limit": String(MAX_FAILURES),
-        "x-ratelimit-remaining": "0",
-        "x-ratelimit-reset": String(until),
-      },
-      { retryAfter },
-    );
-  }
-  // Counted as a failure before the check, in the same turn as the lockout test: logins sent in
-  // parallel cannot try more than MAX_FAILURES passwords while earlier checks run. A success
-  // clears the count.
-  throttle.fail(email);
-  const user = findUserForLogin(ctx, email);
+  const retryAfter = throttle.lockout(email);
+  if (retryAfter > 0) throw tooMany("Too many failed logins for this email", retryAfter, MAX_FAILURES, ctx.clock.now());
   // The same argon2id verification whether or not the email exists.
-  const ok = await Bun.password.verify(input.password, user?.passwordHash ?? DUMMY_HASH);
-  if (!user || !ok) throw unauthorized();
+  const checked = gate.run(client, async () => {
+    const user = findUserForLogin(ctx, email);
+    return (await Bun.password.verify(input.password, user?.passwordHash ?? DUMMY_HASH)) ? user : undefined;
+  });
+  if (checked === "share") {
+    throw tooMany("Too many logins in progress from this address", GATE_RETRY_AFTER, gate.share, ctx.clock.now());
+  }
+  if (checked === "full") throw tooMany("Too many logins in progress", GATE_RETRY_AFTER, gate.slots + gate.queueSize, ctx.clock.now());
+  // Counted as a failure before the check, in the same turn as the lockout test: logins sent in
+  // parallel cannot try more than MAX_FAILURES passwords while earlier checks run or wait. A
+  // success clears the count.
+  throttle.fail(email);
+  const user = await checked;
+  if (!user) throw unauthorized();
   throttle.succeed(email);
   // Before the token is made: a user just created by `flagsvc admin create-user` becomes known,
   // and a password just set by `reset-password` dates the token after the change (issued on the
