@@ -22,7 +22,10 @@ const DESCRIPTION = `Self-hosted feature-flag service.
 Every request carries \`Authorization: Bearer <credential>\` (an API key \`svc_sk_{scope}_...\`, an admin key
 \`svc_admin_...\` or a login JWT), except \`GET /v1/health\`, \`POST /v1/auth/login\` and these documentation routes.
 Errors have the body \`{ "error": CODE, "message": TEXT }\`, plus \`details: [{ path, message }]\` for
-validation errors. Every response carries \`X-Request-Id\` (an incoming sane one is kept) and
+validation errors and for the 401 of a request without an \`Authorization\` header (at \`headers.authorization\`).
+A refused credential is told what the endpoint takes: API keys get the spec's 401 \`Invalid or expired API key\`
+and 403 \`This key scope does not have access to this endpoint\`; an admin key or a login token on an endpoint that
+takes API keys only gets 403 naming them (\`Evaluation takes a project API key of scope eval, test or full\`). Every response carries \`X-Request-Id\` (an incoming sane one is kept) and
 \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, \`X-RateLimit-Reset\`.
 Request bodies are JSON (\`Content-Type: application/json\`), at most 1 MiB; unknown fields are rejected.`;
 
@@ -38,7 +41,8 @@ const ERROR_SCHEMA = {
     message: { type: "string" },
     details: {
       type: "array",
-      description: "VALIDATION_ERROR only: one entry per problem; path reads like body.variants[0].key or query.page",
+      description:
+        "VALIDATION_ERROR: one entry per problem; path reads like body.variants[0].key or query.page. UNAUTHORIZED without an Authorization header: one entry at headers.authorization",
       items: { type: "object", required: ["path", "message"], properties: { path: { type: "string" }, message: { type: "string" } } },
     },
     retryAfter: { type: "integer", description: "RATE_LIMITED only: seconds until the window resets" },
