@@ -6,3 +6,7 @@ declare module "*.js.asset" {
   const path: string;
   export default path;
 }
+declare module "*.ico" {
+  const path: string;
+  export default path;
+}

@@ -26,6 +26,8 @@ interface Rule {
   scopes: readonly Scope[];
   adminKey: boolean;
   roles: { read: readonly Role[]; write: readonly Role[] };
+  /** The group's name in the 403 that says what it takes (default "This endpoint"). */
+  label?: string;
 }
 
 const ALL_ROLES = ROLES;
@@ -33,9 +35,9 @@ const NONE: readonly never[] = [];
 
 export const ACCESS = {
   /** POST /v1/evaluate, /v1/evaluate/batch */
-  evaluate: { scopes: ["eval", "test", "full"], adminKey: false, roles: { read: NONE, write: NONE } },
+  evaluate: { scopes: ["eval", "test", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "Evaluation" },
   /** /v1/testing/... */
-  testing: { scopes: ["test", "full"], adminKey: false, roles: { read: NONE, write: NONE } },
+  testing: { scopes: ["test", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "The Testing API" },
   /** GET /v1/projects and /v1/projects/{slug} (GET, PATCH, DELETE) */
   projects: { scopes: ["mgmt", "full"], adminKey: true, roles: { read: ALL_ROLES, write: ["admin"] } },
   /** POST /v1/projects: admin key or admin JWT only */
@@ -58,7 +60,21 @@ export type AccessGroup = keyof typeof ACCESS;
 
 export type Decision =
   | { allow: true }
-  | { allow: false; status: 401 | 403; message: string };
+  | { allow: false; status: 401 | 403; message: string; details?: { path: string; message: string }[] };
+
+/** How a request without a caller failed: no `Authorization` header, or one that names no valid key or token. */
+export type Failure = "missing" | "key" | "token";
+
+/** "a, b or c" */
+const orList = (items: readonly string[]) => (items.length < 2 ? items.join("") : `${items.slice(0, -1).join(", ")} or ${items.at(-1)}`);
+
+/**
+ * What a group takes, for a caller whose kind of credential it never takes (an admin key or a
+ * login token on evaluation): read from the table, so that the message cannot drift from it.
+ * API keys never see it (the spec fixes their message).
+ */
+const takes = (rule: Rule) =>
+  `${rule.label ?? "This endpoint"} takes ${rule.scopes.length > 0 ? `a project API key of scope ${orList(rule.scopes)}` : "a login token (POST /v1/auth/login)"}`;
 
 export const MESSAGES = {
   invalidKey: "Invalid or expired API key",
@@ -66,22 +82,19 @@ export const MESSAGES = {
   scope: "This key scope does not have access to this endpoint",
   otherProject: "This key does not have access to this project",
   role: (role: Role) => `The role ${role} does not have access to this endpoint`,
+  takes: (group: AccessGroup) => takes(ACCESS[group]),
+  /** The `details` entry of the 401 for a request without an `Authorization` header. */
+  missingHeader: "Missing: send Authorization: Bearer <credential>",
 } as const;
 
 const ALLOW = { allow: true } as const;
 
 /**
- * The decision for one request. `failure` tells how a sent credential failed (for the 401
- * message); `projectSlug` is the `{slug}` of the path, when the route has one.
+ * The decision for one request. `failure` tells how a request without a caller failed (for the
+ * 401's message and details); `projectSlug` is the `{slug}` of the path, when the route has one.
  */
-export function decide(
-  principal: Principal | null,
-  group: AccessGroup,
-  method: string,
-  projectSlug?: string,
-  failure: "key" | "token" = "key",
-): Decision {
-  if (principal === null) return { allow: false, status: 401, message: failure === "token" ? MESSAGES.invalidToken : MESSAGES.invalidKey };
+export function decide(principal: Principal | null, group: AccessGroup, method: string, projectSlug?: string, failure: Failure = "key"): Decision {
+  if (principal === null) return refuseAnonymous(failure);
   const rule: Rule = ACCESS[group];
   switch (principal.kind) {
     case "apiKey":
@@ -89,10 +102,22 @@ export function decide(
       if (projectSlug !== undefined && projectSlug !== principal.projectSlug) return { allow: false, status: 403, message: MESSAGES.otherProject };
       return ALLOW;
     case "adminKey":
-      return rule.adminKey ? ALLOW : { allow: false, status: 403, message: MESSAGES.scope };
+      return rule.adminKey ? ALLOW : { allow: false, status: 403, message: takes(rule) };
     case "user": {
       const roles = method === "GET" || method === "HEAD" ? rule.roles.read : rule.roles.write;
-      return roles.includes(principal.role) ? ALLOW : { allow: false, status: 403, message: MESSAGES.role(principal.role) };
+      if (roles.includes(principal.role)) return ALLOW;
+      const anyRole = rule.roles.read.length > 0 || rule.roles.write.length > 0;
+      return { allow: false, status: 403, message: anyRole ? MESSAGES.role(principal.role) : takes(rule) };
     }
   }
+}
+
+/**
+ * The 401 of decisions §3, with the spec's message for keys; a request that sent no
+ * `Authorization` header at all is told so in `details`.
+ */
+function refuseAnonymous(failure: Failure): Decision {
+  if (failure === "token") return { allow: false, status: 401, message: MESSAGES.invalidToken };
+  if (failure === "key") return { allow: false, status: 401, message: MESSAGES.invalidKey };
+  return { allow: false, status: 401, message: MESSAGES.invalidKey, details: [{ path: "headers.authorization", message: MESSAGES.missingHeader }] };
 }

@@ -86,8 +86,8 @@ export function clientAddress(request: Request, server: Server<unknown> | null, 
  * with the table's message. Shared by the guard below and the native routes (native.ts).
  */
 export function authorize(auth: Resolution, group: AccessGroup, method: string, projectSlug?: string): Principal {
-  const d = decide(auth.principal, group, method, projectSlug, auth.failure === "token" ? "token" : "key");
-  if (!d.allow) throw new ApiError(d.status, d.status === 401 ? "UNAUTHORIZED" : "FORBIDDEN", d.message);
+  const d = decide(auth.principal, group, method, projectSlug, auth.failure ?? "key");
+  if (!d.allow) throw new ApiError(d.status, d.status === 401 ? "UNAUTHORIZED" : "FORBIDDEN", d.message, d.details);
   return auth.principal!;
 }
 

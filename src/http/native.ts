@@ -114,16 +114,16 @@ function compile(route: NativeRoute, shared: Shared): NativeHandler {
 
   /** Body read, access, body parse and validation, handler: everything after admission. */
   async function withBody(request: Request, auth: Resolution, headers: ResponseHeaders, requestId: string, startedAt: number): Promise<Response> {
-    let text: string;
+    let bytes: Uint8Array;
     try {
-      text = await readBody(request);
+      bytes = await readBody(request);
     } catch (e) {
       // As Elysia's parse stage: 413 as it is, a broken stream as an unreadable body.
       return fail(e instanceof ApiError ? e : unreadableBody(), headers, requestId, startedAt);
     }
     try {
       const principal = authorize(auth, access, method);
-      const body = parseJsonBody(text, request.headers.get("content-type"));
+      const body = parseJsonBody(bytes, request.headers.get("content-type"));
       if (!(accepts?.(body) || checker.Check(body))) {
         throw validationError("Invalid request", validationDetails("body", valueErrors(checker, body)));
       }

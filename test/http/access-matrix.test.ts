@@ -42,6 +42,12 @@ const ALLOWED: Record<Exclude<AccessGroup, "evaluate">, { read: string[]; write:
   session: { read: ["JWT admin", "JWT editor", "JWT viewer"], write: ["JWT admin", "JWT editor", "JWT viewer"] },
 };
 
+/** The 403 for a kind of credential a group never takes (admin keys, login tokens): what it takes. */
+const TAKES: Partial<Record<AccessGroup, string>> = {
+  testing: "The Testing API takes a project API key of scope test or full",
+  session: "This endpoint takes a login token (POST /v1/auth/login)",
+};
+
 interface Fixture {
   slug: string;
   headers: Record<string, string>;
@@ -191,8 +197,10 @@ COLUMNS.forEach((column, i) => {
             expect(answer.status).toBe(403);
             const body = answer === res ? JSON.parse(text) : await answer.json();
             expect(body.error).toBe("FORBIDDEN");
-            if (column.kind === "key" || column.kind === "admin") expect(body.message).toBe(MESSAGES.scope);
-            if (column.kind === "user") expect(body.message).toBe(MESSAGES.role(column.role));
+            // Keys get the spec's message; a credential the group never takes is told what it takes.
+            if (column.kind === "key") expect(body.message).toBe(MESSAGES.scope);
+            if (column.kind === "admin") expect(body.message).toBe(TAKES[e.group]!);
+            if (column.kind === "user") expect(body.message).toBe(TAKES[e.group] ?? MESSAGES.role(column.role));
           }
         }
       });
@@ -202,13 +210,16 @@ COLUMNS.forEach((column, i) => {
 
 describe("without a valid credential", () => {
   const f: Fixture = { slug: "default", headers: {}, rotateKeyId: "key_x", deleteKeyId: "key_x", userId: "usr_x", adminKeyId: "key_x", sessionId: "sess_x", webhookId: "wh_x", doomedWebhookId: "wh_x", deliveryId: "del_x", pendingDeliveryId: "del_x" };
-  const cases: [string, Record<string, string>, string][] = [
-    ["no Authorization header", {}, "Invalid or expired API key"],
-    ["an unknown key", bearer("svc_sk_mgmt_0123456789abcdefghijklmnopqrstuv"), "Invalid or expired API key"],
-    ["a malformed value", { authorization: "Token abc" }, "Invalid or expired API key"],
-    ["a bad JWT", bearer("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"), "Invalid or expired token"],
+  const invalidKey = { error: "UNAUTHORIZED", message: "Invalid or expired API key" };
+  const cases: [string, Record<string, string>, Record<string, unknown>][] = [
+    // The spec's body, and a pointer at what is missing.
+    ["no Authorization header", {}, { ...invalidKey, details: [{ path: "headers.authorization", message: "Missing: send Authorization: Bearer <credential>" }] }],
+    ["an unknown key", bearer("svc_sk_mgmt_0123456789abcdefghijklmnopqrstuv"), invalidKey],
+    ["a malformed value", { authorization: "Token abc" }, invalidKey],
+    ["an empty value", { authorization: "" }, invalidKey],
+    ["a bad JWT", bearer("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"), { error: "UNAUTHORIZED", message: "Invalid or expired token" }],
   ];
-  for (const [what, headers, message] of cases) {
+  for (const [what, headers, expected] of cases) {
     test(`${what}: 401 UNAUTHORIZED on every protected endpoint`, async () => {
       for (const e of ENDPOINTS) {
         // A well-formed body, then bodies the parser cannot take: the credential is judged first.
@@ -217,7 +228,7 @@ describe("without a valid credential", () => {
           const res = await h.request(e.method, e.path(f), { headers, body });
           const endpoint = `${e.method} ${e.path(f)} ${JSON.stringify(body)}`;
           expect({ endpoint, status: res.status }).toEqual({ endpoint, status: 401 });
-          expect(await res.json()).toEqual({ error: "UNAUTHORIZED", message });
+          expect(await res.json()).toEqual(expected);
         }
       }
     });

@@ -30,6 +30,8 @@ beforeEach(() => {
 afterEach(() => h.close());
 
 const NOW = "2026-11-22T10:00:00.000Z";
+/** The `details` entry of the 401 for a request without an Authorization header. */
+const MISSING_HEADER = { path: "headers.authorization", message: "Missing: send Authorization: Bearer <credential>" };
 const RESULT_FIELDS = ["enabled", "evaluatedAt", "flagKey", "reason", "ruleId", "variant"];
 
 async function json(res: Response, status: number) {
@@ -345,7 +347,7 @@ describe("validation", () => {
   test("a body that is not JSON is judged after the caller: 401 without a key, 403 for a key of another scope", async () => {
     const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
     for (const send of [evaluate, batch]) {
-      expect(await json(await send('{"flagKey": "a",', {}), 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key" });
+      expect(await json(await send('{"flagKey": "a",', {}), 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [MISSING_HEADER] });
       expect(await json(await send("[1]", mgmt), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
       expect((await json(await send("{not json", evalKey), 400)).message).toBe("Request body is not valid JSON");
     }
@@ -395,11 +397,12 @@ describe("access", () => {
   });
 
   test("mgmt key, admin key and login tokens: 403 with the exact messages; no or a bad key: 401", async () => {
+    const takes = "Evaluation takes a project API key of scope eval, test or full";
     const cases: [Record<string, string>, number, string][] = [
       [bearer(seedApiKey(h.ctx, "mgmt").secret), 403, MESSAGES.scope],
-      [admin, 403, MESSAGES.scope],
-      [await userToken(h.ctx, "admin"), 403, "The role admin does not have access to this endpoint"],
-      [{}, 401, "Invalid or expired API key"],
+      [admin, 403, takes],
+      [await userToken(h.ctx, "admin"), 403, takes],
+      [await userToken(h.ctx, "viewer"), 403, takes],
       [bearer("svc_sk_eval_unknownunknownunknownunknown12"), 401, "Invalid or expired API key"],
       [{ authorization: "Basic abc" }, 401, "Invalid or expired API key"],
       [bearer("a.b.c"), 401, "Invalid or expired token"],
@@ -409,6 +412,11 @@ describe("access", () => {
         expect(await json(res, status)).toEqual({ error: status === 401 ? "UNAUTHORIZED" : "FORBIDDEN", message });
         expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
       }
+    }
+    // No Authorization header at all: the spec's body, and what is missing.
+    for (const res of [await evaluate({ flagKey: "a" }, {}), await batch({ flags: ["a"] }, {})]) {
+      expect(await json(res, 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [MISSING_HEADER] });
+      expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
     }
     expect(MESSAGES.scope).toBe("This key scope does not have access to this endpoint");
   });

@@ -427,23 +427,25 @@ for (const edition of ["ce", "pro"] as const) {
           ["DELETE", `${SESSIONS}/${s.id}/overrides/a`],
           ["DELETE", `${SESSIONS}/${s.id}`],
         ];
-        const refused: [Record<string, string>, number, string][] = [
-          [{}, 401, "Invalid or expired API key"],
+        const takes = "The Testing API takes a project API key of scope test or full";
+        const missing = { details: [{ path: "headers.authorization", message: "Missing: send Authorization: Bearer <credential>" }] };
+        const refused: [Record<string, string>, number, string, object?][] = [
+          [{}, 401, "Invalid or expired API key", missing],
           [bearer("svc_sk_test_0123456789abcdefghijklmnopqrstuv"), 401, "Invalid or expired API key"],
           [evalKey, 403, MESSAGES.scope],
           [bearer(seedApiKey(h.ctx, "mgmt", slug).secret), 403, MESSAGES.scope],
-          [admin, 403, MESSAGES.scope],
-          [await userToken(h.ctx, "admin"), 403, MESSAGES.role("admin")],
-          [await userToken(h.ctx, "editor"), 403, MESSAGES.role("editor")],
-          [await userToken(h.ctx, "viewer"), 403, MESSAGES.role("viewer")],
+          [admin, 403, takes],
+          [await userToken(h.ctx, "admin"), 403, takes],
+          [await userToken(h.ctx, "editor"), 403, takes],
+          [await userToken(h.ctx, "viewer"), 403, takes],
         ];
-        for (const [headers, status, message] of refused) {
+        for (const [headers, status, message, extra] of refused) {
           for (const [method, path, body] of calls) {
             const res = await h.request(method, path, { headers, body });
             expect({ call: `${method} ${path}`, status: res.status, body: await res.json() }).toEqual({
               call: `${method} ${path}`,
               status,
-              body: { error: status === 401 ? "UNAUTHORIZED" : "FORBIDDEN", message },
+              body: { error: status === 401 ? "UNAUTHORIZED" : "FORBIDDEN", message, ...extra },
             });
           }
         }
@@ -460,7 +462,7 @@ for (const edition of ["ce", "pro"] as const) {
         const s = await session();
         const unreadable = (path: string, headers: Record<string, string>) => h.request("PUT", path, { headers: { ...headers, "content-type": "text/plain" }, body: "{nope" });
         for (const path of [`${SESSIONS}/${s.id}/overrides/a`, `${SESSIONS}/${s.id}/overrides/batch`]) {
-          expect(await json(await unreadable(path, {}), 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key" });
+          expect(await json(await unreadable(path, {}), 401)).toMatchObject({ error: "UNAUTHORIZED", message: "Invalid or expired API key" });
           expect(await json(await unreadable(path, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope });
         }
         expect((await json(await unreadable(`${SESSIONS}/${s.id}/overrides/a`, testKey), 400)).message).toBe("Content-Type must be application/json");

@@ -67,9 +67,33 @@ describe("decide: every cell of the access table", () => {
     });
   }
 
-  test("no credential: 401 with the spec's message (keys) or the token message", () => {
+  test("no credential: 401 with the spec's message (keys) or the token message; no header at all says so in details", () => {
     expect(decide(null, "flags", "GET")).toEqual({ allow: false, status: 401, message: "Invalid or expired API key" });
     expect(decide(null, "flags", "GET", undefined, "token")).toEqual({ allow: false, status: 401, message: "Invalid or expired token" });
+    expect(decide(null, "evaluate", "POST", undefined, "missing")).toEqual({
+      allow: false,
+      status: 401,
+      message: "Invalid or expired API key",
+      details: [{ path: "headers.authorization", message: "Missing: send Authorization: Bearer <credential>" }],
+    });
+  });
+
+  test("a kind of credential a group never takes is told what it takes, from the table; API keys keep the spec's message", () => {
+    const takes: Partial<Record<AccessGroup, string>> = {
+      evaluate: "Evaluation takes a project API key of scope eval, test or full",
+      testing: "The Testing API takes a project API key of scope test or full",
+      session: "This endpoint takes a login token (POST /v1/auth/login)",
+    };
+    for (const [group, message] of Object.entries(takes) as [AccessGroup, string][]) {
+      expect(MESSAGES.takes(group)).toBe(message);
+      for (const [, principal] of COLUMNS) {
+        const d = decide(principal, group, "POST", "default");
+        if (d.allow) continue;
+        expect(d.message).toBe(principal.kind === "apiKey" ? MESSAGES.scope : message);
+      }
+    }
+    // A role short of a group that takes login tokens keeps the role message.
+    expect(decide(user("viewer"), "flags", "POST")).toEqual({ allow: false, status: 403, message: MESSAGES.role("viewer") });
   });
 
   test("a key on another project's path: 403", () => {

@@ -59,7 +59,7 @@ export const authRoutes = (ctx: AppContext) => {
           responses: noContent("Logged out"),
           tags: TAGS,
           summary: "Log out (revoke this token)",
-          description: "A login token only (keys get 403). The token is revoked until it would have expired: using it again gets 401 `Invalid or expired token`. Other tokens of the same user stay valid.",
+          description: "A login token only (API keys get 403 `This key scope does not have access to this endpoint`, admin keys 403 `This endpoint takes a login token (POST /v1/auth/login)`). The token is revoked until it would have expired: using it again gets 401 `Invalid or expired token`. Other tokens of the same user stay valid.",
         },
       },
     )
@@ -75,7 +75,7 @@ export const authRoutes = (ctx: AppContext) => {
         detail: {
           tags: TAGS,
           summary: "The logged-in user",
-          description: "A login token only (keys get 403). Returns `{ id, email, role }`, the role as it is now (a changed role applies at once).",
+          description: "A login token only (API keys get 403 `This key scope does not have access to this endpoint`, admin keys 403 `This endpoint takes a login token (POST /v1/auth/login)`). Returns `{ id, email, role }`, the role as it is now (a changed role applies at once).",
         },
       },
     );

@@ -1,6 +1,7 @@
 /**
  * The API document (`GET /v1/openapi.json`) and its reference page (`GET /v1/docs`), served
- * entirely from the binary: the page's script is vendored, so it works air-gapped.
+ * entirely from the binary: the page's script is vendored, so it works air-gapped. The ways in
+ * a browser takes come here too: `GET /` redirects to the page, and `/favicon.ico` is ours.
  *
  * The document comes from @elysiajs/openapi's generator over every route of the app. One
  * thing is added here: request bodies. The generator lists a body's media types from named
@@ -11,20 +12,30 @@ import { toOpenAPISchema } from "@elysiajs/openapi";
 import { OptionalKind, type TSchema } from "@sinclair/typebox";
 import { Elysia, type AnyElysia } from "elysia";
 import { VERSION } from "../../version";
+import favicon from "./favicon.ico" with { type: "file" };
 import scalarScript from "./vendor/scalar-api-reference.js.asset" with { type: "file" };
 
 const SPEC_PATH = "/v1/openapi.json";
 const PAGE_PATH = "/v1/docs";
 const SCRIPT_PATH = "/v1/docs/scalar.js";
+const ROOT_PATH = "/";
+const FAVICON_PATH = "/favicon.ico";
+/** Static files: a day in caches (the rest of the API is `no-store`). */
+const STATIC_CACHE = "public, max-age=86400";
 
-const DESCRIPTION = `Self-hosted feature-flag service.
+const DESCRIPTION = `Self-hosted feature-flag service. This reference is also at \`/v1/docs\` (where \`GET /\` redirects); its
+\`servers\` entry names the origin this document was fetched from (https and the request's \`Host\`).
 
 Every request carries \`Authorization: Bearer <credential>\` (an API key \`svc_sk_{scope}_...\`, an admin key
 \`svc_admin_...\` or a login JWT), except \`GET /v1/health\`, \`POST /v1/auth/login\` and these documentation routes.
 Errors have the body \`{ "error": CODE, "message": TEXT }\`, plus \`details: [{ path, message }]\` for
-validation errors. Every response carries \`X-Request-Id\` (an incoming sane one is kept) and
+validation errors and for the 401 of a request without an \`Authorization\` header (at \`headers.authorization\`).
+A refused credential is told what the endpoint takes: API keys get the spec's 401 \`Invalid or expired API key\`
+and 403 \`This key scope does not have access to this endpoint\`; an admin key or a login token on an endpoint that
+takes API keys only gets 403 naming them (\`Evaluation takes a project API key of scope eval, test or full\`). Every response carries \`X-Request-Id\` (an incoming sane one is kept) and
 \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, \`X-RateLimit-Reset\`.
-Request bodies are JSON (\`Content-Type: application/json\`), at most 1 MiB; unknown fields are rejected.`;
+Request bodies are JSON (\`Content-Type: application/json\`) in UTF-8, at most 1 MiB; unknown fields (\`__proto__\` too)
+are rejected. A body that is not UTF-8 is 400 \`Request body is not valid UTF-8\` (a U+FFFD sent as UTF-8 is fine).`;
 
 const ERROR_SCHEMA = {
   type: "object",
@@ -38,7 +49,8 @@ const ERROR_SCHEMA = {
     message: { type: "string" },
     details: {
       type: "array",
-      description: "VALIDATION_ERROR only: one entry per problem; path reads like body.variants[0].key or query.page",
+      description:
+        "VALIDATION_ERROR: one entry per problem; path reads like body.variants[0].key or query.page. UNAUTHORIZED without an Authorization header: one entry at headers.authorization",
       items: { type: "object", required: ["path", "message"], properties: { path: { type: "string" }, message: { type: "string" } } },
     },
     retryAfter: { type: "integer", description: "RATE_LIMITED only: seconds until the window resets" },
@@ -53,7 +65,7 @@ const ERROR_RESPONSE = {
 };
 
 function buildDocument(app: AnyElysia) {
-  const { paths, components } = toOpenAPISchema(app, { paths: [SPEC_PATH, PAGE_PATH, SCRIPT_PATH] }, undefined, undefined, "3.1.2");
+  const { paths, components } = toOpenAPISchema(app, { paths: [SPEC_PATH, PAGE_PATH, SCRIPT_PATH, ROOT_PATH, FAVICON_PATH] }, undefined, undefined, "3.1.2");
   for (const route of app.routes) {
     const operation = (paths as Record<string, Record<string, Operation>>)[route.path.replace(/:([^/]+)/g, "{$1}")]?.[route.method.toLowerCase()];
     if (operation === undefined) continue;
@@ -110,20 +122,57 @@ const PAGE = `<!doctype html>
   </body>
 </html>`;
 
+/** As Elysia labels the JSON it serialises itself. */
+const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
+/** How many origins' documents are kept ready (a Host header is the client's to choose). */
+const ORIGINS_KEPT = 8;
+/** A host name, an IPv4 address or a bracketed IPv6 address, with an optional port. */
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$/;
+
+/**
+ * The document's JSON text as fetched through `host` (the request's Host header): with a
+ * `servers` entry naming that origin, so that the page's generated examples run as copied. The
+ * scheme is always https: TLS ends here, or behind a proxy that must say `X-Forwarded-Proto:
+ * https` to get this far. A missing or malformed Host gets no entry (nothing sent can land in the
+ * document but a host name or address); then the page's own origin applies.
+ */
+function documentText(base: string, host: string | null, byOrigin: Map<string, string>): string {
+  if (host === null || host.length > 261 || !HOST.test(host)) return base;
+  const origin = `https://${host.toLowerCase()}`;
+  let text = byOrigin.get(origin);
+  if (text === undefined) {
+    // The entry spliced in ahead of the rest: the document is built and serialised once.
+    text = `{"servers":[{"url":${JSON.stringify(origin)}}],${base.slice(1)}`;
+    if (byOrigin.size < ORIGINS_KEPT) byOrigin.set(origin, text);
+  }
+  return text;
+}
+
 /** `root` gives the whole app: the document describes every route, built once on first use. */
 export const docsRoutes = (root: () => AnyElysia) => {
-  let document: ReturnType<typeof buildDocument> | undefined;
+  let document: string | undefined;
+  const byOrigin = new Map<string, string>();
   const hidden = { detail: { hide: true } };
   return new Elysia({ name: "flagsvc/docs" })
-    .get(SPEC_PATH, () => (document ??= buildDocument(root())), hidden)
-    .get(PAGE_PATH, () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": PAGE_CSP } }), hidden)
     .get(
-      SCRIPT_PATH,
-      ({ set }) => {
-        set.headers["content-type"] = "text/javascript; charset=utf-8";
-        set.headers["cache-control"] = "public, max-age=86400";
-        return Bun.file(scalarScript);
-      },
+      SPEC_PATH,
+      ({ request }) =>
+        new Response(documentText((document ??= JSON.stringify(buildDocument(root()))), request.headers.get("host"), byOrigin), {
+          headers: { "content-type": JSON_CONTENT_TYPE },
+        }),
       hidden,
-    );
+    )
+    .get(PAGE_PATH, () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": PAGE_CSP } }), hidden)
+    .get(SCRIPT_PATH, ({ set }) => staticFile(set.headers, scalarScript, "text/javascript; charset=utf-8"), hidden)
+    // Where a browser pointed at the server lands: the reference page, for now (302: a later
+    // version puts an admin console here).
+    .get(ROOT_PATH, ({ redirect }) => redirect(PAGE_PATH, 302), hidden)
+    .get(FAVICON_PATH, ({ set }) => staticFile(set.headers, favicon, "image/x-icon"), hidden);
 };
+
+/** A file embedded in the binary, with its type and a day's caching. */
+function staticFile(headers: Record<string, unknown>, path: string, type: string) {
+  headers["content-type"] = type;
+  headers["cache-control"] = STATIC_CACHE;
+  return Bun.file(path);
+}

@@ -13,7 +13,7 @@ import { evaluationService, SESSION_HEADER } from "./service";
 
 const TAGS = ["Evaluation"];
 
-const COMMON = `Project and environment come from the API key (scope eval, test or full; mgmt keys, admin keys and login tokens get 403). The answer is computed from memory: a flag or state change is visible from the next request on, including the very next one after the write's response.
+const COMMON = `Project and environment come from the API key (scope eval, test or full; a mgmt key gets 403 "This key scope does not have access to this endpoint", an admin key or a login token 403 "Evaluation takes a project API key of scope eval, test or full"; no \`Authorization\` header at all: 401 with \`details\` at \`headers.authorization\`). The answer is computed from memory: a flag or state change is visible from the next request on, including the very next one after the write's response.
 
 Resolution order, first applicable step decides: (1) with a valid \`X-Service-Session\` token of the key's project whose session overrides this flag: the override, reason TEST_OVERRIDE (even for a key that does not exist; \`true\`/\`false\` set \`enabled\`, a string is served as the variant with \`enabled\` true); (2) the flag is disabled in the environment (or has no state there): FLAG_DISABLED; (3) the first enabled targeting rule whose conditions all hold: TARGETING_RULE_MATCH with \`ruleId\`; (4) a rollout percentage is set: the user is bucketed by murmur3 of \`flagKey:userId\`, PERCENTAGE_ROLLOUT or PERCENTAGE_ROLLOUT_EXCLUDED (without a userId: included only at 100 %); (5) FLAG_ENABLED. A flag key that does not exist in the project is not an error: 200 with enabled false and reason FLAG_NOT_FOUND.
 

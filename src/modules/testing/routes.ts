@@ -23,7 +23,8 @@ import {
 import { createSession, deleteOverride, deleteSession, getSession, listSessions, putOverride, putOverrides } from "./service";
 
 const TAGS = ["Testing"];
-const WHO = "API keys of scope test or full (eval and mgmt keys, admin keys and login JWTs: 403 FORBIDDEN)";
+const WHO =
+  'API keys of scope test or full (eval and mgmt keys: 403 FORBIDDEN "This key scope does not have access to this endpoint"; admin keys and login JWTs: 403 FORBIDDEN "The Testing API takes a project API key of scope test or full")';
 const SESSION_RULES =
   "A session belongs to the key's project: another project's session is 403 FORBIDDEN; an unknown, destroyed or expired session is 404 NOT_FOUND (a session is gone from the instant `expiresAt` is reached, whether or not the hourly clean-up has run yet).";
 const VALUES =
