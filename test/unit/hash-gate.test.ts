@@ -1,6 +1,7 @@
 /** HashGate: slots, a share per client, a bounded queue served in turn by client. */
 import { describe, expect, test } from "bun:test";
-import { HASH_QUEUE, HASH_SHARE, HASH_SLOTS, HashGate } from "../../src/modules/auth/hash-gate";
+import { HASH_QUEUE, HASH_SHARE, HASH_SLOTS, HashGate, SHARE_RETRY_MS } from "../../src/modules/auth/hash-gate";
+import { TestClock } from "../helpers";
 
 /** Work the test ends by hand: `started` lists the labels of the work that began, in order. */
 function harness(gate: HashGate) {
@@ -46,7 +47,7 @@ describe("HashGate", () => {
 
   test("a client past its share is refused at once and its work never runs; another client is not", async () => {
     const gate = new HashGate(4, 2, 10);
-    const { started, submit, finish } = harness(gate);
+    const { started, submit } = harness(gate);
     submit("x", "x1");
     submit("x", "x2");
     expect(submit("x", "x3")).toBe("share");
@@ -58,9 +59,26 @@ describe("HashGate", () => {
     small.submit("x", "x1");
     small.submit("x", "x2");
     expect(small.submit("x", "x3")).toBe("share");
-    // A place is given back when the work ends.
+  });
+
+  test("a client refused for its share is refused until it has waited as told since its last refusal", async () => {
+    const clock = new TestClock();
+    const { started, submit, finish } = harness(new HashGate(4, 1, 10, clock));
+    submit("x", "x1");
+    expect(submit("x", "x2")).toBe("share");
+    await Bun.sleep(0);
     await finish("x1");
-    expect(submit("x", "x4")).toBeInstanceOf(Promise);
+    // Its place is free again, but it was told to retry after a second: asking earlier is refused,
+    // and starts the wait anew (a client that hammers gets no check while it does).
+    clock.advance(SHARE_RETRY_MS - 1);
+    expect(submit("x", "x3")).toBe("share");
+    clock.advance(SHARE_RETRY_MS - 1);
+    expect(submit("x", "x4")).toBe("share");
+    expect(submit("y", "y1")).toBeInstanceOf(Promise);
+    clock.advance(SHARE_RETRY_MS);
+    expect(submit("x", "x5")).toBeInstanceOf(Promise);
+    await Bun.sleep(0);
+    expect(started).toEqual(["x1", "y1", "x5"]);
   });
 
   test("with every slot taken and the queue full, a new client is refused at once", async () => {

@@ -6,9 +6,11 @@
  * most `queueSize`, served in turn by client (each client with waiters in the order it first
  * waited, one check each), so one client cannot fill it ahead of another. Past its share, or
  * with every slot taken and the queue full, a check is refused at once: nothing runs, nothing
- * waits, so memory and waiting time stay bounded under any number of clients.
+ * waits, so memory and waiting time stay bounded under any number of clients. A client refused for
+ * its share must wait as told (SHARE_RETRY_MS) before it is checked again.
  */
 import { availableParallelism } from "node:os";
+import { systemClock, type Clock } from "../../lib/clock";
 
 /** Checks at once: one per core, as Bun's hashing threads (no more could run anyway). */
 export const HASH_SLOTS = Math.max(1, availableParallelism());
@@ -16,6 +18,15 @@ export const HASH_SLOTS = Math.max(1, availableParallelism());
 export const HASH_SHARE = Math.max(1, Math.floor(HASH_SLOTS / 2));
 /** Checks waiting at most: a check waits at most two checks' time (2 × slots ahead of it) to start. */
 export const HASH_QUEUE = 2 * HASH_SLOTS;
+
+/**
+ * A client refused for its share is told to retry after this long (`Retry-After: 1`), and until
+ * then it is refused again, each refusal starting the wait anew: a client that hammers instead
+ * of waiting gets no check at all while it does (its checks would take a core from everyone).
+ */
+export const SHARE_RETRY_MS = 1_000;
+/** Clients told to wait, kept at most (memory stays bounded under a spray of addresses). */
+const MAX_WAITING_CLIENTS = 100_000;
 
 /** Why a check was refused: its client holds its share, or every slot and place is taken. */
 export type Refusal = "share" | "full";
@@ -27,11 +38,14 @@ export class HashGate {
   private held = new Map<string, number>();
   /** Waiting checks' starts by client, clients in turn order (the next one served leads). */
   private queues = new Map<string, (() => void)[]>();
+  /** Clients refused for their share, until when they must wait, in order of that moment. */
+  private told = new Map<string, number>();
 
   constructor(
     readonly slots = HASH_SLOTS,
     readonly share = HASH_SHARE,
     readonly queueSize = HASH_QUEUE,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /**
@@ -40,12 +54,30 @@ export class HashGate {
    */
   run<T>(client: string, work: () => Promise<T>): Promise<T> | Refusal {
     const held = this.held.get(client) ?? 0;
-    if (held >= this.share) return "share";
+    if (held >= this.share || this.mustWait(client)) return this.refuse(client);
     if (this.running >= this.slots && this.waiting >= this.queueSize) return "full";
     this.held.set(client, held + 1);
     return this.turn(client)
       .then(work)
       .finally(() => this.leave(client));
+  }
+
+  /** Whether `client` was refused for its share less than SHARE_RETRY_MS ago. */
+  private mustWait(client: string): boolean {
+    const now = this.clock.now();
+    for (const [c, until] of this.told) {
+      if (until > now) break;
+      this.told.delete(c);
+    }
+    return this.told.has(client);
+  }
+
+  /** Refused for its share: `client` waits SHARE_RETRY_MS from now (from its last refusal). */
+  private refuse(client: string): "share" {
+    this.told.delete(client);
+    if (this.told.size >= MAX_WAITING_CLIENTS) this.told.delete(this.told.keys().next().value!);
+    this.told.set(client, this.clock.now() + SHARE_RETRY_MS);
+    return "share";
   }
 
   /** Checks running and waiting now (tests). */

@@ -7,7 +7,7 @@ import { accessGuard, clientAddress } from "../../http/auth";
 import { iso } from "../../lib/clock";
 import { User } from "../users/model";
 import { LoginBody, LoginResult } from "./model";
-import { HashGate } from "./hash-gate";
+import { HASH_QUEUE, HASH_SHARE, HASH_SLOTS, HashGate } from "./hash-gate";
 import { login, LoginThrottle } from "./service";
 
 const TAGS = ["Authentication"];
@@ -19,7 +19,7 @@ function sessionUser(p: Principal) {
 }
 
 export const authRoutes = (ctx: AppContext) => {
-  const limits = { throttle: new LoginThrottle(ctx.clock), gate: new HashGate() };
+  const limits = { throttle: new LoginThrottle(ctx.clock), gate: new HashGate(HASH_SLOTS, HASH_SHARE, HASH_QUEUE, ctx.clock) };
   return new Elysia({ name: "flagsvc/auth" })
     .use(accessGuard())
     .post(
@@ -40,7 +40,7 @@ export const authRoutes = (ctx: AppContext) => {
             "Emails are compared lower-case. A wrong email and a wrong password get the same 401 `Invalid email or password` after the same work. " +
             "After 10 failed logins for one email within 15 minutes of the first, that email gets 429 `RATE_LIMITED` (with `retryAfter` and `Retry-After`; its X-RateLimit-* are the lockout's: limit 10, remaining 0, reset when it ends), even with the right password, until the 15 minutes have passed; a successful login clears the count. " +
             `Password checks are bounded: at most one per core at once (${limits.gate.slots} here), at most ${limits.gate.share} per client address running or waiting, and ${limits.gate.queueSize} waiting in all, served in turn by address. ` +
-            "Past its share, an address gets at once 429 `RATE_LIMITED` `Too many logins in progress from this address; retry after 1 s` (`retryAfter: 1`, `Retry-After: 1`; X-RateLimit-Limit the share, Remaining 0, Reset one second on), and with every place taken `Too many logins in progress; retry after 1 s` (X-RateLimit-Limit all places); neither counts as a failed login. " +
+            "Past its share, an address gets at once 429 `RATE_LIMITED` `Too many logins in progress from this address; retry after 1 s` (`retryAfter: 1`, `Retry-After: 1`; X-RateLimit-Limit the share, Remaining 0, Reset one second on), and is refused so until it has waited that second (a request sooner starts the wait anew: an address that hammers gets no check while it does), and with every place taken `Too many logins in progress; retry after 1 s` (X-RateLimit-Limit all places); neither counts as a failed login. " +
             "The address is the one the rate limit counts: the connection's, or behind a proxy (`SVC_BEHIND_PROXY`) the last `X-Forwarded-For` entry. The lockout is checked first.",
           security: [],
         },
