@@ -11,8 +11,8 @@
  * It builds nothing. What differs from a reader's paste, and nothing else:
  * - the README's first block (install, `npm start`, test) is not run: the check starts
  *   `BINARY serve --port 0` in an empty temporary folder instead, and uses the port it got;
- * - in runnable blocks, `https://localhost:8443` becomes `https://localhost:PORT` and
- *   `npm run -s flagsvc --` becomes BINARY;
+ * - in runnable blocks, `https://localhost:8443` becomes `https://localhost:PORT` (in the
+ *   commands and in the output shown under them) and `npm run -s flagsvc --` becomes BINARY;
  * - a `sh server` block (`[VAR=value ...] npm start [-- OPTIONS]`) stops that server and starts
  *   `BINARY serve --port PORT [OPTIONS]` with those variables, in the same folder.
  *
@@ -146,12 +146,14 @@ function killShell(): void {
   } catch {}
 }
 
+/** The README's address of the server, as the check's server has it: commands and shown output alike. */
+function local(text: string): string {
+  return text.replaceAll("https://localhost:8443", `https://localhost:${port}`);
+}
+
 /** The shell code of a step as the check runs it: the README's, with the two substitutions. */
 function runnable(code: string[]): string {
-  return code
-    .join("\n")
-    .replaceAll("https://localhost:8443", `https://localhost:${port}`)
-    .replaceAll("npm run -s flagsvc --", `'${binary.replaceAll("'", `'\\''`)}'`);
+  return local(code.join("\n")).replaceAll("npm run -s flagsvc --", `'${binary.replaceAll("'", `'\\''`)}'`);
 }
 
 /** Runs one step; resolves to what it printed, or throws when the shell exits (a command failed) or it hangs. */
@@ -195,7 +197,7 @@ async function runBlock(block: Block): Promise<void> {
     const printed = await runStep(step).catch((e: Error) => {
       throw new Error(`line ${block.line + step.line}: ${e.message}`);
     });
-    const why = step.shown.length > 0 ? outputMismatch(step.shown, printed) : null;
+    const why = step.shown.length > 0 ? outputMismatch(step.shown.map(local), printed) : null;
     if (why) first ??= `line ${block.line + step.line}: ${why}; printed: ${tail(printed, 600)}`;
   }
   if (first) throw new Error(first);
