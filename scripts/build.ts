@@ -18,6 +18,10 @@ const proc = Bun.spawnSync(
     process.execPath, "build", "--compile", "--minify-whitespace", "--minify-syntax", "--bytecode", "--format=esm",
     // The binary must not pick up .env or bunfig.toml from whatever folder it runs in.
     "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig",
+    // Bun's HTTP parser answers a request line and headers over its limit (16 KiB by default)
+    // with a bare 431, before the application can answer in JSON: raised to 64 KiB (as `npm
+    // start` does; docs/decisions.md, HTTP).
+    "--compile-exec-argv=--max-http-header-size=65536",
     // The background thread's worker is an entry point of its own (src/background/thread.ts).
     "src/main.ts", "src/background/worker.ts", "--outfile", outfile,
   ],

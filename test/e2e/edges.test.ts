@@ -116,8 +116,8 @@ describe("requests Bun's HTTP parser answers itself (docs/decisions.md: HTTP)", 
   const H = "Host: 127.0.0.1\r\nConnection: close\r\n";
   const bare = (status: string) => `HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`;
   const cases: [string, string, string][] = [
-    ["a URL of 16 KB", `GET /v1/health?${"a".repeat(16 * 1024)} HTTP/1.1\r\n${H}\r\n`, bare("431 Request Header Fields Too Large")],
-    ["a header of 20 KB", `GET /v1/health HTTP/1.1\r\n${H}X-Big: ${"a".repeat(20 * 1024)}\r\n\r\n`, bare("431 Request Header Fields Too Large")],
+    ["a URL of 64 KiB", `GET /v1/health?${"a".repeat(64 * 1024)} HTTP/1.1\r\n${H}\r\n`, bare("431 Request Header Fields Too Large")],
+    ["a header of 64 KiB", `GET /v1/health HTTP/1.1\r\n${H}X-Big: ${"a".repeat(64 * 1024)}\r\n\r\n`, bare("431 Request Header Fields Too Large")],
     ["250 header fields", `GET /v1/health HTTP/1.1\r\n${H}${Array.from({ length: 250 }, (_, i) => `X-H${i}: v\r\n`).join("")}\r\n`, bare("431 Request Header Fields Too Large")],
     ["two Content-Length values", `POST /v1/auth/login HTTP/1.1\r\n${H}Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, bare("400 Bad Request")],
     ["Content-Length and chunked", `POST /v1/auth/login HTTP/1.1\r\n${H}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`, bare("400 Bad Request")],
@@ -143,6 +143,16 @@ describe("requests Bun's HTTP parser answers itself (docs/decisions.md: HTTP)", 
     expect(answer).toStartWith("HTTP/1.1 200 OK\r\n");
     expect(answer).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/i);
     expect(answer).toContain('{"status":"ok"');
+  }, T);
+
+  test("a URL or a header of 20 KB (over Bun's default 16 KiB, under the binary's 64 KiB) reaches the application", async () => {
+    const url = await raw(`GET /v1/nope?${"a".repeat(20 * 1024)} HTTP/1.1\r\n${H}\r\n`);
+    expect(url).toStartWith("HTTP/1.1 404 Not Found\r\n");
+    expect(url).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/i);
+    expect(url).toContain('{"error":"NOT_FOUND","message":"No route for GET /v1/nope"}');
+    const header = await raw(`GET /v1/health HTTP/1.1\r\n${H}X-Big: ${"a".repeat(20 * 1024)}\r\n\r\n`);
+    expect(header).toStartWith("HTTP/1.1 200 OK\r\n");
+    expect(header).toContain('{"status":"ok"');
   }, T);
 
   for (const [what, request, answer] of cases) {
