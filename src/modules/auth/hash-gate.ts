@@ -20,9 +20,11 @@ export const HASH_SHARE = Math.max(1, Math.floor(HASH_SLOTS / 2));
 export const HASH_QUEUE = 2 * HASH_SLOTS;
 
 /**
- * A client refused for its share is told to retry after this long (`Retry-After: 1`), and until
- * then it is refused again, each refusal starting the wait anew: a client that hammers instead
- * of waiting gets no check at all while it does (its checks would take a core from everyone).
+ * A client refused for its share is told to retry after this long (`Retry-After: 1`), and is
+ * refused until then, even with a place free: a client that hammers instead of waiting gets one
+ * check a second or so, not one after the other on a core that everyone else's logins need. The
+ * wait is not extended by the requests refused during it, so that clients sharing an address
+ * (behind one NAT) are slowed down, never shut out.
  */
 export const SHARE_RETRY_MS = 1_000;
 /** Clients told to wait, kept at most (memory stays bounded under a spray of addresses). */
@@ -54,7 +56,8 @@ export class HashGate {
    */
   run<T>(client: string, work: () => Promise<T>): Promise<T> | Refusal {
     const held = this.held.get(client) ?? 0;
-    if (held >= this.share || this.mustWait(client)) return this.refuse(client);
+    if (this.mustWait(client)) return "share";
+    if (held >= this.share) return this.refuse(client);
     if (this.running >= this.slots && this.waiting >= this.queueSize) return "full";
     this.held.set(client, held + 1);
     return this.turn(client)
@@ -62,7 +65,7 @@ export class HashGate {
       .finally(() => this.leave(client));
   }
 
-  /** Whether `client` was refused for its share less than SHARE_RETRY_MS ago. */
+  /** Whether `client` was refused for its share (past its places) less than SHARE_RETRY_MS ago. */
   private mustWait(client: string): boolean {
     const now = this.clock.now();
     for (const [c, until] of this.told) {
@@ -72,9 +75,8 @@ export class HashGate {
     return this.told.has(client);
   }
 
-  /** Refused for its share: `client` waits SHARE_RETRY_MS from now (from its last refusal). */
+  /** Refused for its share: `client` waits SHARE_RETRY_MS from now. */
   private refuse(client: string): "share" {
-    this.told.delete(client);
     if (this.told.size >= MAX_WAITING_CLIENTS) this.told.delete(this.told.keys().next().value!);
     this.told.set(client, this.clock.now() + SHARE_RETRY_MS);
     return "share";
