@@ -89,3 +89,13 @@ export interface EvaluationResult {
 
 /** A test-session override (decisions §7): a boolean sets `enabled`; a string serves that variant. */
 export type Override = boolean | string;
+
+/** Where the overrides of a test session come from (the Testing API). */
+export interface OverrideSource {
+  /**
+   * The overrides (flag key -> value) of the live session with this token, when it belongs to
+   * `projectId`; undefined for an unknown, expired or destroyed session, or another project's
+   * (such a token is ignored: evaluation resolves normally). `now`: ms since the epoch.
+   */
+  overridesFor(token: string, projectId: string, now: number): ReadonlyMap<string, Override> | undefined;
+}

@@ -12,7 +12,8 @@ import type { Override } from "../../src/evaluation/types";
 import { MESSAGES } from "../../src/http/access";
 import { MAX_BODY_BYTES } from "../../src/http/errors";
 import { createLogger } from "../../src/lib/log";
-import { evaluationService, type OverrideSource } from "../../src/modules/evaluation/service";
+import type { OverrideSource } from "../../src/evaluation/types";
+import { evaluationService } from "../../src/modules/evaluation/service";
 import { startServer, type App } from "../../src/server";
 import { bearer, seedAdminKey, seedApiKey, tempDir, tick, testApp, type TestApp, userToken, endlessBody } from "../helpers";
 

@@ -6,23 +6,13 @@
  */
 import type { AppContext } from "../../context";
 import { DISABLED_STATE, evaluate } from "../../evaluation/engine";
-import type { EvalContext, EvaluationResult, Override } from "../../evaluation/types";
+import type { EvalContext, EvaluationResult, OverrideSource } from "../../evaluation/types";
 import type { Principal } from "../../http/access";
 import { iso } from "../../lib/clock";
 import type { BatchRequest, EvaluateRequest } from "./model";
 
 /** The request header that carries a test-session token. */
 export const SESSION_HEADER = "x-service-session";
-
-/** Where the overrides of a test session come from (the Testing API). */
-export interface OverrideSource {
-  /**
-   * The overrides (flag key -> value) of the live session with this token, when it belongs to
-   * `projectId`; undefined for an unknown, expired or destroyed session, or another project's
-   * (such a token is ignored: evaluation resolves normally). `now`: ms since the epoch.
-   */
-  overridesFor(token: string, projectId: string, now: number): ReadonlyMap<string, Override> | undefined;
-}
 
 export const NO_OVERRIDES: OverrideSource = { overridesFor: () => undefined };
 

@@ -10,9 +10,8 @@
 import { gt } from "drizzle-orm";
 import type { Store } from "../../db/client";
 import { sessionOverrides, testSessions } from "../../db/schema";
-import type { Override } from "../../evaluation/types";
+import type { Override, OverrideSource } from "../../evaluation/types";
 import { iso } from "../../lib/clock";
-import type { OverrideSource } from "../evaluation/service";
 
 export interface LiveSession {
   id: string;
