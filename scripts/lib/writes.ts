@@ -41,14 +41,18 @@ export async function seededServer(binary: string, dataDir: string, flags: numbe
 
 export type WriteKind = "state" | "patch";
 
+/** Per server, the flags whose `enabled` a writer flipped, and to what: the next writer flips it back. */
+const flagsEnabled = new WeakMap<Seeded, Map<number, boolean>>();
+
 /**
  * One writer's next write on flag `i`: a state PUT that flips `enabled` (every flag starts
- * enabled, and only this writer touches it, so the flip is always a change), or a PATCH that
- * renames the flag and, every other time, drops or restores its second rule. Returns the latency
+ * enabled, and one writer at a time touches it, so the flip is always a change), or a PATCH that
+ * renames the flag and, every other time, drops or restores its second rule (rules sent
+ * without ids get new ones: every PATCH is a change). Returns the latency
  * in ms; anything but 200 throws.
  */
 export function writer(server: Seeded) {
-  const enabled = new Map<number, boolean>();
+  const enabled = flagsEnabled.get(server) ?? flagsEnabled.set(server, new Map()).get(server)!;
   let revision = 0;
   return async function write(kind: WriteKind, i: number): Promise<number> {
     const key = flagKey(i);
