@@ -12,7 +12,8 @@
  */
 import { join } from "node:path";
 import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
-import { loginUnderAttack, percentile } from "../lib/login-attack";
+import { loginUnderAttack } from "../lib/login-attack";
+import { percentile } from "../lib/wrk";
 
 const EMAIL = "admin@localhost";
 const PASSWORD = "correct horse battery";

@@ -15,8 +15,7 @@
 import { join } from "node:path";
 import { apiClient } from "../lib/api";
 import { benchBinary, benchWorkspace } from "../lib/binary";
-import { percentile } from "../lib/login-attack";
-import { ensureWrk, median, pinServer, runWrk, type WrkResult } from "../lib/wrk";
+import { ensureWrk, median, percentile, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 import { ADMIN_KEY, flagKey, paced, seededServer, type Seeded } from "../lib/writes";
 
 const argv = process.argv.slice(2);

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { benchBinary } from "../lib/binary";
 import { baseEnv, freePort } from "../lib/proc";
+import { percentile } from "../lib/wrk";
 
 const TARGET_MS = 80;
 
@@ -88,7 +89,6 @@ async function firstOk(proc: Subprocess, port: number, t0: number, limitMs = 15_
   }
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 const fmt = (ms: number) => ms.toFixed(1);
 
 try {

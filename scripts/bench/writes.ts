@@ -16,8 +16,7 @@
  */
 import { join } from "node:path";
 import { benchBinary, benchWorkspace } from "../lib/binary";
-import { percentile } from "../lib/login-attack";
-import { median, pinServer } from "../lib/wrk";
+import { median, percentile, pinServer } from "../lib/wrk";
 import { saturate, seededServer, type Seeded, type WriteKind } from "../lib/writes";
 
 const argv = process.argv.slice(2);

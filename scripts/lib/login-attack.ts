@@ -106,9 +106,3 @@ async function hammer(base: string, from: string, concurrency: number): Promise<
 }
 
 if (import.meta.main) await hammer(process.argv[2]!, process.argv[3]!, Number(process.argv[4]));
-
-/** The `p`-th percentile (0-100) of `values`, nearest rank. */
-export function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}

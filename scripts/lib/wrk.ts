@@ -86,6 +86,11 @@ export function cpuSeconds(pid: number): number {
 
 /** The middle value (the upper one of an even count). */
 export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** The `p`-th percentile (0-100) of `values`, nearest rank. */
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
 
 /**
  * Two runs back to back in each round, which goes first alternating by round (whichever runs

@@ -10,7 +10,8 @@
  * single one, and the machine with the attack's requests).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { loginUnderAttack, percentile } from "../../scripts/lib/login-attack";
+import { loginUnderAttack } from "../../scripts/lib/login-attack";
+import { percentile } from "../../scripts/lib/wrk";
 import { binaryPath, cleanup, startBinary } from "./binary";
 
 const EMAIL = "admin@localhost";
