@@ -236,3 +236,38 @@ export const webhookDeliveries = sqliteTable(
     index("webhook_deliveries_created").on(table.createdAt),
   ],
 );
+
+/**
+ * The change log (docs/audit.md): one entry per resource a write changed, appended in the same
+ * transaction as the change. `position` is the order of commit (SQLite serialises writers), so
+ * a consumer can ask for "everything after N"; `id` is the entry's public, time-ordered id.
+ * No foreign key: the history of a deleted project or user stays. `changes` is JSON text with
+ * every secret masked before it gets here.
+ */
+export const changeLog = sqliteTable(
+  "change_log",
+  {
+    position: integer("position").primaryKey({ autoIncrement: true }),
+    id: text("id").notNull().unique(),
+    at: text("at").notNull(),
+    actorType: text("actor_type").notNull(),
+    actorId: text("actor_id").notNull(),
+    actorLabel: text("actor_label").notNull(),
+    requestId: text("request_id"),
+    projectId: text("project_id"),
+    projectSlug: text("project_slug"),
+    environment: text("environment"),
+    resourceType: text("resource_type").notNull(),
+    resourceId: text("resource_id").notNull(),
+    resourceKey: text("resource_key"),
+    action: text("action").notNull(),
+    changes: text("changes").notNull(),
+  },
+  (table) => [
+    // The audit API's filters, newest first: a project's log, one resource's history, one actor's writes.
+    index("change_log_project").on(table.projectId, table.position),
+    index("change_log_project_key").on(table.projectId, table.resourceKey, table.position),
+    index("change_log_key").on(table.resourceKey, table.position),
+    index("change_log_actor").on(table.actorId, table.position),
+  ],
+);

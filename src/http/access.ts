@@ -12,13 +12,15 @@ export type Principal =
   | {
       kind: "apiKey";
       id: string;
+      /** The key's name: the change log's label for its writes. */
+      name: string;
       scope: Scope;
       projectId: string;
       projectSlug: string;
       environmentId: string;
       environmentSlug: string;
     }
-  | { kind: "adminKey"; id: string }
+  | { kind: "adminKey"; id: string; name: string }
   | { kind: "user"; id: string; email: string; role: Role; jti: string; expiresAt: number };
 
 interface Rule {

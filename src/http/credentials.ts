@@ -115,6 +115,7 @@ export class CredentialRegistry {
     const rows = db
       .select({
         id: apiKeys.id,
+        name: apiKeys.name,
         scope: apiKeys.scope,
         keyHash: apiKeys.keyHash,
         previousHash: apiKeys.previousHash,
@@ -132,6 +133,7 @@ export class CredentialRegistry {
       const principal = {
         kind: "apiKey" as const,
         id: r.id,
+        name: r.name,
         scope: r.scope,
         projectId: r.projectId,
         projectSlug: r.projectSlug,
@@ -142,8 +144,8 @@ export class CredentialRegistry {
       keys.set(r.keyHash, { principal, failure: null, meter: u });
       if (r.previousHash && r.previousExpiresAt) keys.set(r.previousHash, { principal, failure: null, meter: u, notAfter: Date.parse(r.previousExpiresAt) });
     }
-    for (const r of db.select({ id: adminKeys.id, keyHash: adminKeys.keyHash }).from(adminKeys).all()) {
-      keys.set(r.keyHash, { principal: { kind: "adminKey", id: r.id }, failure: null, meter: usageOf(r.id, "admin", adminKeys) });
+    for (const r of db.select({ id: adminKeys.id, name: adminKeys.name, keyHash: adminKeys.keyHash }).from(adminKeys).all()) {
+      keys.set(r.keyHash, { principal: { kind: "adminKey", id: r.id, name: r.name }, failure: null, meter: usageOf(r.id, "admin", adminKeys) });
     }
     const now = iso(this.clock.now());
     const userRows = db

@@ -35,7 +35,7 @@ const TIME_LENGTH = 8; // 62^8 ms: past the year 8000
  * then land at the end of the id indexes instead of on a random page of each (a state change
  * with three webhooks: about a fifth less time in the write).
  */
-export function sortableId(prefix: "evt" | "del", now = Date.now()): string {
+export function sortableId(prefix: "evt" | "del" | "aud", now = Date.now()): string {
   let time = "";
   for (let i = 0, t = now; i < TIME_LENGTH; i++, t = Math.floor(t / 62)) time = ALPHABET[t % 62] + time;
   return `${prefix}_${time}${randomBase62(ID_RANDOM_LENGTH)}`;

@@ -150,7 +150,7 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   // A spare admin key for the DELETE /v1/admin-keys cell, never the caller's own.
   seedAdminKey(h.ctx, `spare ${i}`);
   const spare = (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(`spare ${i}`) as { id: string }).id;
-  const tester = { kind: "apiKey", id: "key_fixture", scope: "test", projectId: project.id, projectSlug: slug, environmentId: "", environmentSlug: "" } as const;
+  const tester = { kind: "apiKey", id: "key_fixture", name: "fixture", scope: "test", projectId: project.id, projectSlug: slug, environmentId: "", environmentSlug: "" } as const;
   const sessionId = createSession(h.ctx, tester, { projectId: project.id }).id;
   // Webhooks to a name that the default outbound setting refuses at send time: attempts fail at once, locally.
   const hook = { url: "http://localhost:9/hook", events: ["flag.created" as const], secret: WEBHOOK_SECRET };

@@ -15,6 +15,7 @@ import { bearer, seedAdminKey, seedApiKey, testApp } from "../helpers";
 const key = (scope: Scope, projectSlug = "default"): Principal => ({
   kind: "apiKey",
   id: "key_x",
+  name: "x",
   scope,
   projectId: "proj_x",
   projectSlug,
@@ -22,7 +23,7 @@ const key = (scope: Scope, projectSlug = "default"): Principal => ({
   environmentSlug: "development",
 });
 const user = (role: Role): Principal => ({ kind: "user", id: "usr_x", email: "u@x", role, jti: "j", expiresAt: 0 });
-const ADMIN_KEY: Principal = { kind: "adminKey", id: "key_admin" };
+const ADMIN_KEY: Principal = { kind: "adminKey", id: "key_admin", name: "admin" };
 
 type Cell = "yes" | "read" | "-";
 /** Rows: endpoint groups. Columns: eval, test, mgmt, full, admin key, JWT admin, editor, viewer. */

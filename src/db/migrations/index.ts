@@ -7,6 +7,7 @@ import m3 from "./0003_flags.sql" with { type: "text" };
 import m4 from "./0004_testing_sessions.sql" with { type: "text" };
 import m5 from "./0005_webhooks.sql" with { type: "text" };
 import m6 from "./0006_webhook_queue_indexes.sql" with { type: "text" };
+import m7 from "./0007_change_log.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -18,4 +19,5 @@ export const migrationSql: Record<string, string> = {
   "0004_testing_sessions": m4,
   "0005_webhooks": m5,
   "0006_webhook_queue_indexes": m6,
+  "0007_change_log": m7,
 };

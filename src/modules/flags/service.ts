@@ -1,33 +1,20 @@
 /**
  * Flags and their states (decisions §6). Every write is checked in full before anything is
- * stored (a refused write changes nothing), then committed, then put into the evaluation
- * snapshot before the response goes out (read-your-writes). A write that changes something
- * stores its webhook events and deliveries in the same transaction (webhooks/events.ts) and
- * kicks the sender after the commit.
+ * stored (a refused write changes nothing), then committed by the store with its change-log
+ * entry; the entry's subscribers (the evaluation snapshot, the webhook outbox) run before the
+ * response goes out (read-your-writes).
  */
-import { and, asc, eq, exists, sql } from "drizzle-orm";
-import type { AppContext } from "../../context";
-import { isUniqueViolation, prepared, transaction } from "../../db/client";
-import { flags, flagStates } from "../../db/schema";
+import { diff, whole, type Author, type ChangeDraft } from "../../changes/entry";
 import { OPERATOR_VALUE_TYPES, VALUE_OPTIONAL, type Condition, type Rule, type Variant } from "../../evaluation/types";
 import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
-import { iso } from "../../lib/clock";
+import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
-import { requireEnvironment, requireProject, type Environment, type Project } from "../projects/service";
-import { flagLevelChanges, recordEvents, stateChange } from "../webhooks/events";
+import { requireEnvironment, requireProject } from "../projects/service";
+import type { Environment, Project, ProjectReader } from "../projects/store";
 import { LIMITS } from "./model";
+import { flagOf, type Flag, type FlagStore, type StateRow } from "./store";
 
-export interface Flag {
-  id: string;
-  key: string;
-  name: string;
-  /** Absent when not set (the spec: "string, optional"). */
-  description?: string;
-  variants: Variant[];
-  rules: Rule[];
-  createdAt: string;
-  updatedAt: string;
-}
+export type { Flag } from "./store";
 
 export interface FlagState {
   flagKey: string;
@@ -151,98 +138,6 @@ function normalizeVariants(variants: readonly Variant[]): Variant[] {
   }));
 }
 
-// ---- reads -------------------------------------------------------------------------------
-
-const lookups = prepared((db) => ({
-  flag: db
-    .select({
-      id: flags.id,
-      key: flags.key,
-      name: flags.name,
-      description: flags.description,
-      variants: flags.variants,
-      rules: flags.rules,
-      createdAt: flags.createdAt,
-      updatedAt: flags.updatedAt,
-    })
-    .from(flags)
-    .where(and(eq(flags.projectId, sql.placeholder("projectId")), eq(flags.key, sql.placeholder("key"))))
-    .prepare(),
-  state: db
-    .select({ enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage, updatedAt: flagStates.updatedAt })
-    .from(flagStates)
-    .where(and(eq(flagStates.flagId, sql.placeholder("flagId")), eq(flagStates.environmentId, sql.placeholder("environmentId"))))
-    .prepare(),
-  states: db
-    .select({ environmentId: flagStates.environmentId, enabled: flagStates.enabled })
-    .from(flagStates)
-    .where(eq(flagStates.flagId, sql.placeholder("flagId")))
-    .prepare(),
-  /** A state PUT's write: the row, created or replaced. */
-  upsertState: db
-    .insert(flagStates)
-    .values({
-      flagId: sql.placeholder("flagId"),
-      environmentId: sql.placeholder("environmentId"),
-      enabled: sql.placeholder("enabled"),
-      rolloutPercentage: sql.placeholder("rolloutPercentage"),
-      updatedAt: sql.placeholder("updatedAt"),
-    })
-    .onConflictDoUpdate({
-      target: [flagStates.flagId, flagStates.environmentId],
-      set: { enabled: sql`excluded.enabled`, rolloutPercentage: sql`excluded.rollout_percentage`, updatedAt: sql`excluded.updated_at` },
-    })
-    .prepare(),
-}));
-
-function findFlag(ctx: AppContext, projectId: string, key: string): Flag | undefined {
-  const row = lookups(ctx).flag.get({ projectId, key });
-  return row && flagOf(row);
-}
-
-/** A flag in its answer's field order, without a description when it has none (null, undefined). */
-function flagOf(f: Omit<Flag, "description"> & { description?: string | null }): Flag {
-  const { id, key, name, description, variants, rules, createdAt, updatedAt } = f;
-  return { id, key, name, ...(description != null ? { description } : {}), variants, rules, createdAt, updatedAt };
-}
-
-function requireFlag(ctx: AppContext, project: Project, key: string): Flag {
-  const flag = findFlag(ctx, project.id, key);
-  if (!flag) throw notFound(`Flag ${key} in project ${project.slug}`);
-  return flag;
-}
-
-export function getFlag(ctx: AppContext, slug: string, key: string): Flag {
-  return requireFlag(ctx, requireProject(ctx, slug), key);
-}
-
-/** Ordered by key; `q` matches key or name, case-insensitive (Unicode-aware, so filtered here). */
-export function listFlags(ctx: AppContext, slug: string, query: ListQuery) {
-  const project = requireProject(ctx, slug);
-  if (query.enabled !== undefined && query.environment === undefined) {
-    throw validationError("Invalid request", [{ path: "query.enabled", message: "Filtering by enabled needs an environment" }]);
-  }
-  const page = query.page ?? 1;
-  const perPage = query.perPage ?? 20;
-  const conditions = [eq(flags.projectId, project.id)];
-  if (query.environment !== undefined) {
-    const env = requireEnvironment(project, query.environment);
-    const state = [eq(flagStates.flagId, flags.id), eq(flagStates.environmentId, env.id)];
-    if (query.enabled !== undefined) state.push(eq(flagStates.enabled, query.enabled));
-    conditions.push(exists(ctx.db.select({ one: flagStates.flagId }).from(flagStates).where(and(...state))));
-  }
-  let rows = ctx.db
-    .select({ id: flags.id, key: flags.key, name: flags.name, createdAt: flags.createdAt, updatedAt: flags.updatedAt })
-    .from(flags)
-    .where(and(...conditions))
-    .orderBy(asc(flags.key))
-    .all();
-  if (query.q !== undefined && query.q !== "") {
-    const q = foldCase(query.q);
-    rows = rows.filter((f) => f.key.includes(q) || foldCase(f.name).includes(q));
-  }
-  return { flags: rows.slice((page - 1) * perPage, page * perPage), total: rows.length, page, perPage };
-}
 
 /**
  * Text folded for a case-insensitive comparison: each character on its own lower-cased,
@@ -260,140 +155,151 @@ export function foldCase(text: string): string {
 
 const ASCII = /^[\x00-\x7f]*$/;
 
-// ---- writes ------------------------------------------------------------------------------
+const UNSET = { enabled: false, rolloutPercentage: null };
 
-export async function createFlag(ctx: AppContext, slug: string, input: NewFlagInput): Promise<Flag> {
-  const project = requireProject(ctx, slug);
-  const variants = input.variants ?? [];
-  const rules = input.rules ?? [];
-  const details = checkDefinition(variants, rules, "body.variants", "body.rules");
-  if (details.length > 0) throw validationError("Invalid flag", details);
-  const now = iso(ctx.clock.now());
-  const flag = flagOf({
-    id: newId("flag"),
-    key: input.key,
-    name: input.name,
-    description: input.description,
-    variants: normalizeVariants(variants),
-    rules: normalizeRules(rules),
-    createdAt: now,
-    updatedAt: now,
-  });
-  let queued: string[];
-  try {
-    queued = transaction(ctx, () => {
-      ctx.db.insert(flags).values({ ...flag, projectId: project.id }).run();
-      return recordEvents(ctx, project, flagLevelChanges("flag.created", project.environments, flag.key, new Map()), now);
-    });
-  } catch (e) {
-    if (isUniqueViolation(e)) throw conflict(`Flag ${input.key} already exists in project ${slug}`);
-    throw e;
-  }
-  ctx.snapshot.putFlag(project.id, flag);
-  await ctx.deliveries.kick(queued);
-  return flag;
+/** A change-log entry of a flag (`environment`: of its state there). */
+function flagChange(project: Project, flag: { id: string; key: string }, action: ChangeDraft["action"], changes: ChangeDraft["changes"], environment: string | null = null): ChangeDraft {
+  return { project: { id: project.id, slug: project.slug }, environment, resource: { type: environment === null ? "flag" : "flag_state", id: flag.id, key: flag.key }, action, changes };
 }
 
-export async function updateFlag(ctx: AppContext, slug: string, key: string, patch: FlagPatchInput): Promise<Flag> {
-  const project = requireProject(ctx, slug);
-  const current = requireFlag(ctx, project, key);
-  const variants = patch.variants ?? current.variants;
-  const rules = patch.rules ?? current.rules;
-  // Stored rules are checked too: new variants must still cover the variants they serve.
-  const details = checkDefinition(variants, rules, "body.variants", patch.rules ? "body.rules" : null);
-  if (details.length > 0) throw validationError("Invalid flag", details);
-  const next = flagOf({
-    ...current,
-    name: patch.name ?? current.name,
-    description: patch.description === undefined ? current.description : patch.description,
-    variants: normalizeVariants(variants),
-    rules: patch.rules ? normalizeRules(patch.rules) : current.rules,
-  });
-  if (JSON.stringify(next) === JSON.stringify(current)) return current;
-  next.updatedAt = iso(ctx.clock.now());
-  const { name, updatedAt } = next;
-  const queued = transaction(ctx, () => {
-    ctx.db.update(flags).set({ name, description: next.description ?? null, variants: next.variants, rules: next.rules, updatedAt }).where(eq(flags.id, current.id)).run();
-    return recordEvents(ctx, project, flagLevelChanges("flag.updated", project.environments, key, enabledByEnvironment(ctx, current.id)), updatedAt);
-  });
-  ctx.snapshot.putFlag(project.id, next);
-  await ctx.deliveries.kick(queued);
-  return next;
+export interface FlagServiceDeps {
+  flags: FlagStore;
+  projects: ProjectReader;
+  clock: Clock;
 }
 
-export async function deleteFlag(ctx: AppContext, slug: string, key: string): Promise<void> {
-  const project = requireProject(ctx, slug);
-  const flag = requireFlag(ctx, project, key);
-  const queued = transaction(ctx, () => {
-    const before = enabledByEnvironment(ctx, flag.id);
-    // States go with it (foreign key cascade).
-    ctx.db.delete(flags).where(eq(flags.id, flag.id)).run();
-    return recordEvents(ctx, project, flagLevelChanges("flag.deleted", project.environments, key, before), iso(ctx.clock.now()));
-  });
-  ctx.snapshot.removeFlag(project.id, key);
-  await ctx.deliveries.kick(queued);
-}
+export type FlagService = ReturnType<typeof flagService>;
 
-// ---- states ------------------------------------------------------------------------------
-
-function stateRow(ctx: AppContext, flagId: string, environmentId: string) {
-  return lookups(ctx).state.get({ flagId, environmentId });
-}
-
-/** Environment id -> enabled, for the environments where the flag has a state row. */
-function enabledByEnvironment(ctx: AppContext, flagId: string): Map<string, boolean> {
-  return new Map(lookups(ctx).states.all({ flagId }).map((r) => [r.environmentId, r.enabled]));
-}
-
-/** The flag's state in one environment: its row, or (no row) disabled there since the flag was created. */
-function stateIn(ctx: AppContext, flag: Flag, env: Environment): FlagState {
-  const row = stateRow(ctx, flag.id, env.id);
-  return { flagKey: flag.key, environment: env.slug, ...(row ?? { enabled: false, rolloutPercentage: null, updatedAt: flag.createdAt }) };
-}
-
-export function getState(ctx: AppContext, slug: string, key: string, environment: string): FlagState {
-  const project = requireProject(ctx, slug);
-  return stateIn(ctx, requireFlag(ctx, project, key), requireEnvironment(project, environment));
-}
-
-/**
- * GET .../flags/{key}/states: the state in every environment of the project, each exactly as
- * `getState` answers it, in the environments' order (the order they were added).
- */
-export function getStates(ctx: AppContext, slug: string, key: string): { flagKey: string; states: FlagState[] } {
-  const project = requireProject(ctx, slug);
-  const flag = requireFlag(ctx, project, key);
-  return { flagKey: flag.key, states: project.environments.map((env) => stateIn(ctx, flag, env)) };
-}
-
-/**
- * `rolloutPercentage` omitted keeps the current value; `null` clears it. The first PUT in an
- * environment creates the state row (the flag then counts as set there for the list filter);
- * a later PUT that changes nothing writes nothing.
- */
-export async function putState(ctx: AppContext, slug: string, key: string, environment: string, input: { enabled: boolean; rolloutPercentage?: number | null }): Promise<FlagState> {
-  if (input.rolloutPercentage != null && !hasAtMost3Decimals(input.rolloutPercentage)) {
-    throw validationError("Invalid request", [{ path: "body.rolloutPercentage", message: "At most 3 decimal places" }]);
-  }
-  const project = requireProject(ctx, slug);
-  const flag = requireFlag(ctx, project, key);
-  const env = requireEnvironment(project, environment);
-  const current = stateRow(ctx, flag.id, env.id);
-  const next = {
-    enabled: input.enabled,
-    rolloutPercentage: input.rolloutPercentage === undefined ? (current?.rolloutPercentage ?? null) : input.rolloutPercentage,
+export function flagService({ flags, projects, clock }: FlagServiceDeps) {
+  const flagIn = (project: Project, key: string, flag: Flag | undefined): Flag => {
+    if (!flag) throw notFound(`Flag ${key} in project ${project.slug}`);
+    return flag;
   };
-  if (current && next.enabled === current.enabled && next.rolloutPercentage === current.rolloutPercentage) {
-    return { flagKey: flag.key, environment, ...current };
-  }
-  const updatedAt = iso(ctx.clock.now());
-  const before = current ?? { enabled: false, rolloutPercentage: null };
-  const change = stateChange(environment, flag.key, before, next);
-  const queued = transaction(ctx, () => {
-    lookups(ctx).upsertState.run({ flagId: flag.id, environmentId: env.id, ...next, updatedAt });
-    return recordEvents(ctx, project, change ? [change] : [], updatedAt);
-  });
-  ctx.snapshot.setState(project.id, flag.key, env.id, next);
-  await ctx.deliveries.kick(queued);
-  return { flagKey: flag.key, environment, ...next, updatedAt };
+  const requireFlag = async (project: Project, key: string) => flagIn(project, key, await flags.find(project.id, key));
+
+  /** The flag's state in one environment: its row, or (no row) disabled there since the flag was created. */
+  const stateIn = async (flag: Flag, env: Environment): Promise<FlagState> => {
+    const row = await flags.state(flag.id, env.id);
+    return { flagKey: flag.key, environment: env.slug, ...(row ?? { ...UNSET, updatedAt: flag.createdAt }) };
+  };
+
+  return {
+    async getFlag(slug: string, key: string): Promise<Flag> {
+      return requireFlag(await requireProject(projects, slug), key);
+    },
+
+    /** Ordered by key; `q` matches key or name, case-insensitive (Unicode-aware, so filtered here). */
+    async listFlags(slug: string, query: ListQuery) {
+      const project = await requireProject(projects, slug);
+      if (query.enabled !== undefined && query.environment === undefined) {
+        throw validationError("Invalid request", [{ path: "query.enabled", message: "Filtering by enabled needs an environment" }]);
+      }
+      const page = query.page ?? 1;
+      const perPage = query.perPage ?? 20;
+      const environmentId = query.environment === undefined ? undefined : requireEnvironment(project, query.environment).id;
+      let rows = await flags.list(project.id, { environmentId, enabled: query.enabled });
+      if (query.q !== undefined && query.q !== "") {
+        const q = foldCase(query.q);
+        rows = rows.filter((f) => f.key.includes(q) || foldCase(f.name).includes(q));
+      }
+      return { flags: rows.slice((page - 1) * perPage, page * perPage), total: rows.length, page, perPage };
+    },
+
+    async createFlag(author: Author, slug: string, input: NewFlagInput): Promise<Flag> {
+      const project = await requireProject(projects, slug);
+      const variants = input.variants ?? [];
+      const rules = input.rules ?? [];
+      const details = checkDefinition(variants, rules, "body.variants", "body.rules");
+      if (details.length > 0) throw validationError("Invalid flag", details);
+      const now = iso(clock.now());
+      const flag = flagOf({
+        id: newId("flag"),
+        key: input.key,
+        name: input.name,
+        description: input.description,
+        variants: normalizeVariants(variants),
+        rules: normalizeRules(rules),
+        createdAt: now,
+        updatedAt: now,
+      });
+      const created = await flags.create(author, project.id, flag, flagChange(project, flag, "created", whole({ ...flag }, "created")));
+      if (!created) throw conflict(`Flag ${input.key} already exists in project ${slug}`);
+      return flag;
+    },
+
+    async updateFlag(author: Author, slug: string, key: string, patch: FlagPatchInput): Promise<Flag> {
+      const project = await requireProject(projects, slug);
+      return flags.update(author, project.id, key, (found) => {
+        const current = flagIn(project, key, found);
+        const variants = patch.variants ?? current.variants;
+        const rules = patch.rules ?? current.rules;
+        // Stored rules are checked too: new variants must still cover the variants they serve.
+        const details = checkDefinition(variants, rules, "body.variants", patch.rules ? "body.rules" : null);
+        if (details.length > 0) throw validationError("Invalid flag", details);
+        const next = flagOf({
+          ...current,
+          name: patch.name ?? current.name,
+          description: patch.description === undefined ? current.description : patch.description,
+          variants: normalizeVariants(variants),
+          rules: patch.rules ? normalizeRules(patch.rules) : current.rules,
+        });
+        const changes = diff({ ...current }, { ...next });
+        if (Object.keys(changes).length === 0) return { result: current, changes: [] };
+        next.updatedAt = iso(clock.now());
+        return { result: next, changes: [flagChange(project, next, "updated", changes)] };
+      });
+    },
+
+    async deleteFlag(author: Author, slug: string, key: string): Promise<void> {
+      const project = await requireProject(projects, slug);
+      await flags.remove(author, project.id, key, (found, states) => {
+        const flag = flagIn(project, key, found);
+        // Its states go with it: the entry holds them, by environment.
+        return flagChange(project, flag, "deleted", whole({ ...flag, states }, "deleted"));
+      });
+    },
+
+    async getState(slug: string, key: string, environment: string): Promise<FlagState> {
+      const project = await requireProject(projects, slug);
+      const env = requireEnvironment(project, environment);
+      return stateIn(await requireFlag(project, key), env);
+    },
+
+    /**
+     * GET .../flags/{key}/states: the state in every environment of the project, each exactly as
+     * `getState` answers it, in the environments' order (the order they were added).
+     */
+    async getStates(slug: string, key: string): Promise<{ flagKey: string; states: FlagState[] }> {
+      const project = await requireProject(projects, slug);
+      const flag = await requireFlag(project, key);
+      return { flagKey: flag.key, states: await Promise.all(project.environments.map((env) => stateIn(flag, env))) };
+    },
+
+    /**
+     * `rolloutPercentage` omitted keeps the current value; `null` clears it. The first PUT in an
+     * environment creates the state row (the flag then counts as set there for the list filter,
+     * and its entry shows `before: null`); a later PUT that changes nothing writes nothing.
+     * The entry's action: `enabled` or `disabled` when that changed (a state never set is
+     * disabled), else `updated`.
+     */
+    async putState(author: Author, slug: string, key: string, environment: string, input: { enabled: boolean; rolloutPercentage?: number | null }): Promise<FlagState> {
+      if (input.rolloutPercentage != null && !hasAtMost3Decimals(input.rolloutPercentage)) {
+        throw validationError("Invalid request", [{ path: "body.rolloutPercentage", message: "At most 3 decimal places" }]);
+      }
+      const project = await requireProject(projects, slug);
+      const env = requireEnvironment(project, environment);
+      const row = await flags.putState(author, project.id, key, env.id, (found, current) => {
+        const flag = flagIn(project, key, found);
+        const next = {
+          enabled: input.enabled,
+          rolloutPercentage: input.rolloutPercentage === undefined ? (current?.rolloutPercentage ?? null) : input.rolloutPercentage,
+        };
+        if (current && next.enabled === current.enabled && next.rolloutPercentage === current.rolloutPercentage) return { result: current, changes: [] };
+        const changes = current ? diff({ enabled: current.enabled, rolloutPercentage: current.rolloutPercentage }, next) : whole(next, "created");
+        const action = next.enabled !== (current ?? UNSET).enabled ? (next.enabled ? "enabled" : "disabled") : "updated";
+        return { result: { ...next, updatedAt: iso(clock.now()) }, changes: [flagChange(project, flag, action, changes, environment)] };
+      });
+      return { flagKey: key, environment, ...row };
+    },
+  };
 }

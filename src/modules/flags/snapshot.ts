@@ -1,48 +1,61 @@
 /**
- * Fills the evaluation snapshot (src/evaluation/snapshot.ts) from the database: whole at
- * start-up, one project after a change to its environments. Flag and state writes update the
- * snapshot directly (flags service). Runs on writes and at start, never on evaluation.
+ * Keeps the evaluation snapshot (src/evaluation/snapshot.ts) in step with the change log: filled
+ * whole at start-up, then a subscriber of every commit (src/changes/bus.ts): a flag's entry
+ * recompiles that flag, a state's entry that state, a project's or an environment's entry reads
+ * the project again. It runs before the writer answers (read-your-writes), never on evaluation.
  */
-import { asc, eq } from "drizzle-orm";
-import type { Store } from "../../db/client";
-import { environments, flags, flagStates, projects } from "../../db/schema";
-import { Snapshot, type ProjectData } from "../../evaluation/snapshot";
+import type { Subscriber } from "../../changes/bus";
+import type { ChangeEntry } from "../../changes/entry";
+import { Snapshot } from "../../evaluation/snapshot";
+import type { SnapshotSource, SqliteFlagStore } from "./store";
 
-/** A store that may carry this process's snapshot (the server's does; the admin CLI's does not). */
-export type SnapshotStore = Store & { snapshot?: Snapshot };
-
-function projectData({ db }: Store, projectId: string): ProjectData {
-  const environmentIds = db.select({ id: environments.id }).from(environments).where(eq(environments.projectId, projectId)).all().map((e) => e.id);
-  const defs = db
-    .select({ key: flags.key, variants: flags.variants, rules: flags.rules })
-    .from(flags)
-    .where(eq(flags.projectId, projectId))
-    .orderBy(asc(flags.key))
-    .all();
-  const states = db
-    .select({ flagKey: flags.key, environmentId: flagStates.environmentId, enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage })
-    .from(flagStates)
-    .innerJoin(flags, eq(flags.id, flagStates.flagId))
-    .where(eq(flags.projectId, projectId))
-    .all()
-    .map(({ flagKey, environmentId, enabled, rolloutPercentage }) => ({ flagKey, environmentId, state: { enabled, rolloutPercentage } }));
-  return { environmentIds, flags: defs, states };
-}
-
-export function loadSnapshot(store: Store): Snapshot {
+/** Every project, read at start-up (synchronously: the server fills it before it listens). */
+export function loadSnapshot(store: SqliteFlagStore): Snapshot {
   const snapshot = new Snapshot();
-  for (const { id } of store.db.select({ id: projects.id }).from(projects).all()) snapshot.setProject(id, projectData(store, id));
+  for (const id of store.projectIdsNow()) snapshot.setProject(id, store.projectNow(id)!);
   return snapshot;
 }
 
 /**
- * Every service that creates or deletes a project or an environment calls this after the
- * write: the project is read again (or dropped when it is gone).
+ * The snapshot's subscriber. Commits are applied one after another, in commit order, whatever
+ * the source's reads cost: each waits for the one before.
  */
-export function projectChanged(store: SnapshotStore, projectId: string): void {
-  const { snapshot } = store;
-  if (!snapshot) return;
-  const exists = store.db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).get();
-  if (exists) snapshot.setProject(projectId, projectData(store, projectId));
-  else snapshot.removeProject(projectId);
+export function snapshotSubscriber(snapshot: Snapshot, source: SnapshotSource): Subscriber {
+  let tail: Promise<void> = Promise.resolve();
+  return (entries) => {
+    const applied = tail.then(() => apply(snapshot, source, entries));
+    tail = applied.catch(() => undefined); // the bus logs the failure; the next commit still applies
+    return applied;
+  };
+}
+
+async function apply(snapshot: Snapshot, source: SnapshotSource, entries: readonly ChangeEntry[]): Promise<void> {
+  for (const { project, resource, action, environment } of entries) {
+    if (project === null) continue;
+    switch (resource.type) {
+      case "project":
+      case "environment": {
+        if (resource.type === "project" && action === "updated") break; // its name: nothing evaluation reads
+        if (resource.type === "environment" && action === "updated") break;
+        const data = await source.project(project.id);
+        if (data) snapshot.setProject(project.id, data);
+        else snapshot.removeProject(project.id);
+        break;
+      }
+      case "flag": {
+        if (action === "deleted") {
+          snapshot.removeFlag(project.id, resource.key!);
+          break;
+        }
+        const def = await source.definition(resource.id);
+        if (def) snapshot.putFlag(project.id, def);
+        break;
+      }
+      case "flag_state": {
+        const found = await source.stateIn(resource.id, project.id, environment!);
+        if (found) snapshot.setState(project.id, resource.key!, found.environmentId, found.state);
+        break;
+      }
+    }
+  }
 }

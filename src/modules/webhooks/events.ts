@@ -1,13 +1,14 @@
 /**
- * The outbox (decisions §10): flag and state writes call `recordEvents` inside their own
- * transaction, so an event and its deliveries are stored exactly when the change is. Each
- * event gets one id and one payload text, which every delivery of it (each webhook, each
- * retry, each redelivery) sends and signs unchanged. After the commit the writer calls
- * `ctx.deliveries.kick()` to send at once.
+ * The outbox (decisions §10): webhook events derived from the change log's flag and state
+ * entries, in the transaction of the change (`Outbox`), so an event and its deliveries are
+ * stored exactly when the change is. Each event gets one id and one payload text, which every
+ * delivery of it (each webhook, each retry, each redelivery) sends and signs unchanged.
  *
  * An event is stored only when at least one enabled webhook of the project takes it (its
  * `events` holds the name and its `environments` is empty or holds the environment).
  */
+import type { Database } from "bun:sqlite";
+import type { ChangeEntry } from "../../changes/entry";
 import type { Store } from "../../db/client";
 import { iso, type Clock } from "../../lib/clock";
 import type { webhookDeliveries } from "../../db/schema";
@@ -64,23 +65,88 @@ export function stateChange(environment: string, flagKey: string, before: StateV
 }
 
 /**
- * Stores the events and one pending delivery per matching enabled webhook, due at once. Must
- * run inside the transaction of the change. Returns the webhook of each delivery queued, for
- * `ctx.deliveries.kick()` after the commit.
+ * The outbox as a participant of every write's transaction (src/changes/sqlite.ts): the flag
+ * and flag-state entries of a commit become webhook events and one pending delivery per
+ * matching enabled webhook, due at once, stored in that same transaction (at-least-once: an
+ * event exists exactly when its change does). After the commit, as a subscriber, it kicks the
+ * sender for the webhooks it queued deliveries for.
  */
-export function recordEvents(store: Store, project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): string[] {
+export class Outbox {
+  /** The webhooks the transaction under way queued deliveries for: kicked after its commit. */
+  private queued: string[] = [];
+
+  constructor(
+    private readonly sqlite: Database,
+    private readonly deliveries: { kick(webhookIds?: readonly string[]): void | Promise<void> },
+  ) {}
+
+  /** In the transaction: the events of the entries, stored with their deliveries. */
+  readonly participant = (entries: readonly ChangeEntry[]): void => {
+    this.queued = [];
+    for (const entry of entries) {
+      if (entry.project === null || (entry.resource.type !== "flag" && entry.resource.type !== "flag_state")) continue;
+      const changes = this.flagChanges(entry);
+      if (changes.length > 0) this.queued.push(...recordEvents(this.sqlite, entry.project, changes, entry.at));
+    }
+  };
+
+  /** After the commit: the sender takes the deliveries at once. */
+  readonly subscriber = (): void | Promise<void> => {
+    const queued = this.queued;
+    this.queued = [];
+    if (queued.length > 0) return this.deliveries.kick(queued);
+  };
+
+  /** The events of one entry (webhooks/model.ts EVENTS), read in its transaction, after its write. */
+  private flagChanges(entry: ChangeEntry): FlagChange[] {
+    const flagKey = entry.resource.key!;
+    const projectId = entry.project!.id;
+    if (entry.resource.type === "flag_state") {
+      const env = entry.environment!;
+      const row = this.sqlite.query<{ enabled: number; rolloutPercentage: number | null }, [string, string, string]>(STATE_SQL).get(entry.resource.id, projectId, env);
+      const now: StateValues = row ? { enabled: row.enabled === 1, rolloutPercentage: row.rolloutPercentage } : UNSET;
+      // A field the entry does not name kept its value; one it names was `before` (null: unset).
+      const before = { ...now };
+      for (const field of ["enabled", "rolloutPercentage"] as const) {
+        if (field in entry.changes) (before as Record<string, unknown>)[field] = entry.changes[field]!.before ?? UNSET[field];
+      }
+      const change = stateChange(env, flagKey, before, now);
+      return change ? [change] : [];
+    }
+    const environments = this.sqlite.query<{ id: string; slug: string }, [string]>(ENVIRONMENTS_SQL).all(projectId);
+    if (entry.action === "deleted") {
+      // The flag's states went with it: its entry holds them, by environment slug.
+      const states = (entry.changes.states?.before ?? {}) as Record<string, StateValues>;
+      const before = new Map(environments.map((e) => [e.id, states[e.slug]?.enabled ?? false]));
+      return flagLevelChanges("flag.deleted", environments, flagKey, before);
+    }
+    const enabled = new Map(this.sqlite.query<{ environmentId: string; enabled: number }, [string]>(STATES_SQL).all(entry.resource.id).map((r) => [r.environmentId, r.enabled === 1]));
+    return flagLevelChanges(entry.action === "created" ? "flag.created" : "flag.updated", environments, flagKey, enabled);
+  }
+}
+
+const UNSET: StateValues = { enabled: false, rolloutPercentage: null };
+const ENVIRONMENTS_SQL = "SELECT id, slug FROM environments WHERE project_id = ?1 ORDER BY rowid";
+const STATES_SQL = "SELECT environment_id AS environmentId, enabled FROM flag_states WHERE flag_id = ?1";
+const STATE_SQL = `SELECT s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage FROM flag_states s
+  JOIN environments e ON e.id = s.environment_id WHERE s.flag_id = ?1 AND e.project_id = ?2 AND e.slug = ?3`;
+
+/**
+ * Stores the events and one pending delivery per matching enabled webhook, due at once. Runs
+ * inside the transaction of the change. Returns the webhook of each delivery queued.
+ */
+function recordEvents(sqlite: Database, project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): string[] {
   const queued: string[] = [];
-  if (changes.length === 0) return queued;
   // Raw statements, prepared once per connection (bun:sqlite caches them): this runs inside
   // every flag and state write.
-  const hooks = store.sqlite
+  const hooks = sqlite
     .query<{ id: string; events: string; environments: string }, [string]>(HOOKS_SQL)
     .all(project.id)
     .map((w) => ({ id: w.id, events: JSON.parse(w.events) as string[], environments: JSON.parse(w.environments) as string[] }));
   if (hooks.length === 0) return queued;
-  const insertEvent = store.sqlite.query(INSERT_EVENT_SQL);
+  const insertEvent = sqlite.query(INSERT_EVENT_SQL);
   const ms = Date.parse(at);
-  const insertDelivery = store.sqlite.query(INSERT_DELIVERY_SQL);
+  const insertDelivery = sqlite.query(INSERT_DELIVERY_SQL);
   for (const c of changes) {
     const takers = hooks.filter((w) => w.events.includes(c.event) && (w.environments.length === 0 || w.environments.includes(c.environment)));
     if (takers.length === 0) continue;

@@ -1,0 +1,263 @@
+/**
+ * All SQL of flags and their states, behind `FlagStore`: asynchronous at its boundary (a
+ * PostgreSQL implementation stands behind the same interface), synchronous SQLite inside.
+ *
+ * Writes take the author and a pure `decide` function of what is stored now: it runs inside
+ * the write's transaction (on PostgreSQL, after `SELECT ... FOR UPDATE`), throws to refuse, and
+ * returns the record to store with the change-log entries it makes; no entry, nothing written.
+ */
+import { and, asc, eq, exists, sql } from "drizzle-orm";
+import type { Author, ChangeDraft } from "../../changes/entry";
+import type { SqliteChangeLog, Written } from "../../changes/sqlite";
+import { isUniqueViolation, prepared } from "../../db/client";
+import { environments, flags, flagStates, projects } from "../../db/schema";
+import type { ProjectData } from "../../evaluation/snapshot";
+import type { FlagDefinition, FlagState as StateValues, Rule, Variant } from "../../evaluation/types";
+
+export interface Flag {
+  id: string;
+  key: string;
+  name: string;
+  /** Absent when not set (the spec: "string, optional"). */
+  description?: string;
+  variants: Variant[];
+  rules: Rule[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type FlagSummary = Pick<Flag, "id" | "key" | "name" | "createdAt" | "updatedAt">;
+
+/** A stored state row. */
+export interface StateRow {
+  enabled: boolean;
+  rolloutPercentage: number | null;
+  updatedAt: string;
+}
+
+/** A flag's state rows by environment slug (a deleted flag's entry holds them). */
+export type StatesBySlug = Record<string, { enabled: boolean; rolloutPercentage: number | null }>;
+
+export interface FlagStore {
+  find(projectId: string, key: string): Promise<Flag | undefined>;
+  /** Ordered by key; `environmentId`: only flags with a state row there (`enabled`: with that value). */
+  list(projectId: string, filter: { environmentId?: string; enabled?: boolean }): Promise<FlagSummary[]>;
+  state(flagId: string, environmentId: string): Promise<StateRow | undefined>;
+  /** The new flag, unless its key is taken in the project (false). */
+  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean>;
+  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined) => Written<Flag>): Promise<Flag>;
+  /** The flag and (cascade) its states; `decide` sees the states it had. */
+  remove(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, states: StatesBySlug) => ChangeDraft): Promise<void>;
+  putState(
+    author: Author,
+    projectId: string,
+    key: string,
+    environmentId: string,
+    decide: (flag: Flag | undefined, current: StateRow | undefined) => Written<StateRow>,
+  ): Promise<StateRow>;
+}
+
+/** What the evaluation snapshot reads (flags/snapshot.ts). */
+export interface SnapshotSource {
+  /** A project's environments, flags and states; undefined once it is gone. */
+  project(projectId: string): Promise<ProjectData | undefined>;
+  definition(flagId: string): Promise<FlagDefinition | undefined>;
+  /** The state of a flag in the project's environment of this slug (undefined: no row, or gone). */
+  stateIn(flagId: string, projectId: string, environment: string): Promise<{ environmentId: string; state: StateValues | null } | undefined>;
+}
+
+const FLAG_COLUMNS = {
+  id: flags.id,
+  key: flags.key,
+  name: flags.name,
+  description: flags.description,
+  variants: flags.variants,
+  rules: flags.rules,
+  createdAt: flags.createdAt,
+  updatedAt: flags.updatedAt,
+};
+
+const queries = prepared((db) => ({
+  flag: db
+    .select(FLAG_COLUMNS)
+    .from(flags)
+    .where(and(eq(flags.projectId, sql.placeholder("projectId")), eq(flags.key, sql.placeholder("key"))))
+    .prepare(),
+  definition: db
+    .select({ key: flags.key, variants: flags.variants, rules: flags.rules })
+    .from(flags)
+    .where(eq(flags.id, sql.placeholder("flagId")))
+    .prepare(),
+  state: db
+    .select({ enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage, updatedAt: flagStates.updatedAt })
+    .from(flagStates)
+    .where(and(eq(flagStates.flagId, sql.placeholder("flagId")), eq(flagStates.environmentId, sql.placeholder("environmentId"))))
+    .prepare(),
+  statesBySlug: db
+    .select({ slug: environments.slug, enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage })
+    .from(flagStates)
+    .innerJoin(environments, eq(environments.id, flagStates.environmentId))
+    .where(eq(flagStates.flagId, sql.placeholder("flagId")))
+    .orderBy(sql`${environments}.rowid`)
+    .prepare(),
+  environmentBySlug: db
+    .select({ id: environments.id })
+    .from(environments)
+    .where(and(eq(environments.projectId, sql.placeholder("projectId")), eq(environments.slug, sql.placeholder("slug"))))
+    .prepare(),
+  /** A state PUT's write: the row, created or replaced. */
+  upsertState: db
+    .insert(flagStates)
+    .values({
+      flagId: sql.placeholder("flagId"),
+      environmentId: sql.placeholder("environmentId"),
+      enabled: sql.placeholder("enabled"),
+      rolloutPercentage: sql.placeholder("rolloutPercentage"),
+      updatedAt: sql.placeholder("updatedAt"),
+    })
+    .onConflictDoUpdate({
+      target: [flagStates.flagId, flagStates.environmentId],
+      set: { enabled: sql`excluded.enabled`, rolloutPercentage: sql`excluded.rollout_percentage`, updatedAt: sql`excluded.updated_at` },
+    })
+    .prepare(),
+}));
+
+/** A flag in its answer's field order, without a description when it has none (null, undefined). */
+export function flagOf(f: Omit<Flag, "description"> & { description?: string | null }): Flag {
+  const { id, key, name, description, variants, rules, createdAt, updatedAt } = f;
+  return { id, key, name, ...(description != null ? { description } : {}), variants, rules, createdAt, updatedAt };
+}
+
+export class SqliteFlagStore implements FlagStore, SnapshotSource {
+  constructor(private readonly log: SqliteChangeLog) {}
+
+  private get q() {
+    return queries(this.log.store);
+  }
+
+  private findNow(projectId: string, key: string): Flag | undefined {
+    const row = this.q.flag.get({ projectId, key });
+    return row && flagOf(row);
+  }
+
+  async find(projectId: string, key: string): Promise<Flag | undefined> {
+    return this.findNow(projectId, key);
+  }
+
+  async list(projectId: string, filter: { environmentId?: string; enabled?: boolean }): Promise<FlagSummary[]> {
+    const { db } = this.log.store;
+    const conditions = [eq(flags.projectId, projectId)];
+    if (filter.environmentId !== undefined) {
+      const state = [eq(flagStates.flagId, flags.id), eq(flagStates.environmentId, filter.environmentId)];
+      if (filter.enabled !== undefined) state.push(eq(flagStates.enabled, filter.enabled));
+      conditions.push(exists(db.select({ one: flagStates.flagId }).from(flagStates).where(and(...state))));
+    }
+    return db
+      .select({ id: flags.id, key: flags.key, name: flags.name, createdAt: flags.createdAt, updatedAt: flags.updatedAt })
+      .from(flags)
+      .where(and(...conditions))
+      .orderBy(asc(flags.key))
+      .all();
+  }
+
+  async state(flagId: string, environmentId: string): Promise<StateRow | undefined> {
+    return this.q.state.get({ flagId, environmentId });
+  }
+
+  async create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean> {
+    try {
+      return await this.log.commit(author, () => {
+        this.log.store.db.insert(flags).values({ ...flag, projectId }).run();
+        return { result: true, changes: [change] };
+      });
+    } catch (e) {
+      if (isUniqueViolation(e)) return false;
+      throw e;
+    }
+  }
+
+  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined) => Written<Flag>): Promise<Flag> {
+    return this.log.commit(author, () => {
+      const current = this.findNow(projectId, key);
+      const written = decide(current);
+      if (written.changes.length > 0) {
+        const { name, description, variants, rules, updatedAt } = written.result;
+        this.log.store.db
+          .update(flags)
+          .set({ name, description: description ?? null, variants, rules, updatedAt })
+          .where(eq(flags.id, current!.id))
+          .run();
+      }
+      return written;
+    });
+  }
+
+  remove(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, states: StatesBySlug) => ChangeDraft): Promise<void> {
+    return this.log.commit(author, () => {
+      const current = this.findNow(projectId, key);
+      const states: StatesBySlug = {};
+      if (current) for (const { slug, ...s } of this.q.statesBySlug.all({ flagId: current.id })) states[slug] = s;
+      const change = decide(current, states);
+      // States go with it (foreign key cascade).
+      this.log.store.db.delete(flags).where(eq(flags.id, current!.id)).run();
+      return { result: undefined, changes: [change] };
+    });
+  }
+
+  putState(
+    author: Author,
+    projectId: string,
+    key: string,
+    environmentId: string,
+    decide: (flag: Flag | undefined, current: StateRow | undefined) => Written<StateRow>,
+  ): Promise<StateRow> {
+    return this.log.commit(author, () => {
+      const flag = this.findNow(projectId, key);
+      const written = decide(flag, flag && this.q.state.get({ flagId: flag.id, environmentId }));
+      if (written.changes.length > 0) this.q.upsertState.run({ flagId: flag!.id, environmentId, ...written.result });
+      return written;
+    });
+  }
+
+  // ---- the snapshot's source -----------------------------------------------------------------
+
+  /** Synchronous: start-up fills the snapshot before it listens. */
+  projectNow(projectId: string): ProjectData | undefined {
+    const { db } = this.log.store;
+    if (!db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).get()) return undefined;
+    const environmentIds = db.select({ id: environments.id }).from(environments).where(eq(environments.projectId, projectId)).all().map((e) => e.id);
+    const defs = db
+      .select({ key: flags.key, variants: flags.variants, rules: flags.rules })
+      .from(flags)
+      .where(eq(flags.projectId, projectId))
+      .orderBy(asc(flags.key))
+      .all();
+    const states = db
+      .select({ flagKey: flags.key, environmentId: flagStates.environmentId, enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage })
+      .from(flagStates)
+      .innerJoin(flags, eq(flags.id, flagStates.flagId))
+      .where(eq(flags.projectId, projectId))
+      .all()
+      .map(({ flagKey, environmentId, enabled, rolloutPercentage }) => ({ flagKey, environmentId, state: { enabled, rolloutPercentage } }));
+    return { environmentIds, flags: defs, states };
+  }
+
+  projectIdsNow(): string[] {
+    return this.log.store.db.select({ id: projects.id }).from(projects).all().map((p) => p.id);
+  }
+
+  async project(projectId: string): Promise<ProjectData | undefined> {
+    return this.projectNow(projectId);
+  }
+
+  async definition(flagId: string): Promise<FlagDefinition | undefined> {
+    return this.q.definition.get({ flagId });
+  }
+
+  async stateIn(flagId: string, projectId: string, environment: string): Promise<{ environmentId: string; state: StateValues | null } | undefined> {
+    const env = this.q.environmentBySlug.get({ projectId, slug: environment });
+    if (!env) return undefined;
+    const row = this.q.state.get({ flagId, environmentId: env.id });
+    return { environmentId: env.id, state: row ? { enabled: row.enabled, rolloutPercentage: row.rolloutPercentage } : null };
+  }
+}
