@@ -39,6 +39,8 @@ export interface Config {
   webhookRetryDelays: number[];
   webhookTimeoutMs: number;
   outboundAllowedHosts: string[];
+  /** Days an audit-log entry is kept; 0: forever. */
+  auditRetentionDays: number;
   rateLimits: Record<RateLimitKind, number>;
   logLevel: LogLevel;
   logFormat: LogFormat;
@@ -233,6 +235,12 @@ export const OPTIONS = [
     description: "Time limit of one webhook delivery attempt, in milliseconds",
     fallback: () => 10_000,
     parse: (raw) => integer(raw, 1, 300_000, "a number of milliseconds"),
+  }),
+  opt({
+    key: "auditRetentionDays", env: "SVC_AUDIT_RETENTION_DAYS", flag: "--audit-retention-days", defaultText: "365",
+    description: "Days an audit-log entry is kept (removed daily, in small batches); 0 keeps every entry",
+    fallback: () => 365,
+    parse: (raw) => integer(raw, 0, 36_500, "a whole number of days"),
   }),
   opt({
     key: "outboundAllowedHosts", env: "SVC_OUTBOUND_ALLOWED_HOSTS", flag: "--outbound-allowed-hosts", defaultText: "external",

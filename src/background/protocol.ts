@@ -9,6 +9,8 @@ export type ToWorker =
   | { kind: "kick"; webhookIds?: readonly string[]; id?: number }
   | { kind: "drain"; id: number }
   | { kind: "prune" }
+  /** The audit log's daily retention clean-up (SVC_AUDIT_RETENTION_DAYS). */
+  | { kind: "prune-audit-log" }
   | { kind: "stop" };
 
 export type FromWorker =

@@ -66,6 +66,11 @@ export class BackgroundThread implements Deliveries {
     this.post({ kind: "prune" });
   }
 
+  /** The audit log's retention clean-up, here off the request thread (modules/audit/retention.ts). */
+  pruneAuditLog(): void {
+    this.post({ kind: "prune-audit-log" });
+  }
+
   /** Asks the worker to store what it knows and close its connection, then ends it (3 s at most). */
   stop(): Promise<void> {
     return (this.stopping ??= (async () => {

@@ -6,6 +6,7 @@
  *    happen here; the database stays the queue, so nothing is lost when this thread or the
  *    process dies.
  *    The daily retention clean-up runs here too, in short chunks.
+ *  - The audit log's daily retention clean-up (SVC_AUDIT_RETENTION_DAYS), in short batches.
  *  - WAL checkpoints: the main connection has automatic checkpoints off while this thread
  *    runs (a checkpoint copies pages and syncs the file: milliseconds, inside whichever commit
  *    crosses the threshold); a passive checkpoint here every second keeps the WAL short.
@@ -14,6 +15,8 @@
 import { openDatabase, type Store } from "../db/client";
 import { systemClock } from "../lib/clock";
 import { forwardingLogger, type Logger } from "../lib/log";
+import { pruneAuditLog } from "../modules/audit/retention";
+import { SqliteAuditStore } from "../modules/audit/store";
 import { DeliveryDispatcher } from "../modules/webhooks/dispatcher";
 import type { FromWorker, ToWorker } from "./protocol";
 
@@ -23,13 +26,22 @@ const CHECKPOINT_EVERY_MS = 1000;
 
 const send = (message: FromWorker) => self.postMessage(message);
 
-let running: { store: Store; dispatcher: DeliveryDispatcher; log: Logger; timer: ReturnType<typeof setInterval> } | undefined;
+let running: { store: Store; dispatcher: DeliveryDispatcher; log: Logger; timer: ReturnType<typeof setInterval>; retentionDays: number } | undefined;
 
 function checkpoint(store: Store, log: Logger): void {
   try {
     store.sqlite.run("PRAGMA wal_checkpoint(PASSIVE)");
   } catch (e) {
     log.warn("WAL checkpoint failed; retrying in a second", { error: e instanceof Error ? e.message : String(e) });
+  }
+}
+
+async function pruneAudit({ store, log, retentionDays }: NonNullable<typeof running>): Promise<void> {
+  try {
+    const removed = await pruneAuditLog(new SqliteAuditStore(store), systemClock.now(), retentionDays);
+    if (removed > 0) log.info("old audit-log entries removed", { entries: removed, retentionDays });
+  } catch (e) {
+    log.error("audit-log retention failed", { error: e instanceof Error ? e.message : String(e) });
   }
 }
 
@@ -41,7 +53,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       const store = openDatabase(message.file);
       const dispatcher = new DeliveryDispatcher({ ...store, clock: systemClock, log, config: message.config });
       const timer = setInterval(() => checkpoint(store, log), CHECKPOINT_EVERY_MS);
-      running = { store, dispatcher, log, timer };
+      running = { store, dispatcher, log, timer, retentionDays: message.config.auditRetentionDays };
       send({ kind: "ready" });
       return;
     }
@@ -51,6 +63,9 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       return;
     case "prune":
       running?.dispatcher.prune();
+      return;
+    case "prune-audit-log":
+      if (running) void pruneAudit(running);
       return;
     case "drain":
       void (running ? running.dispatcher.drain() : Promise.resolve()).then(() => send({ kind: "drained", id: message.id }));

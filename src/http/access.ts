@@ -52,6 +52,10 @@ export const ACCESS = {
   apiKeys: { scopes: ["mgmt", "full"], adminKey: true, roles: { read: ALL_ROLES, write: ["admin", "editor"] } },
   /** webhooks and their deliveries */
   webhooks: { scopes: ["mgmt", "full"], adminKey: true, roles: { read: ["admin", "editor"], write: ["admin", "editor"] } },
+  /** GET /v1/projects/{slug}/audit-log: read-only, as the project's other reads */
+  audit: { scopes: ["mgmt", "full"], adminKey: true, roles: { read: ALL_ROLES, write: NONE } },
+  /** GET /v1/audit-log: the whole instance, its users and admin keys included */
+  auditInstance: { scopes: NONE, adminKey: true, roles: { read: ["admin"], write: NONE } },
   /** plugins, integrations, marketplace, users, admin keys */
   admin: { scopes: NONE, adminKey: true, roles: { read: ["admin"], write: ["admin"] } },
   /** GET /v1/auth/me, POST /v1/auth/logout: a login token only */

@@ -39,6 +39,8 @@ const ALLOWED: Record<Exclude<AccessGroup, "evaluate">, { read: string[]; write:
   apiKeys: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"] },
   webhooks: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"], write: ["mgmt", "full", "admin key", "JWT admin", "JWT editor"] },
   admin: { read: ["admin key", "JWT admin"], write: ["admin key", "JWT admin"] },
+  audit: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: [] },
+  auditInstance: { read: ["admin key", "JWT admin"], write: [] },
   session: { read: ["JWT admin", "JWT editor", "JWT viewer"], write: ["JWT admin", "JWT editor", "JWT viewer"] },
 };
 
@@ -111,6 +113,8 @@ const ENDPOINTS: Endpoint[] = [
   { group: "admin", method: "GET", path: () => "/v1/admin-keys", ok: 200 },
   { group: "admin", method: "POST", path: () => "/v1/admin-keys", body: () => ({ name: "made" }), ok: 201 },
   { group: "admin", method: "DELETE", path: (f) => `/v1/admin-keys/${f.adminKeyId}`, ok: 204 },
+  { group: "audit", method: "GET", path: (f) => `/v1/projects/${f.slug}/audit-log`, ok: 200 },
+  { group: "auditInstance", method: "GET", path: () => "/v1/audit-log", ok: 200 },
   { group: "session", method: "GET", path: () => "/v1/auth/me", ok: 200 },
   { group: "testing", method: "POST", path: () => "/v1/testing/sessions", body: (f) => ({ projectId: f.slug }), ok: 201 },
   { group: "testing", method: "GET", path: (f) => `/v1/testing/sessions?projectId=${f.slug}`, ok: 200 },
@@ -239,7 +243,7 @@ describe("keys of another project", () => {
   test("403 FORBIDDEN on every project path, and on keys of another project", async () => {
     for (const scope of ["mgmt", "full"] as const) {
       const headers = bearer(seedApiKey(h.ctx, scope, "default").secret);
-      for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/environments/production", "/v1/projects/column-1/api-keys", "/v1/projects/column-1/flags", "/v1/projects/column-1/flags/kept", "/v1/projects/column-1/flags/kept/states", "/v1/projects/column-1/webhooks"]) {
+      for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/environments/production", "/v1/projects/column-1/api-keys", "/v1/projects/column-1/flags", "/v1/projects/column-1/flags/kept", "/v1/projects/column-1/flags/kept/states", "/v1/projects/column-1/webhooks", "/v1/projects/column-1/audit-log"]) {
         const res = await h.request("GET", path, { headers });
         expect(res.status).toBe(403);
         expect(await res.json()).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });

@@ -37,6 +37,9 @@ const TABLE: Record<AccessGroup, [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell
   apiKeys: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read"],
   webhooks: ["-", "-", "yes", "yes", "yes", "yes", "yes", "-"],
   admin: ["-", "-", "-", "-", "yes", "yes", "-", "-"],
+  // Read-only groups: no route writes, and the roles are given no write.
+  audit: ["-", "-", "yes", "yes", "yes", "read", "read", "read"],
+  auditInstance: ["-", "-", "-", "-", "yes", "read", "-", "-"],
   session: ["-", "-", "-", "-", "-", "yes", "yes", "yes"],
 };
 const COLUMNS: [string, Principal][] = [

@@ -1,0 +1,126 @@
+/**
+ * All SQL of the audit log, behind `AuditStore`: asynchronous at its boundary (a PostgreSQL
+ * implementation stands behind the same interface), synchronous SQLite inside. It reads the
+ * change log that every store appends to (src/changes/sqlite.ts), and prunes it.
+ *
+ * Pages are keyset pages on `position` (newest first, `position < before`): a page costs the
+ * same deep in the log as at its top, and entries appended meanwhile, which take higher
+ * positions, never shift an older page. Every filter that names one value has an index
+ * (schema.ts `changeLog`): project, project and key, key, actor, each with position.
+ */
+import type { Database } from "bun:sqlite";
+import type { Action, ActorType, ChangeEntry, Changes, ResourceType } from "../../changes/entry";
+import type { Store } from "../../db/client";
+
+export interface AuditFilter {
+  /** Only this project's entries (the project route); none: the whole instance. */
+  projectId?: string;
+  resourceType?: ResourceType;
+  resourceKey?: string;
+  actorId?: string;
+  action?: Action;
+  /** `at >= since` (ISO UTC with milliseconds, as stored). */
+  since?: string;
+  /** `at < until`. */
+  until?: string;
+  /** Only entries older than this position (a cursor). */
+  before?: number;
+}
+
+export interface AuditStore {
+  /** Newest first: at most `limit` entries matching `filter`. */
+  page(filter: AuditFilter, limit: number): Promise<ChangeEntry[]>;
+  /**
+   * Removes the entries committed before `cutoff` (ISO), oldest first, at most `batch` rows a
+   * transaction (a year of entries is never one long hold on the write lock); the number removed.
+   */
+  prune(cutoff: string, batch: number): Promise<number>;
+}
+
+interface Row {
+  position: number;
+  id: string;
+  at: string;
+  actor_type: string;
+  actor_id: string;
+  actor_label: string;
+  request_id: string | null;
+  project_id: string | null;
+  project_slug: string | null;
+  environment: string | null;
+  resource_type: string;
+  resource_id: string;
+  resource_key: string | null;
+  action: string;
+  changes: string;
+}
+
+const COLUMNS: [keyof AuditFilter, string][] = [
+  ["projectId", "project_id = ?"],
+  ["resourceType", "resource_type = ?"],
+  ["resourceKey", "resource_key = ?"],
+  ["actorId", "actor_id = ?"],
+  ["action", "action = ?"],
+  ["since", "at >= ?"],
+  ["until", "at < ?"],
+  ["before", "position < ?"],
+];
+
+function entryOf(r: Row): ChangeEntry {
+  return {
+    position: r.position,
+    id: r.id,
+    at: r.at,
+    actor: { type: r.actor_type as ActorType, id: r.actor_id, label: r.actor_label },
+    requestId: r.request_id,
+    project: r.project_id === null ? null : { id: r.project_id, slug: r.project_slug! },
+    environment: r.environment,
+    resource: { type: r.resource_type as ResourceType, id: r.resource_id, key: r.resource_key },
+    action: r.action as Action,
+    changes: JSON.parse(r.changes) as Changes,
+  };
+}
+
+/** Lets the thread's other work (a worker's webhook kicks) run between two prune batches. */
+const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export class SqliteAuditStore implements AuditStore {
+  constructor(private readonly store: Store) {}
+
+  private get sqlite(): Database {
+    return this.store.sqlite;
+  }
+
+  async page(filter: AuditFilter, limit: number): Promise<ChangeEntry[]> {
+    const where: string[] = [];
+    const values: (string | number)[] = [];
+    for (const [field, condition] of COLUMNS) {
+      const value = filter[field];
+      if (value === undefined) continue;
+      where.push(condition);
+      values.push(value);
+    }
+    // One statement per combination of filters, compiled once (bun:sqlite caches `query` by its text).
+    const sql = `SELECT * FROM change_log${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ORDER BY position DESC LIMIT ?`;
+    return this.sqlite
+      .query<Row, (string | number)[]>(sql)
+      .all(...values, limit)
+      .map(entryOf);
+  }
+
+  async prune(cutoff: string, batch: number): Promise<number> {
+    // The first entry to keep: positions below it go. Entries are appended in time order, so
+    // the scan stops after the old ones (no index on `at` needed); one committed under a clock
+    // set back, after newer ones, stays until those before it go.
+    const keep = this.sqlite.query<{ position: number }, [string]>("SELECT position FROM change_log WHERE at >= ?1 ORDER BY position LIMIT 1").get(cutoff);
+    const below = keep?.position ?? Number.MAX_SAFE_INTEGER;
+    const remove = this.sqlite.query("DELETE FROM change_log WHERE position IN (SELECT position FROM change_log WHERE position < ?1 ORDER BY position LIMIT ?2)");
+    let total = 0;
+    for (;;) {
+      const n = remove.run(below, batch).changes;
+      total += n;
+      if (n < batch) return total;
+      await yieldTurn();
+    }
+  }
+}
