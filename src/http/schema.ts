@@ -3,7 +3,7 @@
  * integer, converted with `+value`) is used nowhere: bodies and responses take TypeBox's plain
  * integer, query strings `QueryInt`.
  */
-import { Type, type IntegerOptions } from "@sinclair/typebox";
+import { Type, type IntegerOptions, type SchemaOptions, type TLiteral, type TUnion } from "@sinclair/typebox";
 
 export const ResponseInt = (options?: IntegerOptions) => Type.Integer(options);
 
@@ -20,6 +20,16 @@ export const QueryInt = (pattern: string, description: string, error: string) =>
 export const ONE_TO_100 = "^(100|[1-9][0-9]?)$";
 export const ONE_OR_MORE = "^[1-9][0-9]{0,8}$";
 export const queryInt = (value: string | undefined): number | undefined => (value === undefined ? undefined : Number(value));
+
+/**
+ * One of `values`, as a union of literals: not `t.UnionEnum`, whose schema gets a `default` (its
+ * first value) that Elysia fills into an omitted query parameter.
+ */
+export const OneOf = <const T extends readonly string[]>(values: T, options: SchemaOptions = {}): TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }> =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    { error: `Must be one of ${values.join(", ")}`, ...options },
+  ) as never;
 
 /** Slugs of decisions §2: kebab-case, 1 to 64 characters. */
 export const SLUG_PATTERN = "^[a-z0-9]+(-[a-z0-9]+)*$";

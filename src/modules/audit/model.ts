@@ -4,8 +4,8 @@
  * resource as objects.
  */
 import { t } from "elysia";
-import { ACTIONS, ACTOR_TYPES, RESOURCE_TYPES, type Action, type ActorType, type ResourceType } from "../../changes/entry";
-import { QueryInt, ResponseInt, Timestamp } from "../../http/schema";
+import { ACTIONS, ACTOR_TYPES, RESOURCE_TYPES } from "../../changes/entry";
+import { OneOf, QueryInt, ResponseInt, Timestamp } from "../../http/schema";
 
 export const LIMIT_DEFAULT = 50;
 export const LIMIT_MAX = 200;
@@ -16,8 +16,7 @@ const TIME_ERROR = "Must be an ISO 8601 date and time with a zone, e.g. 2026-11-
 /** A cursor as nextCursor writes it (cursor.ts); what it holds is checked by the service. */
 const CURSOR_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
 
-const enumOf = <T extends string>(values: readonly T[], description: string) =>
-  t.UnionEnum(values as unknown as [T, ...T[]], { description: `${description}: ${values.join(", ")}`, error: `Must be one of ${values.join(", ")}` });
+const withValues = (description: string, values: readonly string[]) => ({ description: `${description}: ${values.join(", ")}` });
 
 const Changes = t.Record(
   t.String(),
@@ -35,7 +34,7 @@ export const AuditEntry = t.Object(
     position: ResponseInt({ description: "Order of commit, increasing over the whole instance" }),
     at: Timestamp("When the change was committed"),
     actor: t.Object({
-      type: enumOf(ACTOR_TYPES as readonly ActorType[], "Who made the change"),
+      type: OneOf(ACTOR_TYPES, withValues("Who made the change", ACTOR_TYPES)),
       id: t.String({ description: "usr_... or key_... (a user, an admin key, an API key); cli:<os user>; system" }),
       label: t.String({ description: "The user's email or the key's name, as they were at the time" }),
     }),
@@ -43,11 +42,11 @@ export const AuditEntry = t.Object(
     project: t.Union([t.String(), t.Null()], { description: "The project's slug at the time; null for instance-level resources (users, admin keys)" }),
     environment: t.Union([t.String(), t.Null()], { description: "The environment's slug, for a resource of one environment (a flag state, an API key)" }),
     resource: t.Object({
-      type: enumOf(RESOURCE_TYPES as readonly ResourceType[], "What changed"),
+      type: OneOf(RESOURCE_TYPES, withValues("What changed", RESOURCE_TYPES)),
       id: t.String(),
       key: t.Union([t.String(), t.Null()], { description: "Its human key: a flag's key (on its states too), a slug, a name, an email" }),
     }),
-    action: enumOf(ACTIONS as readonly Action[], "What was done"),
+    action: OneOf(ACTIONS, withValues("What was done", ACTIONS)),
     changes: Changes,
   },
   { title: "AuditEntry" },
@@ -63,10 +62,10 @@ export const AuditList = t.Object(
 
 export const AuditQuery = t.Object(
   {
-    resourceType: t.Optional(enumOf(RESOURCE_TYPES as readonly ResourceType[], "Only entries of this resource type")),
+    resourceType: t.Optional(OneOf(RESOURCE_TYPES, withValues("Only entries of this resource type", RESOURCE_TYPES))),
     resourceKey: t.Optional(t.String({ minLength: 1, maxLength: 256, description: "Only entries of resources with this key (a flag key: the flag and its states in every environment)", error: "Must be a string of 1 to 256 characters" })),
     actorId: t.Optional(t.String({ minLength: 1, maxLength: 256, description: "Only entries by this actor (usr_..., key_..., cli:<user>, system)", error: "Must be a string of 1 to 256 characters" })),
-    action: t.Optional(enumOf(ACTIONS as readonly Action[], "Only entries of this action")),
+    action: t.Optional(OneOf(ACTIONS, withValues("Only entries of this action", ACTIONS))),
     since: t.Optional(t.String({ pattern: ISO_PATTERN, description: "Only entries at or after this time (inclusive)", error: TIME_ERROR })),
     until: t.Optional(t.String({ pattern: ISO_PATTERN, description: "Only entries before this time (exclusive)", error: TIME_ERROR })),
     limit: t.Optional(QueryInt(ONE_TO_200, `Entries a page: default ${LIMIT_DEFAULT}, 1 to ${LIMIT_MAX}`, `Must be an integer from 1 to ${LIMIT_MAX}`)),

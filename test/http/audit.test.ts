@@ -1,0 +1,317 @@
+/**
+ * The audit log API through HTTP (docs/audit.md): filters, cursor pages (nothing skipped or
+ * repeated, also while entries are appended between reads), the NDJSON export, the 400s, who
+ * may read, and real writes through the API showing up with their actor. Entries are put
+ * straight into change_log only for the edge cases of paging and filtering; the end-to-end
+ * tests write through the API.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { rmSync } from "node:fs";
+import type { BackgroundThread } from "../../src/background/thread";
+import { loadConfig } from "../../src/config";
+import { iso } from "../../src/lib/clock";
+import { sortableId } from "../../src/lib/ids";
+import { createLogger } from "../../src/lib/log";
+import { EXPORT_BATCH } from "../../src/modules/audit/service";
+import { startServer } from "../../src/server";
+import type { Database } from "bun:sqlite";
+import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, userToken, type TestApp } from "../helpers";
+
+let h: TestApp;
+let admin: Record<string, string>;
+let defaultId: string;
+
+beforeAll(() => {
+  h = testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000,mgmt:100000,full:100000" });
+  admin = bearer(seedAdminKey(h.ctx, "auditor"));
+  defaultId = h.ctx.sqlite.query<{ id: string }, []>("SELECT id FROM projects WHERE slug = 'default'").get()!.id;
+});
+afterAll(() => h.close());
+
+const get = (path: string, headers: Record<string, string> = admin) => h.request("GET", path, { headers });
+const page = async (path: string, headers?: Record<string, string>) => json(await get(path, headers), 200);
+const positions = (entries: { position: number }[]) => entries.map((e) => e.position);
+const count = (sqlite: Database) => sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM change_log").get()!.n;
+
+interface Row {
+  project?: { id: string; slug: string } | null;
+  environment?: string | null;
+  type?: string;
+  key?: string | null;
+  action?: string;
+  actorId?: string;
+  at?: string;
+}
+
+/** Appends entries straight into change_log (paging, filter and retention edge cases only); their positions. */
+function append(n: number, row: Row = {}, sqlite = h.ctx.sqlite): number[] {
+  const insert = sqlite.query(`INSERT INTO change_log
+    (id, at, actor_type, actor_id, actor_label, request_id, project_id, project_slug, environment, resource_type, resource_id, resource_key, action, changes)
+    VALUES (?, ?, 'user', ?, 'someone@example.com', NULL, ?, ?, ?, ?, 'res_x', ?, ?, '{"name":{"before":"a","after":"b"}}')`);
+  const project = row.project === undefined ? { id: defaultId, slug: "default" } : row.project;
+  const at = row.at ?? iso(h.clock.now());
+  const out: number[] = [];
+  sqlite.transaction(() => {
+    for (let i = 0; i < n; i++) {
+      const r = insert.run(sortableId("aud", Date.parse(at)), at, row.actorId ?? "usr_someone", project?.id ?? null, project?.slug ?? null, row.environment ?? null, row.type ?? "flag", row.key === undefined ? "some-flag" : row.key, row.action ?? "updated");
+      out.push(Number(r.lastInsertRowid));
+    }
+  })();
+  return out;
+}
+
+/** Every page of `path` (with `limit`), following nextCursor; `between` runs before each next page. */
+async function walk(path: string, limit: number, between?: () => void | Promise<void>) {
+  const all: any[] = [];
+  const sep = path.includes("?") ? "&" : "?";
+  let body = await page(`${path}${sep}limit=${limit}`);
+  for (;;) {
+    expect(body.entries.length).toBeLessThanOrEqual(limit);
+    all.push(...body.entries);
+    if (body.nextCursor === null) return all;
+    expect(body.entries).toHaveLength(limit);
+    await between?.();
+    body = await page(`${path}${sep}limit=${limit}&cursor=${body.nextCursor}`);
+  }
+}
+
+describe("pages", () => {
+  beforeEach(() => h.ctx.sqlite.run("DELETE FROM change_log"));
+
+  test("newest first, 50 by default; nextCursor walks every entry once, and is null on the last page", async () => {
+    const made = append(123);
+    const first = await page("/v1/projects/default/audit-log");
+    expect(positions(first.entries)).toEqual(made.slice(-50).reverse());
+    expect(first.nextCursor).toEqual(expect.any(String));
+    expect(positions(await walk("/v1/projects/default/audit-log", 50))).toEqual([...made].reverse());
+    // An exact multiple: the last full page says there is no more (no empty page after it).
+    expect(positions(await walk("/v1/projects/default/audit-log", 41))).toEqual([...made].reverse());
+    expect(positions((await page("/v1/projects/default/audit-log?limit=200")).entries)).toEqual([...made].reverse());
+    expect((await page("/v1/projects/default/audit-log?limit=200")).nextCursor).toBeNull();
+  });
+
+  test("entries appended between page reads never shift the pages: nothing skipped, nothing repeated", async () => {
+    const made = append(100);
+    const appended: number[] = [];
+    const seen = await walk("/v1/projects/default/audit-log", 7, () => {
+      appended.push(...append(3));
+    });
+    expect(positions(seen)).toEqual([...made].reverse());
+    // The appended ones are on a fresh first page.
+    expect(positions((await page("/v1/projects/default/audit-log?limit=200")).entries).slice(0, appended.length)).toEqual([...appended].reverse());
+  });
+
+  test("an empty log: no entries, no cursor", async () => {
+    expect(await page("/v1/audit-log")).toEqual({ entries: [], nextCursor: null });
+  });
+});
+
+describe("filters", () => {
+  let other: { id: string; slug: string };
+  beforeAll(async () => {
+    other = (await json(await h.request("POST", "/v1/projects", { headers: admin, body: { slug: "audit-other", name: "Other" } }), 201)) as { id: string; slug: string };
+  });
+  beforeEach(() => h.ctx.sqlite.run("DELETE FROM change_log"));
+
+  test("the project route reads only its project's entries; the instance route reads all, instance-level ones included", async () => {
+    const mine = append(2);
+    const theirs = append(2, { project: other });
+    const instance = append(1, { project: null, type: "user", key: "someone@example.com" });
+    expect(positions((await page("/v1/projects/default/audit-log")).entries)).toEqual([...mine].reverse());
+    expect(positions((await page("/v1/projects/audit-other/audit-log")).entries)).toEqual([...theirs].reverse());
+    expect(positions((await page("/v1/audit-log")).entries)).toEqual([...mine, ...theirs, ...instance].reverse());
+  });
+
+  test("resourceKey: a flag's whole history, its states in every environment included, and no other flag's", async () => {
+    const history = [
+      ...append(1, { key: "checkout", action: "created" }),
+      ...append(1, { key: "checkout", type: "flag_state", environment: "production", action: "enabled" }),
+      ...append(1, { key: "checkout", type: "flag_state", environment: "staging", action: "enabled" }),
+      ...append(1, { key: "checkout", action: "updated" }),
+    ];
+    append(2, { key: "checkout-v2" });
+    append(1, { key: "checkout", project: other });
+    const body = await page("/v1/projects/default/audit-log?resourceKey=checkout");
+    expect(positions(body.entries)).toEqual([...history].reverse());
+    expect(body.entries.map((e: any) => [e.resource.type, e.environment, e.action])).toEqual([
+      ["flag", null, "updated"],
+      ["flag_state", "staging", "enabled"],
+      ["flag_state", "production", "enabled"],
+      ["flag", null, "created"],
+    ]);
+    // The instance route: every project's resource of that key.
+    expect((await page("/v1/audit-log?resourceKey=checkout")).entries).toHaveLength(5);
+  });
+
+  test("resourceType, actorId, action, and several at once (AND)", async () => {
+    const states = append(2, { type: "flag_state", environment: "production", action: "disabled" });
+    const byBob = append(2, { actorId: "usr_bob" });
+    const bobDisables = append(1, { actorId: "usr_bob", type: "flag_state", environment: "production", action: "disabled" });
+    append(1, { type: "webhook", key: null, action: "deleted" });
+    expect(positions((await page("/v1/projects/default/audit-log?resourceType=flag_state")).entries)).toEqual([...states, ...bobDisables].reverse());
+    expect(positions((await page("/v1/projects/default/audit-log?actorId=usr_bob")).entries)).toEqual([...byBob, ...bobDisables].reverse());
+    expect(positions((await page("/v1/projects/default/audit-log?action=disabled")).entries)).toEqual([...states, ...bobDisables].reverse());
+    expect(positions((await page("/v1/projects/default/audit-log?action=disabled&actorId=usr_bob&resourceType=flag_state")).entries)).toEqual(bobDisables);
+    expect((await page("/v1/projects/default/audit-log?resourceType=webhook")).entries[0].resource).toEqual({ type: "webhook", id: "res_x", key: null });
+  });
+
+  test("since is inclusive, until exclusive; offsets are read as the instant they name", async () => {
+    const [a] = append(1, { at: "2026-11-20T10:00:00.000Z" });
+    const [b] = append(1, { at: "2026-11-21T10:00:00.000Z" });
+    const [c] = append(1, { at: "2026-11-22T10:00:00.000Z" });
+    const q = async (query: string) => positions((await page(`/v1/projects/default/audit-log?${query}`)).entries);
+    expect(await q("since=2026-11-21T10:00:00.000Z")).toEqual([c!, b!]);
+    expect(await q("until=2026-11-21T10:00:00.000Z")).toEqual([a!]);
+    expect(await q("since=2026-11-21T10:00:00Z&until=2026-11-22T10:00:00.000Z")).toEqual([b!]);
+    // 12:00 at +02:00 is 10:00 UTC.
+    expect(await q(`since=${encodeURIComponent("2026-11-21T12:00:00+02:00")}`)).toEqual([c!, b!]);
+    expect(await q("since=2026-11-21T10:00:00.001Z")).toEqual([c!]);
+  });
+});
+
+describe("the entry", () => {
+  test("has exactly the documented fields", async () => {
+    h.ctx.sqlite.run("DELETE FROM change_log");
+    const [position] = append(1, { type: "flag_state", environment: "production", key: "shape", action: "enabled" });
+    const [entry] = (await page("/v1/projects/default/audit-log")).entries;
+    expect(entry).toEqual({
+      id: expect.stringMatching(/^aud_[A-Za-z0-9]{30}$/),
+      position,
+      at: iso(h.clock.now()),
+      actor: { type: "user", id: "usr_someone", label: "someone@example.com" },
+      requestId: null,
+      project: "default",
+      environment: "production",
+      resource: { type: "flag_state", id: "res_x", key: "shape" },
+      action: "enabled",
+      changes: { name: { before: "a", after: "b" } },
+    });
+  });
+});
+
+describe("NDJSON export", () => {
+  const ndjson = { ...({} as Record<string, string>), accept: "application/x-ndjson" };
+  beforeEach(() => h.ctx.sqlite.run("DELETE FROM change_log"));
+
+  test("the whole filtered log, one entry a line, newest first, across several reads; limit does not apply", async () => {
+    const made = append(EXPORT_BATCH * 2 + 34, { key: "exported" });
+    append(10, { key: "not-exported" });
+    const res = await get("/v1/projects/default/audit-log?resourceKey=exported&limit=5", { ...admin, ...ndjson });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/x-ndjson");
+    expect(res.headers.get("x-request-id")).toEqual(expect.any(String));
+    const text = await res.text();
+    expect(text.endsWith("\n")).toBe(true);
+    const lines = text.trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(positions(lines)).toEqual([...made].reverse());
+    // Each line is the entry as a page shows it.
+    expect(lines.slice(0, 3)).toEqual((await page("/v1/projects/default/audit-log?resourceKey=exported&limit=3")).entries);
+  });
+
+  test("from a cursor on; an Accept that names NDJSON among others gets it, one with q=0 does not", async () => {
+    const made = append(30);
+    const { nextCursor } = await page("/v1/projects/default/audit-log?limit=10");
+    const rest = await (await get(`/v1/projects/default/audit-log?cursor=${nextCursor}`, { ...admin, accept: "application/json;q=0.5, application/x-ndjson" })).text();
+    expect(positions(rest.trimEnd().split("\n").map((l) => JSON.parse(l)))).toEqual(made.slice(0, 20).reverse());
+    const refused = await get("/v1/projects/default/audit-log", { ...admin, accept: "application/x-ndjson;q=0, application/json" });
+    expect(refused.headers.get("content-type")).toStartWith("application/json");
+    expect((await refused.json()).entries).toHaveLength(30);
+  });
+
+  test("an empty export is an empty body; an unknown project is a JSON 404, before any line", async () => {
+    const empty = await get("/v1/projects/default/audit-log", { ...admin, ...ndjson });
+    expect({ status: empty.status, text: await empty.text() }).toEqual({ status: 200, text: "" });
+    const missing = await get("/v1/projects/nope/audit-log", { ...admin, ...ndjson });
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ error: "NOT_FOUND", message: "Project nope not found" });
+  });
+});
+
+describe("bad queries: 400 VALIDATION_ERROR with details at query.<name>", () => {
+  const cases: [string, string, string][] = [
+    ["foo=1", "query.foo", "Unknown field"],
+    ["resourcekey=x", "query.resourcekey", "Unknown field"],
+    ["resourceType=flags", "query.resourceType", "Must be one of project, environment, flag, flag_state, api_key, admin_key, user, webhook"],
+    ["action=toggled", "query.action", "Must be one of created, updated, deleted, enabled, disabled, rotated"],
+    ["resourceKey=", "query.resourceKey", "Must be a string of 1 to 256 characters"],
+    ["since=yesterday", "query.since", "Must be an ISO 8601 date and time with a zone, e.g. 2026-11-22T10:00:00.000Z"],
+    ["until=2026-11-22", "query.until", "Must be an ISO 8601 date and time with a zone, e.g. 2026-11-22T10:00:00.000Z"],
+    ["since=2026-11-22T10:00:00", "query.since", "Must be an ISO 8601 date and time with a zone, e.g. 2026-11-22T10:00:00.000Z"],
+    ["since=2026-02-30T10:00:00Z", "query.since", "Not a valid date and time"],
+    ["until=2026-11-22T24:30:00Z", "query.until", "Not a valid date and time"],
+    ["limit=0", "query.limit", "Must be an integer from 1 to 200"],
+    ["limit=201", "query.limit", "Must be an integer from 1 to 200"],
+    ["limit=1e2", "query.limit", "Must be an integer from 1 to 200"],
+    ["limit=abc", "query.limit", "Must be an integer from 1 to 200"],
+    ["cursor=not%20a%20cursor", "query.cursor", "Must be a nextCursor of this API"],
+    // Well-formed base64url, but not what nextCursor writes: "abc", "00", "-1", "1.5".
+    ["cursor=YWJj", "query.cursor", "Must be a nextCursor of this API"],
+    ["cursor=MDA", "query.cursor", "Must be a nextCursor of this API"],
+    ["cursor=LTE", "query.cursor", "Must be a nextCursor of this API"],
+    ["cursor=MS41", "query.cursor", "Must be a nextCursor of this API"],
+  ];
+  for (const [query, path, message] of cases) {
+    test(`${query}: ${path}`, async () => {
+      for (const route of ["/v1/audit-log", "/v1/projects/default/audit-log"]) {
+        for (const accept of ["application/json", "application/x-ndjson"]) {
+          const res = await get(`${route}?${query}`, { ...admin, accept });
+          expect(res.status).toBe(400);
+          expect(res.headers.get("content-type")).toStartWith("application/json");
+          expect(await res.json()).toEqual({ error: "VALIDATION_ERROR", message: "Invalid request", details: [{ path, message }] });
+        }
+      }
+    });
+  }
+});
+
+describe("who may read", () => {
+  test("the project's mgmt and full keys and every role read the project's log; another project's key is 403; an unknown slug 404", async () => {
+    for (const scope of ["mgmt", "full"] as const) expect((await get("/v1/projects/default/audit-log", bearer(seedApiKey(h.ctx, scope).secret))).status).toBe(200);
+    for (const role of ["admin", "editor", "viewer"] as const) expect((await get("/v1/projects/default/audit-log", await userToken(h.ctx, role))).status).toBe(200);
+    const foreign = await get("/v1/projects/default/audit-log", bearer(seedApiKey(h.ctx, "full", "audit-other").secret));
+    expect(foreign.status).toBe(403);
+    expect(await foreign.json()).toEqual({ error: "FORBIDDEN", message: "This key does not have access to this project" });
+    const missing = await get("/v1/projects/nope/audit-log");
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ error: "NOT_FOUND", message: "Project nope not found" });
+  });
+
+  test("the instance's log: admin keys and admin logins; editors, viewers and project keys get 403", async () => {
+    expect((await get("/v1/audit-log", await userToken(h.ctx, "admin"))).status).toBe(200);
+    for (const headers of [await userToken(h.ctx, "editor"), await userToken(h.ctx, "viewer"), bearer(seedApiKey(h.ctx, "full").secret)]) {
+      const res = await get("/v1/audit-log", headers);
+      expect(res.status).toBe(403);
+      expect((await res.json()).error).toBe("FORBIDDEN");
+    }
+  });
+
+  test("no write route: POST is 405", async () => {
+    const res = await h.request("POST", "/v1/audit-log", { headers: admin, body: {} });
+    expect(res.status).toBe(405);
+  });
+});
+
+describe("retention on the server's background thread", () => {
+  test("entries older than SVC_AUDIT_RETENTION_DAYS go, in batches, newer ones stay; the worker's log line says how many", async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    const config = loadConfig({ SVC_DATA_DIR: dir, SVC_PORT: "0", SVC_HOST: "127.0.0.1", SVC_AUDIT_RETENTION_DAYS: "30", SVC_LOG_LEVEL: "info" });
+    // No injected clock: the server prunes on its background thread.
+    const server = await startServer(config, { log: createLogger({ level: "info", format: "json", write: (chunk) => lines.push(chunk) }) });
+    try {
+      const { sqlite } = server.ctx;
+      const project = { id: sqlite.query<{ id: string }, []>("SELECT id FROM projects WHERE slug = 'default'").get()!.id, slug: "default" };
+      const kept = count(sqlite);
+      append(2500, { project, at: iso(Date.now() - 31 * 86_400_000) }, sqlite);
+      append(3, { project, at: iso(Date.now() - 29 * 86_400_000) }, sqlite);
+      (server.ctx.deliveries as BackgroundThread).pruneAuditLog();
+      const logged = () => lines.join("").split("\n").find((l) => l.includes("old audit-log entries removed"));
+      for (const started = Date.now(); !logged(); await Bun.sleep(20)) if (Date.now() - started > 5_000) throw new Error("timed out");
+      expect(JSON.parse(logged()!)).toMatchObject({ level: "info", entries: 2500, retentionDays: 30 });
+      expect(count(sqlite)).toBe(kept + 3);
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
