@@ -4,29 +4,36 @@
  * a step that creates a secret prints it here, once. Later modules add their own steps.
  */
 import { eq } from "drizzle-orm";
+import { SYSTEM, type ChangeDraft } from "./changes/entry";
 import type { AppContext } from "./context";
-import { transaction } from "./db/client";
 import { settings } from "./db/schema";
 import { iso } from "./lib/clock";
 import { countAdminKeys, createAdminKey } from "./modules/admin-keys/service";
 import { countUsers, generatePassword, hashPasswordSync, insertUser } from "./modules/users/service";
-import { countProjects, createProject, DEFAULT_ENVIRONMENTS } from "./modules/projects/service";
+import { DEFAULT_ENVIRONMENTS, newProject, projectCreated } from "./modules/projects/service";
 
 export interface BootstrapStep {
   name: string;
-  /** Runs inside the bootstrap transaction; returns banner lines. */
-  run(ctx: AppContext, firstStart: boolean): string[];
+  /** Runs inside the bootstrap transaction; returns banner lines and the changes it made. */
+  run(ctx: AppContext, firstStart: boolean): StepResult;
+}
+
+export interface StepResult {
+  lines: string[];
+  changes: ChangeDraft[];
 }
 
 const BOOTSTRAPPED_AT = "bootstrapped_at";
+const NOTHING: StepResult = { lines: [], changes: [] };
 
 const defaultProject: BootstrapStep = {
   name: "default project",
   run(ctx, firstStart) {
     // Only on the very first start: a user who deletes `default` does not get it back.
-    if (!firstStart || countProjects(ctx) > 0) return [];
-    createProject(ctx, ctx.clock, { slug: "default", name: "Default", environments: DEFAULT_ENVIRONMENTS });
-    return [`Created project "default" with environments ${DEFAULT_ENVIRONMENTS.map((e) => e.slug).join(", ")}.`];
+    if (!firstStart || ctx.stores.projects.countNow() > 0) return NOTHING;
+    const project = newProject(ctx.clock, { slug: "default", name: "Default", environments: DEFAULT_ENVIRONMENTS });
+    ctx.stores.projects.insertNow(project);
+    return { lines: [`Created project "default" with environments ${DEFAULT_ENVIRONMENTS.map((e) => e.slug).join(", ")}.`], changes: [projectCreated(project)] };
   },
 };
 
@@ -45,7 +52,7 @@ const credentials: BootstrapStep = {
     const noUser = countUsers(ctx) === 0;
     const noKey = countAdminKeys(ctx) === 0;
     const configuredKeyMissing = noKey && ctx.config.adminKey !== undefined;
-    if (!firstStart && !(noUser && noKey) && !configuredKeyMissing) return [];
+    if (!firstStart && !(noUser && noKey) && !configuredKeyMissing) return NOTHING;
     const lines: string[] = [];
     let generated = false;
     if (noUser) {
@@ -59,8 +66,8 @@ const credentials: BootstrapStep = {
       generated ||= ctx.config.adminKey === undefined;
       lines.push(`Admin key:    ${ctx.config.adminKey === undefined ? key.key : "(from SVC_ADMIN_KEY / --admin-key)"}`);
     }
-    if (lines.length === 0) return [];
-    return generated ? [...lines, "Store these now: generated secrets are shown only this once."] : lines;
+    if (lines.length === 0) return NOTHING;
+    return { lines: generated ? [...lines, "Store these now: generated secrets are shown only this once."] : lines, changes: [] };
   },
 };
 
@@ -71,15 +78,19 @@ export interface BootstrapResult {
   lines: string[];
 }
 
-export function bootstrap(ctx: AppContext, steps: readonly BootstrapStep[] = BOOTSTRAP_STEPS): BootstrapResult {
-  return transaction(ctx, () => {
+/**
+ * One transaction, whose entries (the `system` actor) are published once it commits. Its
+ * transaction runs before this returns: the caller's turn is not left before it is stored.
+ */
+export function bootstrap(ctx: AppContext, steps: readonly BootstrapStep[] = BOOTSTRAP_STEPS): Promise<BootstrapResult> {
+  return ctx.changeLog.commit(SYSTEM, () => {
     const marker = ctx.db.select().from(settings).where(eq(settings.key, BOOTSTRAPPED_AT)).get();
     const firstStart = marker === undefined;
-    const lines = steps.flatMap((step) => step.run(ctx, firstStart));
+    const results = steps.map((step) => step.run(ctx, firstStart));
     if (firstStart) {
       const now = iso(ctx.clock.now());
       ctx.db.insert(settings).values({ key: BOOTSTRAPPED_AT, value: now, updatedAt: now }).run();
     }
-    return { firstStart, lines };
+    return { result: { firstStart, lines: results.flatMap((r) => r.lines) }, changes: results.flatMap((r) => r.changes) };
   });
 }

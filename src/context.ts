@@ -9,7 +9,21 @@ import type { Logger } from "./lib/log";
 import type { Scheduler } from "./lib/scheduler";
 import type { Deliveries } from "./modules/webhooks/dispatcher";
 import type { SessionStore } from "./modules/testing/store";
+import type { ChangeBus } from "./changes/bus";
+import type { SqliteChangeLog } from "./changes/sqlite";
+import type { SqliteFlagStore } from "./modules/flags/store";
+import type { SqliteProjectStore } from "./modules/projects/store";
 
+/** Every module's store, on this process's database. */
+export interface Stores {
+  projects: SqliteProjectStore;
+  flags: SqliteFlagStore;
+}
+
+/**
+ * The assembled instance (server.ts builds it; tests drive it): what the composition root hands
+ * out, each service receiving only the stores and collaborators it uses.
+ */
 export interface AppContext extends Store {
   config: Config;
   clock: Clock;
@@ -29,6 +43,11 @@ export interface AppContext extends Store {
   testSessions: SessionStore;
   /** Webhook deliveries: `kick()` after a write that queued some sends them at once. */
   deliveries: Deliveries;
+  /** Every write's entries, after its commit, to the subscribers. */
+  bus: ChangeBus;
+  /** Where every store's writes commit, with their change-log entries. */
+  changeLog: SqliteChangeLog;
+  stores: Stores;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** Stops the jobs, closes the database and releases the data-dir lock. */

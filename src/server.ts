@@ -29,7 +29,14 @@ import { docsRoutes } from "./modules/docs/routes";
 import { evaluationNativeRoutes, evaluationRoutes } from "./modules/evaluation/routes";
 import { healthRoutes } from "./modules/health/routes";
 import { flagsRoutes } from "./modules/flags/routes";
-import { loadSnapshot } from "./modules/flags/snapshot";
+import { loadSnapshot, snapshotSubscriber } from "./modules/flags/snapshot";
+import { flagService } from "./modules/flags/service";
+import { SqliteFlagStore } from "./modules/flags/store";
+import { projectService } from "./modules/projects/service";
+import { SqliteProjectStore } from "./modules/projects/store";
+import { ChangeBus } from "./changes/bus";
+import { SqliteChangeLog } from "./changes/sqlite";
+import { Outbox } from "./modules/webhooks/events";
 import { projectsRoutes } from "./modules/projects/routes";
 import { evaluationService } from "./modules/evaluation/service";
 import { proOnlyRoutes } from "./modules/pro-only/routes";
@@ -67,7 +74,18 @@ const REQUEST_CLOCK_MS = 10;
  */
 const COLLECT_AFTER_LOADING_FLAGS = 2_000;
 
-export function createApp(ctx: AppContext) {
+/** Every module's service, each given only the stores and collaborators it uses. */
+export function createServices(ctx: AppContext) {
+  const { stores, clock } = ctx;
+  return {
+    projects: projectService({ projects: stores.projects, clock }),
+    flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;
+
+export function createApp(ctx: AppContext, services: Services = createServices(ctx)) {
   // Evaluation step 1 reads the test sessions' overrides from memory.
   evaluationService(ctx).overrides = ctx.testSessions;
   // `serve.routes` go to Bun's router ahead of the app's own: the evaluation hot path (src/http/native.ts).
@@ -80,9 +98,9 @@ export function createApp(ctx: AppContext) {
     .use(authRoutes(ctx))
     .use(usersRoutes(ctx))
     .use(adminKeysRoutes(ctx))
-    .use(projectsRoutes(ctx))
+    .use(projectsRoutes(services.projects))
     .use(apiKeysRoutes(ctx))
-    .use(flagsRoutes(ctx))
+    .use(flagsRoutes(services.flags))
     .use(webhooksRoutes(ctx))
     .use(evaluationRoutes(ctx))
     .use(testingRoutes(ctx))
@@ -155,6 +173,19 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const deliveries = deps.background
     ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
     : new DeliveryDispatcher({ ...store, clock, log, config });
+  // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender.
+  const bus = new ChangeBus(log);
+  const changeLog = new SqliteChangeLog(store, bus, clock);
+  const stores = { projects: new SqliteProjectStore(changeLog), flags: new SqliteFlagStore(changeLog) };
+  const snapshot = loadSnapshot(stores.flags);
+  const credentials = new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock);
+  const testSessions = loadSessions(store, clock.now());
+  const outbox = new Outbox(store.sqlite, deliveries);
+  changeLog.participate(outbox.participant);
+  bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags));
+  bus.subscribe("credentials", credentials.subscriber);
+  bus.subscribe("test sessions", testSessions.subscriber);
+  bus.subscribe("webhook sender", outbox.subscriber);
   return {
     ...store,
     config,
@@ -162,11 +193,14 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     clock,
     requestClock,
     scheduler,
-    credentials: new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock),
+    credentials,
     limiter: new RateLimiter(config.rateLimits, clock),
-    snapshot: loadSnapshot(store),
-    testSessions: loadSessions(store, clock.now()),
+    snapshot,
+    testSessions,
     deliveries,
+    bus,
+    changeLog,
+    stores,
     startedAt: performance.now(),
     close() {
       scheduler.stopAll();
@@ -216,7 +250,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     // Only once the port is ours (and in the same turn, before any request is read): a first
     // start's generated credentials are shown once, in the banner of a server that runs; made
     // before a failed listen, they would be stored and never shown.
-    const { lines } = bootstrap(ctx);
+    const { lines } = await bootstrap(ctx);
     const port = app.server!.port!;
     const scheme = tls ? "https" : "http";
     const url = `${scheme}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;

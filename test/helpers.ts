@@ -16,7 +16,7 @@ import type { Role, Scope } from "../src/http/access";
 import { iso } from "../src/lib/clock";
 import { newId } from "../src/lib/ids";
 import { generateSecret } from "../src/lib/secrets";
-import { createApp, createContext, dispatcher, type App } from "../src/server";
+import { createApp, createContext, createServices, dispatcher, type App, type Services } from "../src/server";
 
 export function tempDir(prefix = "flagsvc-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -38,6 +38,8 @@ export type Handler = { handle(request: Request): Promise<Response> };
 export interface TestApp {
   app: Handler;
   ctx: AppContext;
+  /** The app's services, for fixtures (write with the `SYSTEM` author of src/changes/entry.ts). */
+  services: Services;
   clock: TestClock;
   dir: string;
   /** Every log line written so far, parsed. */
@@ -54,13 +56,15 @@ export function testApp(env: Record<string, string> = {}, extend?: (app: App) =>
   const log = createLogger({ level: config.logLevel, format: "json", write: (chunk) => (written += chunk) });
   const clock = new TestClock();
   const ctx = createContext(config, { log, clock });
-  bootstrap(ctx);
-  const base = createApp(ctx);
+  void bootstrap(ctx); // its transaction has run; its entries' subscribers finish before the first request
+  const services = createServices(ctx);
+  const base = createApp(ctx, services);
   // As the listening server dispatches: Bun's native routes first, then the app.
   const app: Handler = { handle: dispatcher(extend ? extend(base) : base) };
   return {
     app,
     ctx,
+    services,
     clock,
     dir,
     logs() {

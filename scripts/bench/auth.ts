@@ -130,7 +130,7 @@ function setUp() {
   const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "warn", SVC_RATE_LIMITS: "eval:100000000" });
   const log = createLogger({ level: "warn", format: "json" });
   const ctx = createContext(config, { log });
-  bootstrap(ctx);
+  void bootstrap(ctx);
   const key = seedApiKey(ctx, "eval").secret;
   const tearDown = () => {
     ctx.close();

@@ -10,6 +10,7 @@ import type { Server } from "bun";
 import { Elysia } from "elysia";
 import type { RateLimitKind } from "../config";
 import type { AppContext } from "../context";
+import { actorOf, type Author } from "../changes/entry";
 import { decide, type AccessGroup, type Principal } from "./access";
 import type { Resolution } from "./credentials";
 import { ApiError, UnreadBody } from "./errors";
@@ -17,6 +18,14 @@ import { ApiError, UnreadBody } from "./errors";
 /** What admission leaves on the request's context (src/http/pipeline.ts). */
 interface AuthState {
   auth: Resolution;
+}
+
+/**
+ * The author of a guarded route's write, for its change-log entry: the caller and the request
+ * id (`X-Request-Id`, set on the context by the pipeline).
+ */
+export function authorOf(c: { principal: Principal }): Author {
+  return { actor: actorOf(c.principal), requestId: (c as unknown as { requestId?: string }).requestId ?? null };
 }
 
 /** Set by admission on every response (decisions §13). */

@@ -16,6 +16,7 @@ import { sameSecret, sha256Hex } from "../lib/secrets";
 import type { RateLimitKind } from "../config";
 import { Meter } from "./rate-limit";
 import type { Principal, Role } from "./access";
+import type { ChangeEntry } from "../changes/entry";
 
 export const TOKEN_TTL_SECONDS = 3600;
 const JWT_SECRET_SETTING = "jwt_secret";
@@ -85,6 +86,8 @@ export class CredentialRegistry {
   private dataVersion = -1;
   /** The external-change mark as of the last reload (`credentialsChanged` without a registry). */
   private changeMark: string | null = null;
+  /** The change log's last position as of the last reload or poll: entries after it are news. */
+  private seenPosition = 0;
   private readonly secret: Uint8Array;
 
   /**
@@ -166,6 +169,7 @@ export class CredentialRegistry {
     this.requestClock?.expire();
     this.dataVersion = this.readDataVersion();
     this.changeMark = readChangeMark(this.store);
+    this.seenPosition = lastPosition(this.store);
   }
 
   /**
@@ -178,10 +182,20 @@ export class CredentialRegistry {
     const version = this.readDataVersion();
     if (version === this.dataVersion) return false;
     this.dataVersion = version;
-    if (readChangeMark(this.store) === this.changeMark) return false;
+    const seen = this.seenPosition;
+    this.seenPosition = lastPosition(this.store);
+    if (readChangeMark(this.store) === this.changeMark && !this.store.sqlite.query(CREDENTIAL_ENTRY_SQL).get(seen)) return false;
     this.reload();
     return true;
   }
+
+  /**
+   * The change log's subscriber: an entry of a key, a user, or what keys belong to (a deleted
+   * project or environment) reloads the registry before the writer answers.
+   */
+  readonly subscriber = (entries: readonly ChangeEntry[]): void => {
+    if (entries.some(touchesCredentials)) this.reload();
+  };
 
   private readDataVersion(): number {
     return (this.store.sqlite.query("PRAGMA data_version").get() as { data_version: number }).data_version;
@@ -307,6 +321,29 @@ export function credentialsChanged(store: CredentialStore): void {
 }
 
 const CHANGE_MARK_SETTING = "credentials_changed";
+
+/** Change-log entries that change what credentials resolve to. */
+function touchesCredentials({ resource, action }: ChangeEntry): boolean {
+  switch (resource.type) {
+    case "api_key":
+    case "admin_key":
+    case "user":
+      return true;
+    case "project":
+    case "environment":
+      return action === "deleted";
+    default:
+      return false;
+  }
+}
+
+/** Any entry after position ?1 that `touchesCredentials` (another process wrote it: the CLI). */
+const CREDENTIAL_ENTRY_SQL = `SELECT 1 FROM change_log WHERE position > ?1 AND (resource_type IN ('api_key', 'admin_key', 'user')
+  OR (resource_type IN ('project', 'environment') AND action = 'deleted')) LIMIT 1`;
+
+function lastPosition(store: Store): number {
+  return (store.sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
+}
 
 function readChangeMark(store: Store): string | null {
   return (store.sqlite.query("SELECT value FROM settings WHERE key = ?").get(CHANGE_MARK_SETTING) as { value: string } | null)?.value ?? null;

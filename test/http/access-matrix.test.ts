@@ -10,8 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { MESSAGES, type AccessGroup, type Role, type Scope } from "../../src/http/access";
 import { newId } from "../../src/lib/ids";
-import { createFlag } from "../../src/modules/flags/service";
-import { createProject } from "../../src/modules/projects/service";
+import { SYSTEM } from "../../src/changes/entry";
 import { createSession } from "../../src/modules/testing/service";
 import { recordEvents } from "../../src/modules/webhooks/events";
 import { createWebhook } from "../../src/modules/webhooks/service";
@@ -137,8 +136,8 @@ function insertUser(role: Role, email: string): string {
 
 async function fixture(column: Column, i: number): Promise<Fixture> {
   const slug = `column-${i}`;
-  const project = createProject(h.ctx, h.clock, { slug, name: `Column ${i}` });
-  for (const key of ["kept", "doomed"]) createFlag(h.ctx, slug, { key, name: key });
+  const project = await h.services.projects.create(SYSTEM, { slug, name: `Column ${i}` });
+  for (const key of ["kept", "doomed"]) await h.services.flags.createFlag(SYSTEM, slug, { key, name: key });
   const rotateKeyId = seedApiKey(h.ctx, "eval", slug).id;
   const deleteKeyId = seedApiKey(h.ctx, "eval", slug).id;
   const userId = insertUser("viewer", `target-${i}@example.com`);
@@ -160,10 +159,10 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   const hook = { url: "http://localhost:9/hook", events: ["flag.created" as const], secret: WEBHOOK_SECRET };
   const webhookId = createWebhook(h.ctx, slug, hook).id;
   const doomedWebhookId = createWebhook(h.ctx, slug, { ...hook, enabled: false }).id;
-  recordEvents(h.ctx, project, [{ event: "flag.created", environment: "production", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
+  recordEvents(h.ctx.sqlite, project, [{ event: "flag.created", environment: "production", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
   h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
   const deliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId) as { id: string }).id;
-  recordEvents(h.ctx, project, [{ event: "flag.created", environment: "staging", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
+  recordEvents(h.ctx.sqlite, project, [{ event: "flag.created", environment: "staging", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
   h.ctx.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE webhook_id = ? AND status = 'pending'", [webhookId]);
   const pendingDeliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'").get(webhookId) as { id: string }).id;
   return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId, pendingDeliveryId };

@@ -257,16 +257,16 @@ describe("delete and the last admin", () => {
 });
 
 describe("bootstrap: the first admin user and admin key", () => {
-  function start(dir: string, env: Record<string, string> = {}) {
+  async function start(dir: string, env: Record<string, string> = {}) {
     const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_FORMAT: "json", SVC_LOG_LEVEL: "error", ...env });
     const ctx = createContext(config, { log: createLogger({ level: "error", format: "json", write: () => {} }), clock: new TestClock() });
-    return { ctx, result: bootstrap(ctx) };
+    return { ctx, result: await bootstrap(ctx) };
   }
 
   test("first start prints a generated password and key once; both work; the next start prints nothing", async () => {
     const dir = tempDir();
     try {
-      const first = start(dir);
+      const first = await start(dir);
       const text = first.result.lines.join("\n");
       const login = text.match(/^Admin login: +admin@localhost \/ ([A-Za-z0-9]{20})$/m);
       const key = text.match(/^Admin key: +(svc_admin_[A-Za-z0-9]{32,})$/m);
@@ -278,7 +278,7 @@ describe("bootstrap: the first admin user and admin key", () => {
       expect(await Bun.password.verify(login![1]!, row.passwordHash)).toBe(true);
       first.ctx.close();
 
-      const second = start(dir);
+      const second = await start(dir);
       expect(second.result).toEqual({ firstStart: false, lines: [] });
       second.ctx.close();
     } finally {
@@ -290,7 +290,7 @@ describe("bootstrap: the first admin user and admin key", () => {
     const dir = tempDir();
     const key = `svc_admin_${"Ab3".repeat(12)}`;
     try {
-      const { ctx, result } = start(dir, { SVC_ADMIN_EMAIL: "Ops@Example.com", SVC_ADMIN_PASSWORD: "configured password", SVC_ADMIN_KEY: key });
+      const { ctx, result } = await start(dir, { SVC_ADMIN_EMAIL: "Ops@Example.com", SVC_ADMIN_PASSWORD: "configured password", SVC_ADMIN_KEY: key });
       const text = result.lines.join("\n");
       expect(text).toContain("Admin login:  ops@example.com / (password from SVC_ADMIN_PASSWORD / --admin-password)");
       expect(text).toContain("Admin key:    (from SVC_ADMIN_KEY / --admin-key)");
@@ -306,15 +306,15 @@ describe("bootstrap: the first admin user and admin key", () => {
     }
   });
 
-  test("an instance bootstrapped before identity existed (no user, no key) gets both on its next start", () => {
+  test("an instance bootstrapped before identity existed (no user, no key) gets both on its next start", async () => {
     const dir = tempDir();
     try {
-      const first = start(dir);
+      const first = await start(dir);
       first.ctx.sqlite.run("DELETE FROM users");
       first.ctx.sqlite.run("DELETE FROM admin_keys");
       expect(first.ctx.db.select().from(settings).where(eq(settings.key, "bootstrapped_at")).get()).toBeDefined();
       first.ctx.close();
-      const again = start(dir);
+      const again = await start(dir);
       expect(again.result.firstStart).toBe(false);
       expect(again.result.lines.join("\n")).toMatch(/Admin login: .*\n.*Admin key: +svc_admin_/);
       again.ctx.close();
@@ -327,14 +327,14 @@ describe("bootstrap: the first admin user and admin key", () => {
     const dir = tempDir();
     const key = `svc_admin_${"Xy9".repeat(12)}`;
     try {
-      const first = start(dir, { SVC_ADMIN_KEY: key });
+      const first = await start(dir, { SVC_ADMIN_KEY: key });
       first.ctx.sqlite.run("DELETE FROM admin_keys");
       first.ctx.close();
-      const again = start(dir, { SVC_ADMIN_KEY: key });
+      const again = await start(dir, { SVC_ADMIN_KEY: key });
       expect(again.result.lines).toEqual(["Admin key:    (from SVC_ADMIN_KEY / --admin-key)"]);
       expect(await again.ctx.credentials.resolve(`Bearer ${key}`)).toMatchObject({ principal: { kind: "adminKey" } });
       again.ctx.close();
-      const third = start(dir, { SVC_ADMIN_KEY: key });
+      const third = await start(dir, { SVC_ADMIN_KEY: key });
       expect(third.result.lines).toEqual([]);
       expect(third.ctx.sqlite.query("SELECT COUNT(*) AS n FROM admin_keys").get()).toEqual({ n: 1 });
       third.ctx.close();
@@ -343,13 +343,13 @@ describe("bootstrap: the first admin user and admin key", () => {
     }
   });
 
-  test("later starts do not generate a key for a deleted one, nor a user, while another way in exists", () => {
+  test("later starts do not generate a key for a deleted one, nor a user, while another way in exists", async () => {
     const dir = tempDir();
     try {
-      const first = start(dir);
+      const first = await start(dir);
       first.ctx.sqlite.run("DELETE FROM admin_keys");
       first.ctx.close();
-      const again = start(dir);
+      const again = await start(dir);
       expect(again.result.lines).toEqual([]);
       expect(again.ctx.sqlite.query("SELECT COUNT(*) AS n FROM admin_keys").get()).toEqual({ n: 0 });
       again.ctx.close();

@@ -9,8 +9,7 @@ import { count } from "drizzle-orm";
 import { environments, flags } from "../../src/db/schema";
 import type { Snapshot } from "../../src/evaluation/snapshot";
 import { loadSnapshot } from "../../src/modules/flags/snapshot";
-import { createFlag, deleteFlag, putState, updateFlag } from "../../src/modules/flags/service";
-import { createEnvironment, createProjectChecked, deleteEnvironment, deleteProject } from "../../src/modules/projects/service";
+import { SYSTEM } from "../../src/changes/entry";
 import { testApp, type TestApp } from "../helpers";
 
 let h: TestApp | undefined;
@@ -50,32 +49,33 @@ test("incremental updates equal a rebuild from the database", async () => {
       h?.close();
       h = testApp({ SVC_LOG_LEVEL: "warn" });
       const ctx = h.ctx;
+      const { flags: f, projects: p } = h.services;
       for (const o of ops) {
         try {
           for (const slug of ["default", "side"]) {
             switch (o.kind) {
               case "create":
-                await createFlag(ctx, slug, { key: o.key, name: o.key, variants: o.weighted ? [{ key: "x", weight: 25 }, { key: "y", weight: 75 }] : [] });
+                await f.createFlag(SYSTEM, slug, { key: o.key, name: o.key, variants: o.weighted ? [{ key: "x", weight: 25 }, { key: "y", weight: 75 }] : [] });
                 break;
               case "patch":
-                await updateFlag(ctx, slug, o.key, { rules: Array.from({ length: o.rules }, (_, i) => ({ conditions: [{ attribute: "n", operator: "greater_than" as const, value: i }] })) });
+                await f.updateFlag(SYSTEM, slug, o.key, { rules: Array.from({ length: o.rules }, (_, i) => ({ conditions: [{ attribute: "n", operator: "greater_than" as const, value: i }] })) });
                 break;
               case "state":
-                await putState(ctx, slug, o.key, o.env, { enabled: o.enabled, rolloutPercentage: o.rollout });
+                await f.putState(SYSTEM, slug, o.key, o.env, { enabled: o.enabled, rolloutPercentage: o.rollout });
                 break;
               case "delete":
-                await deleteFlag(ctx, slug, o.key);
+                await f.deleteFlag(SYSTEM, slug, o.key);
                 break;
               case "addEnv":
-                createEnvironment(ctx, slug, { slug: "qa", name: "QA" });
+                await p.createEnvironment(SYSTEM, slug, { slug: "qa", name: "QA" });
                 break;
               case "dropEnv":
-                deleteEnvironment(ctx, slug, "qa");
+                await p.deleteEnvironment(SYSTEM, slug, "qa");
                 break;
               case "project":
                 if (slug !== "side") break;
-                if (o.create) createProjectChecked(ctx, { slug: "side", name: "Side" });
-                else deleteProject(ctx, "side");
+                if (o.create) await p.create(SYSTEM, { slug: "side", name: "Side" });
+                else await p.delete(SYSTEM, "side");
             }
           }
         } catch (e) {
@@ -84,7 +84,7 @@ test("incremental updates equal a rebuild from the database", async () => {
         }
       }
       const ids = ctx.db.select({ id: environments.id }).from(environments).all().map((e) => e.id);
-      expect(view(ctx.snapshot, ids)).toEqual(view(loadSnapshot(ctx), ids));
+      expect(view(ctx.snapshot, ids)).toEqual(view(loadSnapshot(ctx.stores.flags), ids));
       expect(ctx.snapshot.flagCount()).toBe(ctx.db.select({ n: count() }).from(flags).get()!.n);
     }),
     { numRuns: 25 },

@@ -10,21 +10,20 @@ import { ConfigError, loadConfig } from "../../src/config";
 import { newId, randomBase62 } from "../../src/lib/ids";
 import { createLogger } from "../../src/lib/log";
 import { Scheduler } from "../../src/lib/scheduler";
-import { getProjectBySlug } from "../../src/modules/projects/service";
 import { loadTls, tlsPaths } from "../../src/tls";
 import { tempDir, testApp } from "../helpers";
 
 describe("bootstrap", () => {
-  test("first start creates project default with three environments; the next start creates nothing", () => {
+  test("first start creates project default with three environments; the next start creates nothing", async () => {
     const h = testApp();
     try {
-      const project = getProjectBySlug(h.ctx, "default")!;
+      const project = h.ctx.stores.projects.bySlugNow("default")!;
       expect(project.id).toMatch(/^proj_[A-Za-z0-9]{22}$/);
       expect(project.environments.map((e) => e.slug)).toEqual(["development", "staging", "production"]);
       for (const e of project.environments) expect(e.id).toMatch(/^env_[A-Za-z0-9]{22}$/);
       expect(project.createdAt).toBe("2026-11-22T10:00:00.000Z");
 
-      const again = bootstrap(h.ctx);
+      const again = await bootstrap(h.ctx);
       // The second start prints nothing (no secret, nothing created).
       expect(again).toEqual({ firstStart: false, lines: [] });
       expect(h.ctx.sqlite.query("SELECT COUNT(*) AS n FROM projects").get()).toEqual({ n: 1 });
@@ -33,11 +32,11 @@ describe("bootstrap", () => {
     }
   });
 
-  test("a deleted default project is not brought back", () => {
+  test("a deleted default project is not brought back", async () => {
     const h = testApp();
     try {
       h.ctx.sqlite.run("DELETE FROM projects");
-      expect(bootstrap(h.ctx)).toEqual({ firstStart: false, lines: [] });
+      expect(await bootstrap(h.ctx)).toEqual({ firstStart: false, lines: [] });
       expect(h.ctx.sqlite.query("SELECT COUNT(*) AS n FROM projects").get()).toEqual({ n: 0 });
     } finally {
       h.close();

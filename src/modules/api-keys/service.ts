@@ -14,7 +14,7 @@ import { forbidden, notFound, validationError } from "../../http/errors";
 import { iso } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import { generateSecret } from "../../lib/secrets";
-import { requireProject } from "../projects/service";
+import { requireProjectNow } from "../projects/service";
 
 export interface ApiKeyRecord {
   id: string;
@@ -59,7 +59,7 @@ function selectKeys(ctx: AppContext) {
 
 /** GET /v1/projects/{slug}/api-keys: oldest first, never with the secret. */
 export function listApiKeys(ctx: AppContext, slug: string): ApiKeyRecord[] {
-  const project = requireProject(ctx, slug);
+  const project = requireProjectNow(ctx, slug);
   return selectKeys(ctx)
     .where(eq(apiKeys.projectId, project.id))
     .orderBy(asc(apiKeys.createdAt), sql`${apiKeys}.rowid`)
@@ -74,7 +74,7 @@ export function createApiKey(
   slug: string,
   input: { name: string; scope: Scope; environment: string },
 ): ApiKeyRecord & { key: string } {
-  const project = requireProject(ctx, slug);
+  const project = requireProjectNow(ctx, slug);
   if (!mayManage(principal, input.scope)) throw forbidden(MGMT_CANNOT_FULL);
   const env = project.environments.find((e) => e.slug === input.environment);
   if (!env) {

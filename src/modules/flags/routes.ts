@@ -1,21 +1,20 @@
 /** Flags and their per-environment states: routes (api-spec: Flags; decisions §6). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, authorOf } from "../../http/auth";
 import { noContent, queryInt } from "../../http/schema";
 import { OPERATORS } from "../../evaluation/types";
 import { ProjectParams } from "../projects/model";
 import { Flag, FlagList, FlagListQuery, FlagParams, FlagPatch, FlagState, FlagStates, LIMITS, NewFlag, PER_PAGE_MAX, StateParams, StatePut } from "./model";
-import { createFlag, deleteFlag, getFlag, getState, getStates, listFlags, putState, updateFlag } from "./service";
+import type { FlagService } from "./service";
 
 const FLAGS = ["Flags"];
 const WHO = "API keys of scope mgmt or full (their own project only: another project's slug is 403 FORBIDDEN), admin keys, and login JWTs (writes: admin and editor roles)";
 const DEFINITION = `Variants \`{ key, name?, description?, weight? }\`: keys unique in the flag; either no variant has a weight or all have, summing to 100, at most 3 decimals. Rules \`{ id?, name?, conditions?, enabled?, variant? }\` are evaluated top to bottom, first match wins; conditions of a rule are AND-ed and none matches everyone; \`enabled\` defaults to true; \`variant\` names one of the flag's variants or is null. A rule sent without \`id\` gets a new \`rule_...\`; sent back with its id, it keeps it. Conditions \`{ attribute, operator, value }\`, operators ${OPERATORS.join(", ")}; a value of the wrong type for its operator is a 400 (equals: string, number or boolean; not_equals: string or number; in/not_in: an array of at most ${LIMITS.listValues}; contains/starts_with: string; greater_than/less_than: number; is_true/is_false: boolean or omitted). At most ${LIMITS.rules} rules, ${LIMITS.conditions} conditions a rule, ${LIMITS.variants} variants. Every problem is listed in \`details\`; a refused write changes nothing.`;
 
-export const flagsRoutes = (ctx: AppContext) =>
+export const flagsRoutes = (flags: FlagService) =>
   new Elysia({ name: "flagsvc/flags" })
     .use(accessGuard())
-    .post("/v1/projects/:slug/flags", async ({ params, body, status }) => status(201, await createFlag(ctx, params.slug, body)), {
+    .post("/v1/projects/:slug/flags", async (c) => c.status(201, await flags.createFlag(authorOf(c), c.params.slug, c.body)), {
       access: "flags",
       params: ProjectParams,
       body: NewFlag,
@@ -26,7 +25,7 @@ export const flagsRoutes = (ctx: AppContext) =>
         description: `Key: kebab-case, 1 to 128 characters, unique in the project (a taken key is 409 CONFLICT), immutable. \`rules\` may be sent on create as on PATCH. The flag starts disabled in every environment. ${DEFINITION} ${WHO}.`,
       },
     })
-    .get("/v1/projects/:slug/flags", ({ params, query }) => listFlags(ctx, params.slug, { ...query, page: queryInt(query.page), perPage: queryInt(query.perPage) }), {
+    .get("/v1/projects/:slug/flags", ({ params, query }) => flags.listFlags(params.slug, { ...query, page: queryInt(query.page), perPage: queryInt(query.perPage) }), {
       access: "flags",
       params: ProjectParams,
       query: FlagListQuery,
@@ -37,13 +36,13 @@ export const flagsRoutes = (ctx: AppContext) =>
         description: `Ordered by key; items hold id, key, name, createdAt, updatedAt. \`q\`: case-insensitive substring of key or name. \`environment\`: only flags whose state was set in that environment (an unknown environment is 404); with it, \`enabled=true|false\` filters by that state (without it, 400). \`page\` (default 1, 1 to 999999999) and \`perPage\` (default 20, 1 to ${PER_PAGE_MAX}); out of range is 400; a page past the end is empty. ${WHO}.`,
       },
     })
-    .get("/v1/projects/:slug/flags/:key", ({ params }) => getFlag(ctx, params.slug, params.key), {
+    .get("/v1/projects/:slug/flags/:key", ({ params }) => flags.getFlag(params.slug, params.key), {
       access: "flags",
       params: FlagParams,
       response: { 200: Flag },
       detail: { tags: FLAGS, summary: "Get a flag", description: `The whole flag, rules included. Unknown project or flag: 404. ${WHO}.` },
     })
-    .patch("/v1/projects/:slug/flags/:key", ({ params, body }) => updateFlag(ctx, params.slug, params.key, body), {
+    .patch("/v1/projects/:slug/flags/:key", (c) => flags.updateFlag(authorOf(c), c.params.slug, c.params.key, c.body), {
       access: "flags",
       params: FlagParams,
       body: FlagPatch,
@@ -56,9 +55,9 @@ export const flagsRoutes = (ctx: AppContext) =>
     })
     .delete(
       "/v1/projects/:slug/flags/:key",
-      async ({ params, status }) => {
-        await deleteFlag(ctx, params.slug, params.key);
-        return status(204);
+      async (c) => {
+        await flags.deleteFlag(authorOf(c), c.params.slug, c.params.key);
+        return c.status(204);
       },
       {
         access: "flags",
@@ -71,7 +70,7 @@ export const flagsRoutes = (ctx: AppContext) =>
         },
       },
     )
-    .get("/v1/projects/:slug/flags/:key/states", ({ params }) => getStates(ctx, params.slug, params.key), {
+    .get("/v1/projects/:slug/flags/:key/states", ({ params }) => flags.getStates(params.slug, params.key), {
       access: "flags",
       params: FlagParams,
       response: { 200: FlagStates },
@@ -81,7 +80,7 @@ export const flagsRoutes = (ctx: AppContext) =>
         description: `\`{ flagKey, states }\`: one state per environment of the project, in the order the environments were added (as \`GET /v1/projects/{slug}/environments\` lists them), each exactly as \`GET .../states/{environment}\` answers it: an environment where the state was never set gives \`{ enabled: false, rolloutPercentage: null }\` with the flag's createdAt as updatedAt. Unknown project or flag: 404. ${WHO}.`,
       },
     })
-    .get("/v1/projects/:slug/flags/:key/states/:environment", ({ params }) => getState(ctx, params.slug, params.key, params.environment), {
+    .get("/v1/projects/:slug/flags/:key/states/:environment", ({ params }) => flags.getState(params.slug, params.key, params.environment), {
       access: "flags",
       params: StateParams,
       response: { 200: FlagState },
@@ -91,7 +90,7 @@ export const flagsRoutes = (ctx: AppContext) =>
         description: `A flag whose state was never set there is disabled: \`{ enabled: false, rolloutPercentage: null }\`, with the flag's createdAt as updatedAt. Unknown project, flag or environment: 404. ${WHO}.`,
       },
     })
-    .put("/v1/projects/:slug/flags/:key/states/:environment", ({ params, body }) => putState(ctx, params.slug, params.key, params.environment, body), {
+    .put("/v1/projects/:slug/flags/:key/states/:environment", (c) => flags.putState(authorOf(c), c.params.slug, c.params.key, c.params.environment, c.body), {
       access: "flags",
       params: StateParams,
       body: StatePut,

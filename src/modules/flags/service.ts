@@ -12,7 +12,7 @@ import { newId } from "../../lib/ids";
 import { requireEnvironment, requireProject } from "../projects/service";
 import type { Environment, Project, ProjectReader } from "../projects/store";
 import { LIMITS } from "./model";
-import { flagOf, type Flag, type FlagStore, type StateRow } from "./store";
+import { flagOf, type Flag, type FlagStore } from "./store";
 
 export type { Flag } from "./store";
 

@@ -1,7 +1,6 @@
 /** Projects and environments: routes (decisions §5). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, authorOf } from "../../http/auth";
 import { noContent } from "../../http/schema";
 import {
   Environment,
@@ -17,18 +16,7 @@ import {
   ProjectParams,
   ProjectPatch,
 } from "./model";
-import {
-  createEnvironment,
-  createProjectChecked,
-  deleteEnvironment,
-  deleteProject,
-  getEnvironment,
-  listEnvironments,
-  listProjects,
-  requireProject,
-  updateEnvironment,
-  updateProject,
-} from "./service";
+import type { ProjectService } from "./service";
 
 const PROJECTS = ["Projects"];
 const ENVIRONMENTS = ["Environments"];
@@ -36,10 +24,10 @@ const SLUGS = "Slugs are kebab-case (`^[a-z0-9]+(-[a-z0-9]+)*$`), 1 to 64 charac
 const NAMES = `names 1 to ${NAME_MAX} characters`;
 const WHO = "API keys of scope mgmt or full (their own project only: another project's slug is 403 FORBIDDEN), admin keys, and login JWTs";
 
-export const projectsRoutes = (ctx: AppContext) =>
+export const projectsRoutes = (projects: ProjectService) =>
   new Elysia({ name: "flagsvc/projects" })
     .use(accessGuard())
-    .get("/v1/projects", ({ principal }) => ({ projects: listProjects(ctx, principal) }), {
+    .get("/v1/projects", async ({ principal }) => ({ projects: await projects.list(principal) }), {
       access: "projects",
       response: { 200: ProjectList },
       detail: {
@@ -48,7 +36,7 @@ export const projectsRoutes = (ctx: AppContext) =>
         description: `Ordered by slug, each with its environments (in the order they were added). An API key (mgmt or full) sees only its own project; admin keys and login JWTs (any role) see all.`,
       },
     })
-    .post("/v1/projects", ({ body, status }) => status(201, createProjectChecked(ctx, body)), {
+    .post("/v1/projects", async (c) => c.status(201, await projects.create(authorOf(c), c.body)), {
       access: "projectCreate",
       body: NewProject,
       response: { 201: Project },
@@ -58,7 +46,7 @@ export const projectsRoutes = (ctx: AppContext) =>
         description: `Admin key or admin JWT only. ${SLUGS}; ${NAMES}. \`environments\`, when sent, holds 1 to ${MAX_ENVIRONMENTS_ON_CREATE} environments \`{ slug, name }\` (an empty array is a 400); when omitted the project gets development, staging and production. A taken project slug is 409 CONFLICT; an environment slug repeated within the request is 400 VALIDATION_ERROR. Nothing is written when the request is refused.`,
       },
     })
-    .get("/v1/projects/:slug", ({ params }) => requireProject(ctx, params.slug), {
+    .get("/v1/projects/:slug", ({ params }) => projects.get(params.slug), {
       access: "projects",
       params: ProjectParams,
       response: { 200: Project },
@@ -68,7 +56,7 @@ export const projectsRoutes = (ctx: AppContext) =>
         description: `${WHO}. An unknown slug is 404 NOT_FOUND.`,
       },
     })
-    .patch("/v1/projects/:slug", ({ params, body }) => updateProject(ctx, params.slug, body), {
+    .patch("/v1/projects/:slug", (c) => projects.update(authorOf(c), c.params.slug, c.body), {
       access: "projects",
       params: ProjectParams,
       body: ProjectPatch,
@@ -81,9 +69,9 @@ export const projectsRoutes = (ctx: AppContext) =>
     })
     .delete(
       "/v1/projects/:slug",
-      ({ params, status }) => {
-        deleteProject(ctx, params.slug);
-        return status(204);
+      async (c) => {
+        await projects.delete(authorOf(c), c.params.slug);
+        return c.status(204);
       },
       {
         access: "projects",
@@ -97,7 +85,7 @@ export const projectsRoutes = (ctx: AppContext) =>
         },
       },
     )
-    .get("/v1/projects/:slug/environments", ({ params }) => ({ environments: listEnvironments(ctx, params.slug) }), {
+    .get("/v1/projects/:slug/environments", async ({ params }) => ({ environments: await projects.listEnvironments(params.slug) }), {
       access: "environments",
       params: ProjectParams,
       response: { 200: EnvironmentList },
@@ -107,7 +95,7 @@ export const projectsRoutes = (ctx: AppContext) =>
         description: `In the order they were added. ${WHO}.`,
       },
     })
-    .post("/v1/projects/:slug/environments", ({ params, body, status }) => status(201, createEnvironment(ctx, params.slug, body)), {
+    .post("/v1/projects/:slug/environments", async (c) => c.status(201, await projects.createEnvironment(authorOf(c), c.params.slug, c.body)), {
       access: "environments",
       params: ProjectParams,
       body: NewEnvironment,
@@ -118,7 +106,7 @@ export const projectsRoutes = (ctx: AppContext) =>
         description: `${SLUGS}; ${NAMES}. A slug already used in the project is 409 CONFLICT; an unknown project 404. Writers: mgmt/full keys of the project, admin keys, admin JWTs.`,
       },
     })
-    .get("/v1/projects/:slug/environments/:environment", ({ params }) => getEnvironment(ctx, params.slug, params.environment), {
+    .get("/v1/projects/:slug/environments/:environment", ({ params }) => projects.getEnvironment(params.slug, params.environment), {
       access: "environments",
       params: EnvironmentParams,
       response: { 200: Environment },
@@ -128,7 +116,7 @@ export const projectsRoutes = (ctx: AppContext) =>
         description: `Unknown project or environment: 404. ${WHO}.`,
       },
     })
-    .patch("/v1/projects/:slug/environments/:environment", ({ params, body }) => updateEnvironment(ctx, params.slug, params.environment, body), {
+    .patch("/v1/projects/:slug/environments/:environment", (c) => projects.updateEnvironment(authorOf(c), c.params.slug, c.params.environment, c.body), {
       access: "environments",
       params: EnvironmentParams,
       body: EnvironmentPatch,
@@ -141,9 +129,9 @@ export const projectsRoutes = (ctx: AppContext) =>
     })
     .delete(
       "/v1/projects/:slug/environments/:environment",
-      ({ params, status }) => {
-        deleteEnvironment(ctx, params.slug, params.environment);
-        return status(204);
+      async (c) => {
+        await projects.deleteEnvironment(authorOf(c), c.params.slug, c.params.environment);
+        return c.status(204);
       },
       {
         access: "environments",

@@ -3,10 +3,11 @@
  * so that a PostgreSQL implementation can stand behind the same interface; on SQLite each
  * method runs synchronously inside).
  */
-import { eq, sql } from "drizzle-orm";
-import type { SqliteChangeLog } from "../../changes/sqlite";
-import { prepared } from "../../db/client";
-import { environments, projects } from "../../db/schema";
+import { asc, count, eq, sql } from "drizzle-orm";
+import type { Author, ChangeDraft } from "../../changes/entry";
+import type { SqliteChangeLog, Written } from "../../changes/sqlite";
+import { isUniqueViolation, prepared } from "../../db/client";
+import { apiKeys, environments, flags, projects, webhooks } from "../../db/schema";
 
 export interface Environment {
   id: string;
@@ -29,7 +30,27 @@ export interface ProjectReader {
   bySlug(slug: string): Promise<Project | undefined>;
 }
 
-export interface ProjectStore extends ProjectReader {}
+/** What a deleted project or environment took with it (its entry records it). */
+export interface Contents {
+  flags: string[];
+  apiKeys: { id: string; name: string }[];
+  webhooks?: string[];
+}
+
+export interface ProjectStore extends ProjectReader {
+  /** Every project, by slug, with its environments; `onlyId`: that one alone. */
+  list(onlyId?: string): Promise<Project[]>;
+  count(): Promise<number>;
+  /** A new project with its environments, unless the slug is taken (false). */
+  create(author: Author, project: Project, change: ChangeDraft): Promise<boolean>;
+  update(author: Author, slug: string, decide: (current: Project | undefined) => Written<Project>): Promise<Project>;
+  /** The project and everything in it (foreign keys cascade). */
+  remove(author: Author, slug: string, decide: (current: Project | undefined, contents: Contents) => ChangeDraft): Promise<void>;
+  createEnvironment(author: Author, slug: string, decide: (project: Project | undefined) => Written<Environment>): Promise<Environment>;
+  updateEnvironment(author: Author, slug: string, decide: (project: Project | undefined) => Written<Environment>): Promise<Environment>;
+  /** The environment, its flag states and the API keys bound to it. */
+  removeEnvironment(author: Author, slug: string, envSlug: string, decide: (project: Project | undefined, contents: Contents) => Written<Environment>): Promise<void>;
+}
 
 const ENV_COLUMNS = { id: environments.id, slug: environments.slug, name: environments.name, createdAt: environments.createdAt };
 
@@ -56,5 +77,113 @@ export class SqliteProjectStore implements ProjectStore {
 
   async bySlug(slug: string): Promise<Project | undefined> {
     return this.bySlugNow(slug);
+  }
+
+  async list(onlyId?: string): Promise<Project[]> {
+    const { db } = this.log.store;
+    const rows = onlyId !== undefined ? db.select().from(projects).where(eq(projects.id, onlyId)).all() : db.select().from(projects).orderBy(asc(projects.slug)).all();
+    if (rows.length === 0) return [];
+    const byProject = new Map<string, Environment[]>(rows.map((p) => [p.id, []]));
+    const envRows = db
+      .select({ ...ENV_COLUMNS, projectId: environments.projectId })
+      .from(environments)
+      .orderBy(sql`rowid`)
+      .all();
+    for (const { projectId, ...e } of envRows) byProject.get(projectId)?.push(e);
+    return rows.map((p) => ({ ...p, environments: byProject.get(p.id)! }));
+  }
+
+  async count(): Promise<number> {
+    return this.countNow();
+  }
+
+  countNow(): number {
+    return this.log.store.db.select({ n: count() }).from(projects).get()!.n;
+  }
+
+  async create(author: Author, project: Project, change: ChangeDraft): Promise<boolean> {
+    try {
+      return await this.log.commit(author, () => ({ result: this.insertNow(project), changes: [change] }));
+    } catch (e) {
+      if (isUniqueViolation(e)) return false;
+      throw e;
+    }
+  }
+
+  /** Inside a transaction (the first start's bootstrap): the project and its environments. */
+  insertNow(project: Project): true {
+    const { db } = this.log.store;
+    const { environments: envs, ...row } = project;
+    db.insert(projects).values(row).run();
+    if (envs.length > 0) db.insert(environments).values(envs.map((e) => ({ ...e, projectId: project.id }))).run();
+    return true;
+  }
+
+  update(author: Author, slug: string, decide: (current: Project | undefined) => Written<Project>): Promise<Project> {
+    return this.log.commit(author, () => {
+      const written = decide(this.bySlugNow(slug));
+      const { id, name, updatedAt } = written.result;
+      if (written.changes.length > 0) this.log.store.db.update(projects).set({ name, updatedAt }).where(eq(projects.id, id)).run();
+      return written;
+    });
+  }
+
+  remove(author: Author, slug: string, decide: (current: Project | undefined, contents: Contents) => ChangeDraft): Promise<void> {
+    return this.log.commit(author, () => {
+      const project = this.bySlugNow(slug);
+      const { db } = this.log.store;
+      const contents: Contents = project
+        ? {
+            flags: db.select({ key: flags.key }).from(flags).where(eq(flags.projectId, project.id)).orderBy(asc(flags.key)).all().map((f) => f.key),
+            apiKeys: db.select({ id: apiKeys.id, name: apiKeys.name }).from(apiKeys).where(eq(apiKeys.projectId, project.id)).all(),
+            webhooks: db.select({ id: webhooks.id }).from(webhooks).where(eq(webhooks.projectId, project.id)).all().map((w) => w.id),
+          }
+        : { flags: [], apiKeys: [] };
+      const change = decide(project, contents);
+      // Foreign keys cascade from projects to everything that belongs to a project.
+      db.delete(projects).where(eq(projects.id, project!.id)).run();
+      return { result: undefined, changes: [change] };
+    });
+  }
+
+  createEnvironment(author: Author, slug: string, decide: (project: Project | undefined) => Written<Environment>): Promise<Environment> {
+    return this.log.commit(author, () => {
+      const project = this.bySlugNow(slug);
+      const written = decide(project);
+      this.log.store.db.insert(environments).values({ ...written.result, projectId: project!.id }).run();
+      return written;
+    });
+  }
+
+  updateEnvironment(author: Author, slug: string, decide: (project: Project | undefined) => Written<Environment>): Promise<Environment> {
+    return this.log.commit(author, () => {
+      const written = decide(this.bySlugNow(slug));
+      const { id, name } = written.result;
+      if (written.changes.length > 0) this.log.store.db.update(environments).set({ name }).where(eq(environments.id, id)).run();
+      return written;
+    });
+  }
+
+  removeEnvironment(author: Author, slug: string, envSlug: string, decide: (project: Project | undefined, contents: Contents) => Written<Environment>): Promise<void> {
+    return this.log.commit(author, () => {
+      const project = this.bySlugNow(slug);
+      const env = project?.environments.find((e) => e.slug === envSlug);
+      const { db } = this.log.store;
+      const contents: Contents = env
+        ? {
+            flags: db
+              .select({ key: flags.key })
+              .from(flags)
+              .where(sql`${flags.id} IN (SELECT flag_id FROM flag_states WHERE environment_id = ${env.id})`)
+              .orderBy(asc(flags.key))
+              .all()
+              .map((f) => f.key),
+            apiKeys: db.select({ id: apiKeys.id, name: apiKeys.name }).from(apiKeys).where(eq(apiKeys.environmentId, env.id)).all(),
+          }
+        : { flags: [], apiKeys: [] };
+      const written = decide(project, contents);
+      db.delete(environments).where(eq(environments.id, written.result.id)).run();
+      return { result: undefined, changes: written.changes };
+    });
   }
 }

@@ -8,6 +8,7 @@
  * `now`; an expired session is ignored at once, whatever the hourly sweep has done yet.
  */
 import { gt } from "drizzle-orm";
+import type { ChangeEntry } from "../../changes/entry";
 import type { Store } from "../../db/client";
 import { sessionOverrides, testSessions } from "../../db/schema";
 import type { Override, OverrideSource } from "../../evaluation/types";
@@ -64,6 +65,11 @@ export class SessionStore implements OverrideSource {
     this.byId.delete(id);
     this.byToken.delete(session.token);
   }
+
+  /** The change log's subscriber: a deleted project's sessions stop working at once. */
+  readonly subscriber = (entries: readonly ChangeEntry[]): void => {
+    for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") this.removeProject(e.resource.id);
+  };
 
   /** A deleted project's sessions (the database cascade removed their rows). */
   removeProject(projectId: string): void {

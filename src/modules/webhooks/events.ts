@@ -135,7 +135,7 @@ const STATE_SQL = `SELECT s.enabled AS enabled, s.rollout_percentage AS rolloutP
  * Stores the events and one pending delivery per matching enabled webhook, due at once. Runs
  * inside the transaction of the change. Returns the webhook of each delivery queued.
  */
-function recordEvents(sqlite: Database, project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): string[] {
+export function recordEvents(sqlite: Database, project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): string[] {
   const queued: string[] = [];
   // Raw statements, prepared once per connection (bun:sqlite caches them): this runs inside
   // every flag and state write.

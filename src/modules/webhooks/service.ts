@@ -13,7 +13,7 @@ import { conflict, forbidden, notFound, validationError, type ErrorDetail } from
 import { iso } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import { checkUrl, OutboundPolicy } from "../../lib/outbound";
-import { requireProject, type Project } from "../projects/service";
+import { requireProjectNow, type Project } from "../projects/service";
 import { newDelivery } from "./events";
 import type { DeliveryStatus, EventName } from "./model";
 
@@ -127,7 +127,7 @@ function requireWebhook(ctx: AppContext, principal: Principal, webhookId: string
 
 /** GET /v1/projects/{slug}/webhooks: oldest first. */
 export function listWebhooks(ctx: AppContext, slug: string): WebhookRecord[] {
-  const project = requireProject(ctx, slug);
+  const project = requireProjectNow(ctx, slug);
   return selectWebhooks(ctx)
     .where(eq(webhooks.projectId, project.id))
     .orderBy(asc(webhooks.createdAt), sql`${webhooks}.rowid`)
@@ -137,7 +137,7 @@ export function listWebhooks(ctx: AppContext, slug: string): WebhookRecord[] {
 
 /** POST /v1/projects/{slug}/webhooks. The guard has already matched an API key's project to `slug`. */
 export function createWebhook(ctx: AppContext, slug: string, input: NewWebhookInput): WebhookRecord {
-  const project = requireProject(ctx, slug);
+  const project = requireProjectNow(ctx, slug);
   checkInput(ctx, project, input);
   const now = iso(ctx.clock.now());
   const row = {
@@ -168,7 +168,7 @@ export function getWebhook(ctx: AppContext, principal: Principal, webhookId: str
  */
 export function updateWebhook(ctx: AppContext, principal: Principal, webhookId: string, patch: WebhookPatchInput): WebhookRecord {
   const current = requireWebhook(ctx, principal, webhookId);
-  checkInput(ctx, requireProject(ctx, current.projectSlug), patch);
+  checkInput(ctx, requireProjectNow(ctx, current.projectSlug), patch);
   const next: WebhookRow = {
     ...current,
     url: patch.url ?? current.url,
