@@ -23,6 +23,10 @@ import { coarseClock, systemClock, type Clock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/log";
 import { Scheduler } from "./lib/scheduler";
 import { adminKeysRoutes } from "./modules/admin-keys/routes";
+import { pruneAuditLog } from "./modules/audit/retention";
+import { auditRoutes } from "./modules/audit/routes";
+import { auditService } from "./modules/audit/service";
+import { SqliteAuditStore } from "./modules/audit/store";
 import { apiKeysRoutes } from "./modules/api-keys/routes";
 import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
@@ -80,6 +84,7 @@ export function createServices(ctx: AppContext) {
   return {
     projects: projectService({ projects: stores.projects, clock }),
     flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
+    audit: auditService({ audit: new SqliteAuditStore(ctx), projects: stores.projects }),
   };
 }
 
@@ -104,6 +109,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(webhooksRoutes(ctx))
     .use(evaluationRoutes(ctx))
     .use(testingRoutes(ctx))
+    .use(auditRoutes(services.audit))
     .use(proOnlyRoutes(ctx));
 }
 
@@ -268,6 +274,11 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     scheduleWebhookJobs(ctx);
     // Expired test sessions: removed now, then every hour (they are ignored from expiry on anyway).
     scheduleSessionSweep(ctx);
+    // Audit-log retention: daily, on the background thread when there is one (a test's injected clock keeps it here).
+    ctx.scheduler.every("audit-retention", "0 47 3 * * *", () => {
+      if (ctx.deliveries instanceof BackgroundThread) ctx.deliveries.pruneAuditLog();
+      else void pruneAuditLog(new SqliteAuditStore(ctx), ctx.clock.now(), config.auditRetentionDays);
+    });
 
     let stopping: Promise<void> | undefined;
     const stop = () =>

@@ -109,15 +109,17 @@ export class SqliteAuditStore implements AuditStore {
   }
 
   async prune(cutoff: string, batch: number): Promise<number> {
-    // The first entry to keep: positions below it go. Entries are appended in time order, so
-    // the scan stops after the old ones (no index on `at` needed); one committed under a clock
-    // set back, after newer ones, stays until those before it go.
-    const keep = this.sqlite.query<{ position: number }, [string]>("SELECT position FROM change_log WHERE at >= ?1 ORDER BY position LIMIT 1").get(cutoff);
-    const below = keep?.position ?? Number.MAX_SAFE_INTEGER;
-    const remove = this.sqlite.query("DELETE FROM change_log WHERE position IN (SELECT position FROM change_log WHERE position < ?1 ORDER BY position LIMIT ?2)");
+    // The last old entry first, by a read (no index on `at`: one pass over the table, which
+    // holds no lock under WAL); then the deletes, each a short write from the oldest on. An
+    // entry is judged by its time, wherever it sits (one committed under a clock set back).
+    const last = this.sqlite.query<{ last: number | null }, [string]>("SELECT max(position) AS last FROM change_log WHERE at < ?1").get(cutoff)?.last;
+    if (last == null) return 0;
+    const remove = this.sqlite.query(
+      "DELETE FROM change_log WHERE position IN (SELECT position FROM change_log WHERE position <= ?1 AND at < ?2 ORDER BY position LIMIT ?3)",
+    );
     let total = 0;
     for (;;) {
-      const n = remove.run(below, batch).changes;
+      const n = remove.run(last, cutoff, batch).changes;
       total += n;
       if (n < batch) return total;
       await yieldTurn();
