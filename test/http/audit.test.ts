@@ -315,3 +315,80 @@ describe("retention on the server's background thread", () => {
     }
   });
 });
+
+describe("real writes through the API", () => {
+  const history = async () => (await page("/v1/projects/default/audit-log?resourceKey=e2e-flag")).entries;
+  const adminKeyId = () => h.ctx.sqlite.query<{ id: string }, []>("SELECT id FROM admin_keys WHERE name = 'auditor'").get()!.id;
+
+  test("each write appears once, with its actor, request id, resource and changes; a flag's states are in its history", async () => {
+    const created = await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "e2e-flag", name: "E2E" } });
+    expect(created.status).toBe(201);
+    const flagId = (await created.json()).id;
+    const editor = await userToken(h.ctx, "editor");
+    const editorId = h.ctx.sqlite.query<{ id: string; email: string }, []>("SELECT id, email FROM users WHERE role = 'editor' ORDER BY rowid DESC LIMIT 1").get()!;
+    const renamed = await h.request("PATCH", "/v1/projects/default/flags/e2e-flag", { headers: editor, body: { name: "E2E renamed" } });
+    expect(renamed.status).toBe(200);
+    const mgmt = seedApiKey(h.ctx, "mgmt", "default", "production");
+    const enabled = await h.request("PUT", "/v1/projects/default/flags/e2e-flag/states/production", { headers: bearer(mgmt.secret), body: { enabled: true } });
+    expect(enabled.status).toBe(200);
+
+    const [state, patch, create] = await history();
+    expect(create).toMatchObject({
+      actor: { type: "admin_key", id: adminKeyId(), label: "auditor" },
+      requestId: created.headers.get("x-request-id"),
+      project: "default",
+      environment: null,
+      resource: { type: "flag", id: flagId, key: "e2e-flag" },
+      action: "created",
+    });
+    expect(create.changes.name).toEqual({ before: null, after: "E2E" });
+    expect(patch).toMatchObject({
+      actor: { type: "user", id: editorId.id, label: editorId.email },
+      requestId: renamed.headers.get("x-request-id"),
+      resource: { type: "flag", id: flagId, key: "e2e-flag" },
+      action: "updated",
+      changes: { name: { before: "E2E", after: "E2E renamed" } },
+    });
+    expect(state).toMatchObject({
+      actor: { type: "api_key", id: mgmt.id, label: "mgmt key" },
+      requestId: enabled.headers.get("x-request-id"),
+      environment: "production",
+      resource: { type: "flag_state", id: flagId, key: "e2e-flag" },
+      action: "enabled",
+    });
+    // The same entries in the instance's log, filtered by actor.
+    expect((await page(`/v1/audit-log?actorId=${mgmt.id}`)).entries).toEqual([state]);
+  });
+
+  test("a write that changes nothing, and a refused one, append nothing", async () => {
+    const before = count(h.ctx.sqlite);
+    expect((await h.request("PATCH", "/v1/projects/default/flags/e2e-flag", { headers: admin, body: { name: "E2E renamed" } })).status).toBe(200);
+    expect((await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "e2e-flag", name: "again" } })).status).toBe(409);
+    expect((await h.request("PUT", "/v1/projects/default/flags/e2e-flag/states/nowhere", { headers: admin, body: { enabled: true } })).status).toBe(404);
+    expect(count(h.ctx.sqlite)).toBe(before);
+  });
+
+  test("pages walked while 8 writers write: every entry up to the first page once, newest first", async () => {
+    for (let w = 0; w < 8; w++) await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: `writer-${w}`, name: `Writer ${w}` } }), 201);
+    // Each writer yields a turn between writes (in one process, a writer that never waits on a
+    // timer or I/O would hold the turn); the walk reads a page between them.
+    let writing = true;
+    const writers = Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; writing; i++) {
+        const res = await h.request("PUT", `/v1/projects/default/flags/writer-${w}/states/staging`, { headers: admin, body: { enabled: i % 2 === 0 } });
+        expect(res.status).toBe(200);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    });
+    while (count(h.ctx.sqlite) < 200) await Bun.sleep(5);
+    const walked = await walk("/v1/audit-log", 5, () => new Promise((resolve) => setImmediate(resolve)));
+    const afterWalk = count(h.ctx.sqlite);
+    writing = false;
+    await Promise.all(writers);
+    const top = walked[0].position;
+    const all = h.ctx.sqlite.query<{ position: number }, [number]>("SELECT position FROM change_log WHERE position <= ? ORDER BY position DESC").all(top);
+    expect(positions(walked)).toEqual(all.map((r) => r.position));
+    // The writers did write while the pages were read: entries newer than the first page.
+    expect(afterWalk).toBeGreaterThan(all.length + 40);
+  });
+});
