@@ -40,7 +40,7 @@ export const AuditEntry = t.Object(
     }),
     requestId: t.Union([t.String(), t.Null()], { description: "The X-Request-Id of the write; null from the CLI or the service itself" }),
     project: t.Union([t.String(), t.Null()], { description: "The project's slug at the time; null for instance-level resources (users, admin keys)" }),
-    environment: t.Union([t.String(), t.Null()], { description: "The environment's slug, for a resource of one environment (a flag state, an API key)" }),
+    environment: t.Union([t.String(), t.Null()], { description: "The environment's slug, for an environment and a resource of one environment (a flag state, an API key)" }),
     resource: t.Object({
       type: OneOf(RESOURCE_TYPES, withValues("What changed", RESOURCE_TYPES)),
       id: t.String(),
