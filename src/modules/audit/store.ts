@@ -81,6 +81,20 @@ function entryOf(r: Row): ChangeEntry {
   };
 }
 
+/**
+ * The index a page reads, named (SQLite's `INDEXED BY`) rather than left to the planner: its
+ * statistics come from `PRAGMA optimize`, and those taken while the log was small (a first
+ * shutdown's, before a million entries) made it scan the whole table for a key's first page
+ * (140 ms a request on a million entries, against 1 ms through the index). No filter with an
+ * index: the table itself, in position order (a keyset page by rowid).
+ */
+function indexFor(f: AuditFilter): string {
+  if (f.resourceKey !== undefined) return f.projectId !== undefined ? " INDEXED BY change_log_project_key" : " INDEXED BY change_log_key";
+  if (f.actorId !== undefined) return " INDEXED BY change_log_actor";
+  if (f.projectId !== undefined) return " INDEXED BY change_log_project";
+  return "";
+}
+
 /** Lets the thread's other work (a worker's webhook kicks) run between two prune batches. */
 const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -101,7 +115,7 @@ export class SqliteAuditStore implements AuditStore {
       values.push(value);
     }
     // One statement per combination of filters, compiled once (bun:sqlite caches `query` by its text).
-    const sql = `SELECT * FROM change_log${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ORDER BY position DESC LIMIT ?`;
+    const sql = `SELECT * FROM change_log${indexFor(filter)}${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ORDER BY position DESC LIMIT ?`;
     return this.sqlite
       .query<Row, (string | number)[]>(sql)
       .all(...values, limit)
