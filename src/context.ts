@@ -13,11 +13,13 @@ import type { ChangeBus } from "./changes/bus";
 import type { SqliteChangeLog } from "./changes/sqlite";
 import type { SqliteFlagStore } from "./modules/flags/store";
 import type { SqliteProjectStore } from "./modules/projects/store";
+import type { SqliteWebhookStore } from "./modules/webhooks/store";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
   projects: SqliteProjectStore;
   flags: SqliteFlagStore;
+  webhooks: SqliteWebhookStore;
 }
 
 /**

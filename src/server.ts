@@ -36,7 +36,7 @@ import { projectService } from "./modules/projects/service";
 import { SqliteProjectStore } from "./modules/projects/store";
 import { ChangeBus } from "./changes/bus";
 import { SqliteChangeLog } from "./changes/sqlite";
-import { Outbox } from "./modules/webhooks/events";
+import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
 import { evaluationService } from "./modules/evaluation/service";
 import { proOnlyRoutes } from "./modules/pro-only/routes";
@@ -46,7 +46,9 @@ import { loadSessions } from "./modules/testing/store";
 import { usersRoutes } from "./modules/users/routes";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
-import { scheduleWebhookJobs } from "./modules/webhooks/service";
+import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
+import { SqliteWebhookStore } from "./modules/webhooks/store";
+import { OutboundPolicy } from "./lib/outbound";
 import { configuredTls, loadTls, TLS12_CIPHERS, type TlsMaterial } from "./tls";
 
 /**
@@ -80,6 +82,13 @@ export function createServices(ctx: AppContext) {
   return {
     projects: projectService({ projects: stores.projects, clock }),
     flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
+    webhooks: webhookService({
+      webhooks: stores.webhooks,
+      projects: stores.projects,
+      clock,
+      outbound: new OutboundPolicy(ctx.config.outboundAllowedHosts),
+      deliveries: ctx.deliveries,
+    }),
   };
 }
 
@@ -101,7 +110,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(projectsRoutes(services.projects))
     .use(apiKeysRoutes(ctx))
     .use(flagsRoutes(services.flags))
-    .use(webhooksRoutes(ctx))
+    .use(webhooksRoutes(services.webhooks))
     .use(evaluationRoutes(ctx))
     .use(testingRoutes(ctx))
     .use(proOnlyRoutes(ctx));
@@ -176,11 +185,11 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender.
   const bus = new ChangeBus(log);
   const changeLog = new SqliteChangeLog(store, bus, clock);
-  const stores = { projects: new SqliteProjectStore(changeLog), flags: new SqliteFlagStore(changeLog) };
+  const stores = { projects: new SqliteProjectStore(changeLog), flags: new SqliteFlagStore(changeLog), webhooks: new SqliteWebhookStore(changeLog) };
   const snapshot = loadSnapshot(stores.flags);
   const credentials = new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock);
   const testSessions = loadSessions(store, clock.now());
-  const outbox = new Outbox(store.sqlite, deliveries);
+  const outbox = new Outbox(stores.webhooks, deliveries);
   changeLog.participate(outbox.participant);
   bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags));
   bus.subscribe("credentials", credentials.subscriber);

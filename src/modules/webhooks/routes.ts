@@ -1,7 +1,6 @@
 /** Webhooks and their delivery log: routes (api-spec: Webhooks; decisions §10). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, authorOf } from "../../http/auth";
 import { noContent, queryInt } from "../../http/schema";
 import { ProjectParams } from "../projects/model";
 import {
@@ -19,7 +18,7 @@ import {
   WebhookParams,
   WebhookPatch,
 } from "./model";
-import { attemptNow, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, updateWebhook } from "./service";
+import type { WebhookService } from "./service";
 
 const TAGS = ["Webhooks"];
 const WHO =
@@ -28,10 +27,10 @@ const FIELDS = `\`url\` http or https (no credentials in it; a literal address t
 const EVENTS = "Events: creating a flag emits flag.created, a PATCH that changes it flag.updated, deleting it flag.deleted, each once per environment of the project with that environment's state (previousState = currentState for created and updated; currentState.enabled false for deleted); a state PUT that turns enabled on emits flag.enabled, off flag.disabled (also when the rollout changes with it), one that changes only rolloutPercentage flag.updated; a PATCH or PUT that changes nothing emits nothing. Payload `{ id: \"evt_...\", event, projectSlug, environment, timestamp, data: { flagKey, previousState: { enabled }, currentState: { enabled } } }`, the same bytes on every delivery of the event; the flag.updated of a rollout-only state PUT also carries `rolloutPercentage` (a number, or null when unset) in both states, `{ enabled, rolloutPercentage }`, and no other event does.";
 const DELIVERY = `Deliveries: a POST of the event's JSON payload with \`Content-Type: application/json\`, \`X-Service-Signature: sha256=<hex HMAC-SHA256 of the body keyed with the secret>\`, \`X-Service-Event\`, \`X-Service-Delivery\` (the delivery id), \`User-Agent: flagsvc-webhooks/VERSION\`. Success: a 2xx within SVC_WEBHOOK_TIMEOUT_MS; redirects are not followed. Retries after SVC_WEBHOOK_RETRY_DELAYS (default 1 min, 5 min, 30 min, 2 h); the 5th failed attempt marks the delivery failed. At-least-once: dedupe by the payload's \`id\`.`;
 
-export const webhooksRoutes = (ctx: AppContext) =>
+export const webhooksRoutes = (webhooks: WebhookService) =>
   new Elysia({ name: "flagsvc/webhooks" })
     .use(accessGuard())
-    .post("/v1/projects/:slug/webhooks", ({ params, body, status }) => status(201, createWebhook(ctx, params.slug, body)), {
+    .post("/v1/projects/:slug/webhooks", async (c) => c.status(201, await webhooks.create(authorOf(c), c.params.slug, c.body)), {
       access: "webhooks",
       params: ProjectParams,
       body: NewWebhook,
@@ -42,19 +41,19 @@ export const webhooksRoutes = (ctx: AppContext) =>
         description: `${FIELDS} Events of flags of this project are delivered from the next change on. ${EVENTS} ${DELIVERY} Unknown project 404. ${WHO}`,
       },
     })
-    .get("/v1/projects/:slug/webhooks", ({ params }) => ({ webhooks: listWebhooks(ctx, params.slug) }), {
+    .get("/v1/projects/:slug/webhooks", async ({ params }) => ({ webhooks: await webhooks.list(params.slug) }), {
       access: "webhooks",
       params: ProjectParams,
       response: { 200: WebhookList },
       detail: { tags: TAGS, summary: "List a project's webhooks", description: `Oldest first; never with the secret. Unknown project 404. ${WHO}` },
     })
-    .get("/v1/webhooks/:webhookId", ({ principal, params }) => getWebhook(ctx, principal, params.webhookId), {
+    .get("/v1/webhooks/:webhookId", ({ principal, params }) => webhooks.get(principal, params.webhookId), {
       access: "webhooks",
       params: WebhookParams,
       response: { 200: Webhook },
       detail: { tags: TAGS, summary: "Get a webhook", description: `Never with the secret. Unknown id 404. ${WHO}` },
     })
-    .patch("/v1/webhooks/:webhookId", ({ principal, params, body }) => updateWebhook(ctx, principal, params.webhookId, body), {
+    .patch("/v1/webhooks/:webhookId", (c) => webhooks.update(authorOf(c), c.principal, c.params.webhookId, c.body), {
       access: "webhooks",
       params: WebhookParams,
       body: WebhookPatch,
@@ -67,9 +66,9 @@ export const webhooksRoutes = (ctx: AppContext) =>
     })
     .delete(
       "/v1/webhooks/:webhookId",
-      ({ principal, params, status }) => {
-        deleteWebhook(ctx, principal, params.webhookId);
-        return status(204);
+      async (c) => {
+        await webhooks.delete(authorOf(c), c.principal, c.params.webhookId);
+        return c.status(204);
       },
       {
         access: "webhooks",
@@ -82,7 +81,7 @@ export const webhooksRoutes = (ctx: AppContext) =>
         },
       },
     )
-    .get("/v1/webhooks/:webhookId/deliveries", ({ principal, params, query }) => ({ deliveries: listDeliveries(ctx, principal, params.webhookId, { ...query, limit: queryInt(query.limit) }) }), {
+    .get("/v1/webhooks/:webhookId/deliveries", async ({ principal, params, query }) => ({ deliveries: await webhooks.listDeliveries(principal, params.webhookId, { ...query, limit: queryInt(query.limit) }) }), {
       access: "webhooks",
       params: WebhookParams,
       query: DeliveryQuery,
@@ -95,7 +94,7 @@ export const webhooksRoutes = (ctx: AppContext) =>
     })
     .post(
       "/v1/webhook-deliveries/:deliveryId/redeliver",
-      ({ principal, params, status }) => status(202, redeliver(ctx, principal, params.deliveryId)),
+      async ({ principal, params, status }) => status(202, await webhooks.redeliver(principal, params.deliveryId)),
       {
         access: "webhooks",
         params: DeliveryParams,
@@ -109,7 +108,7 @@ export const webhooksRoutes = (ctx: AppContext) =>
     )
     .post(
       "/v1/webhook-deliveries/:deliveryId/attempt-now",
-      ({ principal, params, status }) => status(202, attemptNow(ctx, principal, params.deliveryId)),
+      async ({ principal, params, status }) => status(202, await webhooks.attemptNow(principal, params.deliveryId)),
       {
         access: "webhooks",
         params: DeliveryParams,
