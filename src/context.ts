@@ -8,7 +8,8 @@ import type { Clock, CoarseClock } from "./lib/clock";
 import type { Logger } from "./lib/log";
 import type { Scheduler } from "./lib/scheduler";
 import type { Deliveries } from "./modules/webhooks/dispatcher";
-import type { SessionStore } from "./modules/testing/store";
+import type { LiveSessions } from "./modules/testing/live";
+import type { SqliteTestSessionStore } from "./modules/testing/store";
 import type { ChangeBus } from "./changes/bus";
 import type { SqliteChangeLog } from "./changes/sqlite";
 import type { SqliteFlagStore } from "./modules/flags/store";
@@ -20,6 +21,7 @@ export interface Stores {
   projects: SqliteProjectStore;
   flags: SqliteFlagStore;
   webhooks: SqliteWebhookStore;
+  testSessions: SqliteTestSessionStore;
 }
 
 /**
@@ -42,7 +44,7 @@ export interface AppContext extends Store {
   /** Every flag of every environment, compiled: what evaluation reads. */
   snapshot: Snapshot;
   /** Live test sessions and their overrides (Testing API): what evaluation step 1 reads. */
-  testSessions: SessionStore;
+  testSessions: LiveSessions;
   /** Webhook deliveries: `kick()` after a write that queued some sends them at once. */
   deliveries: Deliveries;
   /** Every write's entries, after its commit, to the subscribers. */

@@ -41,8 +41,10 @@ import { projectsRoutes } from "./modules/projects/routes";
 import { evaluationService } from "./modules/evaluation/service";
 import { proOnlyRoutes } from "./modules/pro-only/routes";
 import { testingRoutes } from "./modules/testing/routes";
-import { scheduleSessionSweep } from "./modules/testing/service";
-import { loadSessions } from "./modules/testing/store";
+import { loadSessions } from "./modules/testing/live";
+import { scheduleSessionSweep, testingService } from "./modules/testing/service";
+import { SqliteTestSessionStore } from "./modules/testing/store";
+import { isPro } from "./http/edition";
 import { usersRoutes } from "./modules/users/routes";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
@@ -89,6 +91,7 @@ export function createServices(ctx: AppContext) {
       outbound: new OutboundPolicy(ctx.config.outboundAllowedHosts),
       deliveries: ctx.deliveries,
     }),
+    testing: testingService({ sessions: stores.testSessions, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
   };
 }
 
@@ -112,7 +115,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(flagsRoutes(services.flags))
     .use(webhooksRoutes(services.webhooks))
     .use(evaluationRoutes(ctx))
-    .use(testingRoutes(ctx))
+    .use(testingRoutes(services.testing, ctx.config))
     .use(proOnlyRoutes(ctx));
 }
 
@@ -185,10 +188,15 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender.
   const bus = new ChangeBus(log);
   const changeLog = new SqliteChangeLog(store, bus, clock);
-  const stores = { projects: new SqliteProjectStore(changeLog), flags: new SqliteFlagStore(changeLog), webhooks: new SqliteWebhookStore(changeLog) };
+  const stores = {
+    projects: new SqliteProjectStore(changeLog),
+    flags: new SqliteFlagStore(changeLog),
+    webhooks: new SqliteWebhookStore(changeLog),
+    testSessions: new SqliteTestSessionStore(store),
+  };
   const snapshot = loadSnapshot(stores.flags);
   const credentials = new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock);
-  const testSessions = loadSessions(store, clock.now());
+  const testSessions = loadSessions(stores.testSessions, clock.now());
   const outbox = new Outbox(stores.webhooks, deliveries);
   changeLog.participate(outbox.participant);
   bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags));
@@ -248,7 +256,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     if (tls?.source === "generated") log.info("generated a self-signed TLS certificate", { file: tls.certFile, expiresAt: tls.expiresAt.toISOString() });
 
     if (ctx.snapshot.flagCount() >= COLLECT_AFTER_LOADING_FLAGS) Bun.gc(true);
-    const app = createApp(ctx);
+    const services = createServices(ctx);
+    const app = createApp(ctx, services);
     deps.extend?.(app);
     try {
       // reusePort off: a second process on a taken port must fail, not share the traffic.
@@ -276,7 +285,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     // Webhook deliveries: due ones now (those that came due while down), then every second; retention daily.
     scheduleWebhookJobs(ctx);
     // Expired test sessions: removed now, then every hour (they are ignored from expiry on anyway).
-    scheduleSessionSweep(ctx);
+    await scheduleSessionSweep(ctx.scheduler, services.testing);
 
     let stopping: Promise<void> | undefined;
     const stop = () =>

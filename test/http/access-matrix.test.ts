@@ -11,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { MESSAGES, type AccessGroup, type Role, type Scope } from "../../src/http/access";
 import { newId } from "../../src/lib/ids";
 import { SYSTEM } from "../../src/changes/entry";
-import { createSession } from "../../src/modules/testing/service";
 import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
 
 type Column = { name: string; kind: "key"; scope: Scope } | { name: string; kind: "admin" } | { name: string; kind: "user"; role: Role };
@@ -148,7 +147,7 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   seedAdminKey(h.ctx, `spare ${i}`);
   const spare = (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(`spare ${i}`) as { id: string }).id;
   const tester = { kind: "apiKey", id: "key_fixture", name: "fixture", scope: "test", projectId: project.id, projectSlug: slug, environmentId: "", environmentSlug: "" } as const;
-  const sessionId = createSession(h.ctx, tester, { projectId: project.id }).id;
+  const sessionId = (await h.services.testing.create(tester, { projectId: project.id })).id;
   // Webhooks to a name that the default outbound setting refuses at send time: attempts fail at once, locally.
   const hook = { url: "http://localhost:9/hook", events: ["flag.created" as const], secret: WEBHOOK_SECRET };
   const webhookId = (await h.services.webhooks.create(SYSTEM, slug, hook)).id;
