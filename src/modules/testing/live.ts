@@ -9,15 +9,9 @@
  */
 import type { ChangeEntry } from "../../changes/entry";
 import type { Override, OverrideSource } from "../../evaluation/types";
-import type { TestSessionStore } from "./store";
+import type { SessionRow, TestSessionStore } from "./store";
 
-export interface LiveSession {
-  id: string;
-  token: string;
-  projectId: string;
-  label: string | null;
-  createdAt: string;
-  expiresAt: string;
+export interface LiveSession extends SessionRow {
   /** `expiresAt` in ms since the epoch: live while `now < expiresAtMs`. */
   expiresAtMs: number;
   /** Flag key -> override value; mutated in place by the service after each commit. */
