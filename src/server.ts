@@ -38,7 +38,8 @@ import { ChangeBus } from "./changes/bus";
 import { SqliteChangeLog } from "./changes/sqlite";
 import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
-import { evaluationService } from "./modules/evaluation/service";
+import { EvaluationService } from "./modules/evaluation/service";
+import { findUserForLogin } from "./modules/users/service";
 import { proOnlyRoutes } from "./modules/pro-only/routes";
 import { testingRoutes } from "./modules/testing/routes";
 import { loadSessions } from "./modules/testing/live";
@@ -92,31 +93,37 @@ export function createServices(ctx: AppContext) {
       deliveries: ctx.deliveries,
     }),
     testing: testingService({ sessions: stores.testSessions, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
+    /** What a login reads: the users by email, the token issuer. */
+    login: { clock, credentials: ctx.credentials, findUser: async (email: string) => findUserForLogin(ctx, email) },
+    // Evaluation step 1 reads the test sessions' overrides from memory.
+    evaluation: new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions }),
   };
 }
 
 export type Services = ReturnType<typeof createServices>;
 
 export function createApp(ctx: AppContext, services: Services = createServices(ctx)) {
-  // Evaluation step 1 reads the test sessions' overrides from memory.
-  evaluationService(ctx).overrides = ctx.testSessions;
+  const { config, log } = ctx;
+  const { behindProxy } = config;
+  const admit = admitter(ctx);
   // `serve.routes` go to Bun's router ahead of the app's own: the evaluation hot path (src/http/native.ts).
-  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes: evaluationNativeRoutes(ctx) } });
+  const routes = evaluationNativeRoutes(services.evaluation, { admit, log, behindProxy });
+  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes } });
   return app
-    .use(pipeline({ log: ctx.log, behindProxy: ctx.config.behindProxy, routes: () => app.routes, admit: admitter(ctx), admitHeaders: RATE_LIMIT_HEADERS }))
+    .use(pipeline({ log, behindProxy, routes: () => app.routes, admit, admitHeaders: RATE_LIMIT_HEADERS }))
     .use(accessGuard())
     .use(docsRoutes(() => app))
-    .use(healthRoutes(ctx))
-    .use(authRoutes(ctx))
+    .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite }))
+    .use(authRoutes({ ...services.login, behindProxy }))
     .use(usersRoutes(ctx))
     .use(adminKeysRoutes(ctx))
     .use(projectsRoutes(services.projects))
     .use(apiKeysRoutes(ctx))
     .use(flagsRoutes(services.flags))
     .use(webhooksRoutes(services.webhooks))
-    .use(evaluationRoutes(ctx))
-    .use(testingRoutes(services.testing, ctx.config))
-    .use(proOnlyRoutes(ctx));
+    .use(evaluationRoutes(services.evaluation))
+    .use(testingRoutes(services.testing, config))
+    .use(proOnlyRoutes(config));
 }
 
 export type App = ReturnType<typeof createApp>;
@@ -229,6 +236,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
 
 export interface RunningServer {
   ctx: AppContext;
+  services: Services;
   app: App;
   port: number;
   /** `https://HOST:PORT` as listened on. */
@@ -307,7 +315,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         log.info("stopped");
         log.flush();
       })());
-    return { ctx, app, port, url, tls, bannerLines: lines, stop };
+    return { ctx, services, app, port, url, tls, bannerLines: lines, stop };
   } catch (e) {
     ctx.close();
     throw e;
