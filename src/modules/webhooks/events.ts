@@ -85,8 +85,11 @@ export class Outbox {
     this.queued = [];
     for (const entry of entries) {
       if (entry.project === null || (entry.resource.type !== "flag" && entry.resource.type !== "flag_state")) continue;
+      // Most projects have no webhook: then nothing more is read.
+      const hooks = webhooksOf(this.sqlite, entry.project.id);
+      if (hooks.length === 0) continue;
       const changes = this.flagChanges(entry);
-      if (changes.length > 0) this.queued.push(...recordEvents(this.sqlite, entry.project, changes, entry.at));
+      if (changes.length > 0) this.queued.push(...recordEvents(this.sqlite, entry.project, changes, entry.at, hooks));
     }
   };
 
@@ -125,6 +128,20 @@ export class Outbox {
   }
 }
 
+interface Hook {
+  id: string;
+  events: string[];
+  environments: string[];
+}
+
+/** The project's enabled webhooks. Raw statements, prepared once per connection (bun:sqlite caches them): this runs inside every flag and state write. */
+function webhooksOf(sqlite: Database, projectId: string): Hook[] {
+  return sqlite
+    .query<{ id: string; events: string; environments: string }, [string]>(HOOKS_SQL)
+    .all(projectId)
+    .map((w) => ({ id: w.id, events: JSON.parse(w.events) as string[], environments: JSON.parse(w.environments) as string[] }));
+}
+
 const UNSET: StateValues = { enabled: false, rolloutPercentage: null };
 const ENVIRONMENTS_SQL = "SELECT id, slug FROM environments WHERE project_id = ?1 ORDER BY rowid";
 const STATES_SQL = "SELECT environment_id AS environmentId, enabled FROM flag_states WHERE flag_id = ?1";
@@ -135,14 +152,14 @@ const STATE_SQL = `SELECT s.enabled AS enabled, s.rollout_percentage AS rolloutP
  * Stores the events and one pending delivery per matching enabled webhook, due at once. Runs
  * inside the transaction of the change. Returns the webhook of each delivery queued.
  */
-export function recordEvents(sqlite: Database, project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): string[] {
+export function recordEvents(
+  sqlite: Database,
+  project: { id: string; slug: string },
+  changes: readonly FlagChange[],
+  at: string,
+  hooks: readonly Hook[] = webhooksOf(sqlite, project.id),
+): string[] {
   const queued: string[] = [];
-  // Raw statements, prepared once per connection (bun:sqlite caches them): this runs inside
-  // every flag and state write.
-  const hooks = sqlite
-    .query<{ id: string; events: string; environments: string }, [string]>(HOOKS_SQL)
-    .all(project.id)
-    .map((w) => ({ id: w.id, events: JSON.parse(w.events) as string[], environments: JSON.parse(w.environments) as string[] }));
   if (hooks.length === 0) return queued;
   const insertEvent = sqlite.query(INSERT_EVENT_SQL);
   const ms = Date.parse(at);
