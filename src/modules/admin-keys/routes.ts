@@ -1,18 +1,17 @@
 /** Admin keys: routes (admin key or admin JWT). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
 import { noContent } from "../../http/schema";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, authorOf } from "../../http/auth";
 import { AdminKeyList, AdminKeyParams, DEFAULT_ADMIN_KEY_NAME, NewAdminKeyBody, NewAdminKeyResult } from "./model";
-import { createAdminKey, deleteAdminKey, listAdminKeys } from "./service";
+import type { AdminKeyService } from "./service";
 
 const TAGS = ["Admin keys"];
 const ADMIN_ONLY = "Admin key or a JWT with role admin.";
 
-export const adminKeysRoutes = (ctx: AppContext) =>
+export const adminKeysRoutes = (adminKeys: AdminKeyService) =>
   new Elysia({ name: "flagsvc/admin-keys" })
     .use(accessGuard())
-    .get("/v1/admin-keys", () => ({ adminKeys: listAdminKeys(ctx, (id) => ctx.credentials.lastUsedAt(id)) }), {
+    .get("/v1/admin-keys", async () => ({ adminKeys: await adminKeys.list() }), {
       access: "admin",
       response: { 200: AdminKeyList },
       detail: {
@@ -23,10 +22,7 @@ export const adminKeysRoutes = (ctx: AppContext) =>
     })
     .post(
       "/v1/admin-keys",
-      ({ body, status }) => {
-        const created = createAdminKey(ctx, ctx.clock, { name: body?.name ?? DEFAULT_ADMIN_KEY_NAME });
-        return status(201, created);
-      },
+      async (c) => c.status(201, await adminKeys.create(authorOf(c), { name: c.body?.name ?? DEFAULT_ADMIN_KEY_NAME })),
       {
         access: "admin",
         body: NewAdminKeyBody,
@@ -40,9 +36,9 @@ export const adminKeysRoutes = (ctx: AppContext) =>
     )
     .delete(
       "/v1/admin-keys/:keyId",
-      ({ params, status }) => {
-        deleteAdminKey(ctx, params.keyId);
-        return status(204);
+      async (c) => {
+        await adminKeys.delete(authorOf(c), c.params.keyId);
+        return c.status(204);
       },
       {
         access: "admin",

@@ -1,21 +1,20 @@
 /** Project API keys: routes (decisions §4). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, authorOf } from "../../http/auth";
 import { noContent } from "../../http/schema";
 import { validationError } from "../../http/errors";
 import { ProjectParams } from "../projects/model";
 import { ApiKeyList, ApiKeyWithSecret, KeyParams, MAX_GRACE_SECONDS, NewApiKey, RotateBody } from "./model";
-import { createApiKey, deleteApiKey, listApiKeys, rotateApiKey } from "./service";
+import type { ApiKeyService } from "./service";
 
 const TAGS = ["API keys"];
 const WHO =
   "mgmt and full keys (their own project only), admin keys, login JWTs (read: any role; write: admin and editor). A mgmt key cannot create, rotate or delete full keys (403 FORBIDDEN).";
 
-export const apiKeysRoutes = (ctx: AppContext) =>
+export const apiKeysRoutes = (apiKeys: ApiKeyService) =>
   new Elysia({ name: "flagsvc/api-keys" })
     .use(accessGuard())
-    .get("/v1/projects/:slug/api-keys", ({ params }) => ({ apiKeys: listApiKeys(ctx, params.slug) }), {
+    .get("/v1/projects/:slug/api-keys", async ({ params }) => ({ apiKeys: await apiKeys.list(params.slug) }), {
       access: "apiKeys",
       params: ProjectParams,
       response: { 200: ApiKeyList },
@@ -27,7 +26,7 @@ export const apiKeysRoutes = (ctx: AppContext) =>
     })
     .post(
       "/v1/projects/:slug/api-keys",
-      ({ principal, params, body, status }) => status(201, createApiKey(ctx, principal, params.slug, body)),
+      async (c) => c.status(201, await apiKeys.create(authorOf(c), c.principal, c.params.slug, c.body)),
       {
         access: "apiKeys",
         params: ProjectParams,
@@ -42,12 +41,12 @@ export const apiKeysRoutes = (ctx: AppContext) =>
     )
     .post(
       "/v1/api-keys/:keyId/rotate",
-      ({ principal, params, body }) => {
-        const raw = body as unknown;
+      (c) => {
+        const raw = c.body as unknown;
         if (raw !== undefined && raw !== null && (typeof raw !== "object" || Array.isArray(raw))) {
           throw validationError("Invalid request", [{ path: "body", message: "Expected object" }]);
         }
-        return rotateApiKey(ctx, principal, params.keyId, body?.gracePeriodSeconds ?? 0);
+        return apiKeys.rotate(authorOf(c), c.principal, c.params.keyId, c.body?.gracePeriodSeconds ?? 0);
       },
       {
         access: "apiKeys",
@@ -63,9 +62,9 @@ export const apiKeysRoutes = (ctx: AppContext) =>
     )
     .delete(
       "/v1/api-keys/:keyId",
-      ({ principal, params, status }) => {
-        deleteApiKey(ctx, principal, params.keyId);
-        return status(204);
+      async (c) => {
+        await apiKeys.delete(authorOf(c), c.principal, c.params.keyId);
+        return c.status(204);
       },
       {
         access: "apiKeys",

@@ -1,28 +1,24 @@
 /** Login users: routes (admin key or admin JWT). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
 import { noContent } from "../../http/schema";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, authorOf } from "../../http/auth";
 import { NewUser, User, UserList, UserParams, UserPatch } from "./model";
-import { createUser, deleteUser, listUsers, updateUser } from "./service";
+import type { UserService } from "./service";
 
 const TAGS = ["Users"];
 const ADMIN_ONLY = "Admin key or a JWT with role admin.";
 
-export const usersRoutes = (ctx: AppContext) =>
+export const usersRoutes = (users: UserService) =>
   new Elysia({ name: "flagsvc/users" })
     .use(accessGuard())
-    .get("/v1/users", () => ({ users: listUsers(ctx) }), {
+    .get("/v1/users", async () => ({ users: await users.list() }), {
       access: "admin",
       response: { 200: UserList },
       detail: { tags: TAGS, summary: "List login users", description: `${ADMIN_ONLY} Ordered by email. A user is \`{ id, email, role }\`; passwords are never returned.` },
     })
     .post(
       "/v1/users",
-      async ({ body, status }) => {
-        const user = await createUser(ctx, ctx.clock, body);
-        return status(201, user);
-      },
+      async (c) => c.status(201, await users.create(authorOf(c), c.body)),
       {
         access: "admin",
         body: NewUser,
@@ -36,10 +32,7 @@ export const usersRoutes = (ctx: AppContext) =>
     )
     .patch(
       "/v1/users/:userId",
-      async ({ params, body }) => {
-        const user = await updateUser(ctx, ctx.clock, params.userId, body);
-        return user;
-      },
+      (c) => users.update(authorOf(c), c.params.userId, c.body),
       {
         access: "admin",
         params: UserParams,
@@ -56,9 +49,9 @@ export const usersRoutes = (ctx: AppContext) =>
     )
     .delete(
       "/v1/users/:userId",
-      ({ params, status }) => {
-        deleteUser(ctx, params.userId);
-        return status(204);
+      async (c) => {
+        await users.delete(authorOf(c), c.params.userId);
+        return c.status(204);
       },
       {
         access: "admin",
