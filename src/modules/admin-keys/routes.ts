@@ -7,6 +7,7 @@ import type { AdminKeyService } from "./service";
 
 const TAGS = ["Admin keys"];
 const ADMIN_ONLY = "Admin key or a JWT with role admin.";
+const AUDIT = "Recorded in the change log (resource `admin_key`, key the name); the secret and its hash never appear in it.";
 
 export const adminKeysRoutes = (adminKeys: AdminKeyService) =>
   new Elysia({ name: "flagsvc/admin-keys" })
@@ -30,7 +31,7 @@ export const adminKeysRoutes = (adminKeys: AdminKeyService) =>
         detail: {
           tags: TAGS,
           summary: "Create an admin key",
-          description: `${ADMIN_ONLY} Optional body \`{ "name": 1 to 100 characters }\` (omitted: \`"${DEFAULT_ADMIN_KEY_NAME}"\`). The response's \`key\` (\`svc_admin_\` + 32 base62 characters) is shown only here; only its SHA-256 is stored. The key works at once.`,
+          description: `${ADMIN_ONLY} Optional body \`{ "name": 1 to 100 characters }\` (omitted: \`"${DEFAULT_ADMIN_KEY_NAME}"\`). The response's \`key\` (\`svc_admin_\` + 32 base62 characters) is shown only here; only its SHA-256 is stored. The key works at once. ${AUDIT}`,
         },
       },
     )
@@ -49,7 +50,8 @@ export const adminKeysRoutes = (adminKeys: AdminKeyService) =>
           summary: "Delete (revoke) an admin key",
           description:
             `${ADMIN_ONLY} The key gets 401 at once. A key may delete itself. ` +
-            "The last admin key can be deleted only while an admin user exists (409 CONFLICT otherwise), so the instance always keeps a way in.",
+            "The last admin key can be deleted only while an admin user exists (409 CONFLICT otherwise), so the instance always keeps a way in. " +
+            AUDIT,
         },
       },
     );

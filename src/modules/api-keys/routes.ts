@@ -8,6 +8,7 @@ import { ApiKeyList, ApiKeyWithSecret, KeyParams, MAX_GRACE_SECONDS, NewApiKey, 
 import type { ApiKeyService } from "./service";
 
 const TAGS = ["API keys"];
+const AUDIT = "Recorded in the change log (resource `api_key`, key the name); the secret and its hash never appear in it.";
 const WHO =
   "mgmt and full keys (their own project only), admin keys, login JWTs (read: any role; write: admin and editor). A mgmt key cannot create, rotate or delete full keys (403 FORBIDDEN).";
 
@@ -35,7 +36,7 @@ export const apiKeysRoutes = (apiKeys: ApiKeyService) =>
         detail: {
           tags: TAGS,
           summary: "Create an API key",
-          description: `\`name\` 1 to 200 characters; \`scope\` eval, test, mgmt or full; \`environment\` the slug of one of the project's environments (an unknown one is 400 VALIDATION_ERROR at \`body.environment\`). The key \`svc_sk_{scope}_\` + 32 base62 characters is in this response only; the service keeps its SHA-256. It works from the next request on. Who: ${WHO}`,
+          description: `\`name\` 1 to 200 characters; \`scope\` eval, test, mgmt or full; \`environment\` the slug of one of the project's environments (an unknown one is 400 VALIDATION_ERROR at \`body.environment\`). The key \`svc_sk_{scope}_\` + 32 base62 characters is in this response only; the service keeps its SHA-256. It works from the next request on. ${AUDIT} Who: ${WHO}`,
         },
       },
     )
@@ -56,7 +57,7 @@ export const apiKeysRoutes = (apiKeys: ApiKeyService) =>
         detail: {
           tags: TAGS,
           summary: "Rotate an API key",
-          description: `Issues a new secret for the same key (id, name, scope and environment stay); the new \`key\` is in this response only. Optional body \`{ "gracePeriodSeconds": 0..${MAX_GRACE_SECONDS} }\` (default 0): the old secret keeps working for that long, then 401; with 0 it is refused at once. Rotating again ends any earlier grace: only the secret just replaced stays valid. API-key callers may only rotate keys of their own project (403). Unknown key 404. Who: ${WHO}`,
+          description: `Issues a new secret for the same key (id, name, scope and environment stay); the new \`key\` is in this response only. Optional body \`{ "gracePeriodSeconds": 0..${MAX_GRACE_SECONDS} }\` (default 0): the old secret keeps working for that long, then 401; with 0 it is refused at once. Rotating again ends any earlier grace: only the secret just replaced stays valid. API-key callers may only rotate keys of their own project (403). Unknown key 404. ${AUDIT} (Action \`rotated\`: \`keyHash\` masked, \`keyPrefix\`, and \`previousExpiresAt\` with a grace period.) Who: ${WHO}`,
         },
       },
     )
@@ -73,7 +74,7 @@ export const apiKeysRoutes = (apiKeys: ApiKeyService) =>
           tags: TAGS,
           summary: "Delete (revoke) an API key",
           responses: noContent("Deleted"),
-          description: `The key is refused (401) from the next request on, including any rotated-out secret still in its grace period. API-key callers may only delete keys of their own project (403); a key may delete itself. Unknown key 404. Who: ${WHO}`,
+          description: `The key is refused (401) from the next request on, including any rotated-out secret still in its grace period. API-key callers may only delete keys of their own project (403); a key may delete itself. Unknown key 404. ${AUDIT} Who: ${WHO}`,
         },
       },
     );

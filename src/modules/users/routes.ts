@@ -7,6 +7,7 @@ import type { UserService } from "./service";
 
 const TAGS = ["Users"];
 const ADMIN_ONLY = "Admin key or a JWT with role admin.";
+const AUDIT = "Recorded in the change log (resource `user`, key the email); the password and its hash never appear in it (a password change is `password: \"********\"`, `changed: true`).";
 
 export const usersRoutes = (users: UserService) =>
   new Elysia({ name: "flagsvc/users" })
@@ -26,7 +27,7 @@ export const usersRoutes = (users: UserService) =>
         detail: {
           tags: TAGS,
           summary: "Create a login user",
-          description: `${ADMIN_ONLY} \`email\` is stored lower-case and must be unique (409 CONFLICT otherwise, in any case); \`password\` at least 10 characters, hashed with argon2id; \`role\` admin, editor or viewer.`,
+          description: `${ADMIN_ONLY} \`email\` is stored lower-case and must be unique (409 CONFLICT otherwise, in any case); \`password\` at least 10 characters, hashed with argon2id; \`role\` admin, editor or viewer. ${AUDIT}`,
         },
       },
     )
@@ -43,7 +44,8 @@ export const usersRoutes = (users: UserService) =>
           summary: "Change a user's role or password",
           description:
             `${ADMIN_ONLY} An empty body (\`{}\`) changes nothing and answers the user. A new role applies at once, also to the user's existing login tokens. ` +
-            "The last admin user cannot be demoted (409 CONFLICT). Changing the password ends the user's current sessions: login tokens issued before the change are refused (401).",
+            "The last admin user cannot be demoted (409 CONFLICT). Changing the password ends the user's current sessions: login tokens issued before the change are refused (401). " +
+            `A patch that changes nothing (the same role, no password) stores and records nothing. ${AUDIT}`,
         },
       },
     )
@@ -60,7 +62,7 @@ export const usersRoutes = (users: UserService) =>
           responses: noContent("Deleted"),
           tags: TAGS,
           summary: "Delete a login user",
-          description: `${ADMIN_ONLY} The user's login tokens stop working at once. The last admin user cannot be deleted (409 CONFLICT); a user may delete themselves when another admin remains.`,
+          description: `${ADMIN_ONLY} The user's login tokens stop working at once. The last admin user cannot be deleted (409 CONFLICT); a user may delete themselves when another admin remains. ${AUDIT}`,
         },
       },
     );
