@@ -13,11 +13,17 @@ import type { ChangeBus } from "./changes/bus";
 import type { SqliteChangeLog } from "./changes/sqlite";
 import type { SqliteFlagStore } from "./modules/flags/store";
 import type { SqliteProjectStore } from "./modules/projects/store";
+import type { SqliteAdminKeyStore } from "./modules/admin-keys/store";
+import type { SqliteApiKeyStore } from "./modules/api-keys/store";
+import type { SqliteUserStore } from "./modules/users/store";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
   projects: SqliteProjectStore;
   flags: SqliteFlagStore;
+  users: SqliteUserStore;
+  adminKeys: SqliteAdminKeyStore;
+  apiKeys: SqliteApiKeyStore;
 }
 
 /**

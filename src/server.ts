@@ -9,7 +9,7 @@ import { Elysia } from "elysia";
 import { BackgroundThread } from "./background/thread";
 import { bootstrap } from "./bootstrap";
 import { ConfigError, type Config } from "./config";
-import type { AppContext } from "./context";
+import type { AppContext, Stores } from "./context";
 import { DB_FILE, openDatabase } from "./db/client";
 import { lockDataDir } from "./db/lock";
 import { migrate } from "./db/migrate";
@@ -23,7 +23,11 @@ import { coarseClock, systemClock, type Clock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/log";
 import { Scheduler } from "./lib/scheduler";
 import { adminKeysRoutes } from "./modules/admin-keys/routes";
+import { adminKeyService } from "./modules/admin-keys/service";
+import { SqliteAdminKeyStore } from "./modules/admin-keys/store";
 import { apiKeysRoutes } from "./modules/api-keys/routes";
+import { apiKeyService } from "./modules/api-keys/service";
+import { SqliteApiKeyStore } from "./modules/api-keys/store";
 import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
 import { evaluationNativeRoutes, evaluationRoutes } from "./modules/evaluation/routes";
@@ -44,6 +48,8 @@ import { testingRoutes } from "./modules/testing/routes";
 import { scheduleSessionSweep } from "./modules/testing/service";
 import { loadSessions } from "./modules/testing/store";
 import { usersRoutes } from "./modules/users/routes";
+import { userService } from "./modules/users/service";
+import { SqliteUserStore } from "./modules/users/store";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs } from "./modules/webhooks/service";
@@ -77,9 +83,13 @@ const COLLECT_AFTER_LOADING_FLAGS = 2_000;
 /** Every module's service, each given only the stores and collaborators it uses. */
 export function createServices(ctx: AppContext) {
   const { stores, clock } = ctx;
+  const lastUsed = (id: string) => ctx.credentials.lastUsedAt(id);
   return {
     projects: projectService({ projects: stores.projects, clock }),
     flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
+    users: userService({ users: stores.users, clock }),
+    adminKeys: adminKeyService({ adminKeys: stores.adminKeys, clock, lastUsed }),
+    apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
   };
 }
 
@@ -96,10 +106,10 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(docsRoutes(() => app))
     .use(healthRoutes(ctx))
     .use(authRoutes(ctx))
-    .use(usersRoutes(ctx))
-    .use(adminKeysRoutes(ctx))
+    .use(usersRoutes(services.users))
+    .use(adminKeysRoutes(services.adminKeys))
     .use(projectsRoutes(services.projects))
-    .use(apiKeysRoutes(ctx))
+    .use(apiKeysRoutes(services.apiKeys))
     .use(flagsRoutes(services.flags))
     .use(webhooksRoutes(ctx))
     .use(evaluationRoutes(ctx))
@@ -154,6 +164,18 @@ export function openStore(config: Config) {
   }
 }
 
+/** Every module's store over one change log (the server's, or the admin CLI's own). */
+export function createStores(changeLog: SqliteChangeLog): Stores {
+  const users = new SqliteUserStore(changeLog);
+  return {
+    projects: new SqliteProjectStore(changeLog),
+    flags: new SqliteFlagStore(changeLog),
+    users,
+    adminKeys: new SqliteAdminKeyStore(changeLog, users),
+    apiKeys: new SqliteApiKeyStore(changeLog),
+  };
+}
+
 export interface ContextDeps {
   log?: Logger;
   clock?: Clock;
@@ -176,7 +198,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender.
   const bus = new ChangeBus(log);
   const changeLog = new SqliteChangeLog(store, bus, clock);
-  const stores = { projects: new SqliteProjectStore(changeLog), flags: new SqliteFlagStore(changeLog) };
+  const stores = createStores(changeLog);
   const snapshot = loadSnapshot(stores.flags);
   const credentials = new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock);
   const testSessions = loadSessions(store, clock.now());

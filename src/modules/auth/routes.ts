@@ -20,13 +20,14 @@ function sessionUser(p: Principal) {
 
 export const authRoutes = (ctx: AppContext) => {
   const limits = { throttle: new LoginThrottle(ctx.clock), gate: new HashGate(HASH_SLOTS, HASH_SHARE, HASH_QUEUE, ctx.clock) };
+  const deps = { users: ctx.stores.users, credentials: ctx.credentials, clock: ctx.clock };
   return new Elysia({ name: "flagsvc/auth" })
     .use(accessGuard())
     .post(
       "/v1/auth/login",
       async ({ body, request, server }) => {
         const client = clientAddress(request, server, ctx.config.behindProxy);
-        const { token, expiresAt, user } = await login(ctx, limits, client, body);
+        const { token, expiresAt, user } = await login(deps, limits, client, body);
         return { token, expiresAt: iso(expiresAt), user };
       },
       {
