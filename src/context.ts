@@ -15,6 +15,9 @@ import type { SqliteChangeLog } from "./changes/sqlite";
 import type { SqliteFlagStore } from "./modules/flags/store";
 import type { SqliteProjectStore } from "./modules/projects/store";
 import type { SqliteWebhookStore } from "./modules/webhooks/store";
+import type { SqliteAdminKeyStore } from "./modules/admin-keys/store";
+import type { SqliteApiKeyStore } from "./modules/api-keys/store";
+import type { SqliteUserStore } from "./modules/users/store";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -22,6 +25,9 @@ export interface Stores {
   flags: SqliteFlagStore;
   webhooks: SqliteWebhookStore;
   testSessions: SqliteTestSessionStore;
+  users: SqliteUserStore;
+  adminKeys: SqliteAdminKeyStore;
+  apiKeys: SqliteApiKeyStore;
 }
 
 /**

@@ -9,7 +9,7 @@ import { Elysia } from "elysia";
 import { BackgroundThread } from "./background/thread";
 import { bootstrap } from "./bootstrap";
 import { ConfigError, type Config } from "./config";
-import type { AppContext } from "./context";
+import type { AppContext, Stores } from "./context";
 import { DB_FILE, openDatabase } from "./db/client";
 import { lockDataDir } from "./db/lock";
 import { migrate } from "./db/migrate";
@@ -23,7 +23,11 @@ import { coarseClock, systemClock, type Clock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/log";
 import { Scheduler } from "./lib/scheduler";
 import { adminKeysRoutes } from "./modules/admin-keys/routes";
+import { adminKeyService } from "./modules/admin-keys/service";
+import { SqliteAdminKeyStore } from "./modules/admin-keys/store";
 import { apiKeysRoutes } from "./modules/api-keys/routes";
+import { apiKeyService } from "./modules/api-keys/service";
+import { SqliteApiKeyStore } from "./modules/api-keys/store";
 import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
 import { evaluationNativeRoutes, evaluationRoutes } from "./modules/evaluation/routes";
@@ -39,7 +43,6 @@ import { SqliteChangeLog } from "./changes/sqlite";
 import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
 import { EvaluationService } from "./modules/evaluation/service";
-import { findUserForLogin } from "./modules/users/service";
 import { proOnlyRoutes } from "./modules/pro-only/routes";
 import { testingRoutes } from "./modules/testing/routes";
 import { loadSessions } from "./modules/testing/live";
@@ -47,6 +50,8 @@ import { scheduleSessionSweep, testingService } from "./modules/testing/service"
 import { SqliteTestSessionStore } from "./modules/testing/store";
 import { isPro } from "./http/edition";
 import { usersRoutes } from "./modules/users/routes";
+import { userService } from "./modules/users/service";
+import { SqliteUserStore } from "./modules/users/store";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
@@ -82,6 +87,7 @@ const COLLECT_AFTER_LOADING_FLAGS = 2_000;
 /** Every module's service, each given only the stores and collaborators it uses. */
 export function createServices(ctx: AppContext) {
   const { stores, clock } = ctx;
+  const lastUsed = (id: string) => ctx.credentials.lastUsedAt(id);
   return {
     projects: projectService({ projects: stores.projects, clock }),
     flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
@@ -94,9 +100,12 @@ export function createServices(ctx: AppContext) {
     }),
     testing: testingService({ sessions: stores.testSessions, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
     /** What a login reads: the users by email, the token issuer. */
-    login: { clock, credentials: ctx.credentials, findUser: async (email: string) => findUserForLogin(ctx, email) },
+    login: { users: stores.users, credentials: ctx.credentials, clock },
     // Evaluation step 1 reads the test sessions' overrides from memory.
     evaluation: new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions }),
+    users: userService({ users: stores.users, clock }),
+    adminKeys: adminKeyService({ adminKeys: stores.adminKeys, clock, lastUsed }),
+    apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
   };
 }
 
@@ -115,10 +124,10 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(docsRoutes(() => app))
     .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite }))
     .use(authRoutes({ ...services.login, behindProxy }))
-    .use(usersRoutes(ctx))
-    .use(adminKeysRoutes(ctx))
+    .use(usersRoutes(services.users))
+    .use(adminKeysRoutes(services.adminKeys))
     .use(projectsRoutes(services.projects))
-    .use(apiKeysRoutes(ctx))
+    .use(apiKeysRoutes(services.apiKeys))
     .use(flagsRoutes(services.flags))
     .use(webhooksRoutes(services.webhooks))
     .use(evaluationRoutes(services.evaluation))
@@ -173,6 +182,20 @@ export function openStore(config: Config) {
   }
 }
 
+/** Every module's store over one change log (the server's, or the admin CLI's own). */
+export function createStores(changeLog: SqliteChangeLog): Stores {
+  const users = new SqliteUserStore(changeLog);
+  return {
+    projects: new SqliteProjectStore(changeLog),
+    flags: new SqliteFlagStore(changeLog),
+    users,
+    adminKeys: new SqliteAdminKeyStore(changeLog, users),
+    apiKeys: new SqliteApiKeyStore(changeLog),
+    webhooks: new SqliteWebhookStore(changeLog),
+    testSessions: new SqliteTestSessionStore(changeLog.store),
+  };
+}
+
 export interface ContextDeps {
   log?: Logger;
   clock?: Clock;
@@ -195,12 +218,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender.
   const bus = new ChangeBus(log);
   const changeLog = new SqliteChangeLog(store, bus, clock);
-  const stores = {
-    projects: new SqliteProjectStore(changeLog),
-    flags: new SqliteFlagStore(changeLog),
-    webhooks: new SqliteWebhookStore(changeLog),
-    testSessions: new SqliteTestSessionStore(store),
-  };
+  const stores = createStores(changeLog);
   const snapshot = loadSnapshot(stores.flags);
   const credentials = new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock);
   const testSessions = loadSessions(stores.testSessions, clock.now());

@@ -3,7 +3,6 @@ import { Elysia } from "elysia";
 import { noContent } from "../../http/schema";
 import type { Principal } from "../../http/access";
 import { accessGuard, clientAddress } from "../../http/auth";
-import type { CredentialRegistry } from "../../http/credentials";
 import { iso } from "../../lib/clock";
 import { User } from "../users/model";
 import { LoginBody, LoginResult } from "./model";
@@ -19,7 +18,6 @@ function sessionUser(p: Principal) {
 }
 
 export interface AuthDeps extends LoginDeps {
-  credentials: LoginDeps["credentials"] & Pick<CredentialRegistry, "revoke">;
   /** SVC_BEHIND_PROXY: the client address is the last X-Forwarded-For entry. */
   behindProxy: boolean;
 }

@@ -9,6 +9,7 @@ import type { CredentialRegistry } from "../../http/credentials";
 import { ApiError } from "../../http/errors";
 import type { Clock } from "../../lib/clock";
 import { normalizeEmail, type UserRecord } from "../users/service";
+import type { UserReader } from "../users/store";
 import type { HashGate } from "./hash-gate";
 
 export const MAX_FAILURES = 10;
@@ -106,13 +107,11 @@ export interface LoginLimits {
   gate: HashGate;
 }
 
-/** What a login reads and writes beyond its limits. */
+/** What a login reads: the users, and the registry that issues its token. */
 export interface LoginDeps {
+  users: UserReader;
+  credentials: CredentialRegistry;
   clock: Clock;
-  /** The token's issuer, which also learns of users written by another process. */
-  credentials: Pick<CredentialRegistry, "pollExternalChanges" | "issueToken">;
-  /** The user of this (normalized) email with its password hash, if any. */
-  findUser(email: string): Promise<(UserRecord & { passwordHash: string }) | undefined>;
 }
 
 /**
@@ -122,7 +121,7 @@ export interface LoginDeps {
  * failure until it succeeds.
  */
 export async function login(
-  { clock, credentials, findUser }: LoginDeps,
+  { users, credentials, clock }: LoginDeps,
   { throttle, gate }: LoginLimits,
   client: string,
   input: { email: string; password: string },
@@ -132,7 +131,7 @@ export async function login(
   if (retryAfter > 0) throw tooMany("Too many failed logins for this email", retryAfter, MAX_FAILURES, clock.now());
   // The same argon2id verification whether or not the email exists.
   const checked = gate.run(client, async () => {
-    const user = await findUser(email);
+    const user = await users.byEmail(email);
     return (await Bun.password.verify(input.password, user?.passwordHash ?? DUMMY_HASH)) ? user : undefined;
   });
   if (checked === "share") {

@@ -24,8 +24,11 @@ export class Outbox {
     this.queued = [];
     for (const entry of entries) {
       if (entry.project === null || (entry.resource.type !== "flag" && entry.resource.type !== "flag_state")) continue;
+      // Most projects have no webhook: then nothing more is read.
+      const takers = this.rows.takersNow(entry.project.id);
+      if (takers.length === 0) continue;
       const changes = flagChanges(entry, this.rows);
-      if (changes.length > 0) this.queued.push(...this.rows.recordEventsNow(entry.project, changes, entry.at));
+      if (changes.length > 0) this.queued.push(...this.rows.recordEventsNow(entry.project, changes, entry.at, takers));
     }
   };
 

@@ -77,8 +77,8 @@ export interface WebhookStore {
   attemptNow(deliveryId: string, decide: (delivery: DeliveryRecord | undefined, webhook: StoredWebhook | undefined) => string | null): Promise<DeliveryRecord>;
 }
 
-/** A webhook that takes events: what the outbox matches each event against. */
-interface Taker {
+/** An enabled webhook: what the outbox matches each event against. */
+export interface Taker {
   id: string;
   events: string[];
   environments: string[];
@@ -90,12 +90,14 @@ interface Taker {
  * on the transaction's connection.
  */
 export interface OutboxRows extends FlagReads {
+  /** The project's enabled webhooks (most projects have none: then the outbox reads nothing more). */
+  takersNow(projectId: string): Taker[];
   /**
    * Stores each event that at least one enabled webhook of the project takes (its `events` holds
    * the name and its `environments` is empty or holds the environment), with one pending
    * delivery per such webhook, due at once. Returns the webhook of each delivery queued.
    */
-  recordEventsNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): string[];
+  recordEventsNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, takers?: readonly Taker[]): string[];
 }
 
 const WEBHOOK_COLUMNS = {
@@ -254,13 +256,16 @@ export class SqliteWebhookStore implements WebhookStore, OutboxRows {
     return row ? { enabled: row.enabled === 1, rolloutPercentage: row.rolloutPercentage } : undefined;
   }
 
-  recordEventsNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): string[] {
+  takersNow(projectId: string): Taker[] {
+    return this.log.sqlite
+      .query<{ id: string; events: string; environments: string }, [string]>(TAKERS_SQL)
+      .all(projectId)
+      .map((w) => ({ id: w.id, events: JSON.parse(w.events) as string[], environments: JSON.parse(w.environments) as string[] }));
+  }
+
+  recordEventsNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, takers: readonly Taker[] = this.takersNow(project.id)): string[] {
     const { sqlite } = this.log;
     const queued: string[] = [];
-    const takers: Taker[] = sqlite
-      .query<{ id: string; events: string; environments: string }, [string]>(TAKERS_SQL)
-      .all(project.id)
-      .map((w) => ({ id: w.id, events: JSON.parse(w.events) as string[], environments: JSON.parse(w.environments) as string[] }));
     if (takers.length === 0) return queued;
     const insertEvent = sqlite.query(INSERT_EVENT_SQL);
     const insertDelivery = sqlite.query(INSERT_DELIVERY_SQL);
