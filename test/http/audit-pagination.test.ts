@@ -7,7 +7,7 @@
  * A second walk with a filter (resourceKey) holds the same.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { bearer, json, seedAdminKey, testApp, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, testApp, tick, type TestApp } from "../helpers";
 
 const WRITERS = 8;
 const FLAGS = 16;
@@ -20,6 +20,10 @@ beforeAll(async () => {
   h = testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:1000000,user:100000,anonymous:100000" });
   admin = bearer(seedAdminKey(h.ctx));
   for (let f = 0; f < FLAGS; f++) await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: `page-${f}`, name: `Page ${f}` } }), 201);
+  // A history to page through before the writers start: 12 entries a flag (about 30 pages of the project's log).
+  for (let f = 0; f < FLAGS; f++) {
+    for (let n = 0; n < 12; n++) await json(await h.request("PATCH", `/v1/projects/default/flags/page-${f}`, { headers: admin, body: { name: `Page ${f} before ${n}` } }), 200);
+  }
 });
 afterAll(() => h.close());
 
@@ -37,6 +41,8 @@ async function writer(w: number, stopped: () => boolean): Promise<number> {
       await json(await h.request("PUT", `/v1/projects/default/flags/${key}/states/${ENVIRONMENTS[n % 3]}`, { headers: admin, body: { enabled: next } }), 200);
       enabled.set(at, next);
     }
+    // app.handle may answer without a macrotask: without this the writers would starve the reader's timers.
+    await tick();
   }
   return n;
 }
@@ -67,7 +73,7 @@ async function walk(resourceKey?: string) {
     seen.push(...(page.entries as { id: string; position: number }[]).map(({ id, position }) => ({ id, position })));
     cursor = page.nextCursor;
     pages++;
-    await Bun.sleep(0); // the writers get a turn between every two pages
+    await tick(); // the writers get a turn between every two pages
   } while (cursor !== null);
   stop = true;
   const written = (await Promise.all(writers)).reduce((a, b) => a + b, 0);
@@ -89,12 +95,12 @@ function check({ existing, mark, seen, written }: Awaited<ReturnType<typeof walk
 
 test("the project's log, 7 a page, while 8 writers write: every entry that existed, once, newest first", async () => {
   const result = await walk();
-  expect(result.pages).toBeGreaterThan(10);
+  expect(result.pages).toBeGreaterThan(25);
   check(result);
 });
 
 test("one flag's history (resourceKey: the flag and its states), 7 a page, while 8 writers write", async () => {
   const result = await walk("page-3");
-  expect(result.pages).toBeGreaterThan(3);
+  expect(result.pages).toBeGreaterThanOrEqual(2);
   check(result);
 });
