@@ -5,7 +5,6 @@
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog } from "../../changes/sqlite";
-import { isUniqueViolation } from "../../db/client";
 import { adminKeys } from "../../db/schema";
 import type { SqliteUserStore } from "../users/store";
 
@@ -61,13 +60,8 @@ export class SqliteAdminKeyStore implements AdminKeyStore {
     return this.log.store.db.select({ n: count() }).from(adminKeys).get()!.n;
   }
 
-  async create(author: Author, key: StoredAdminKey, change: ChangeDraft): Promise<boolean> {
-    try {
-      return await this.log.commit(author, () => ({ result: this.insertNow(key), changes: [change] }));
-    } catch (e) {
-      if (isUniqueViolation(e)) return false;
-      throw e;
-    }
+  create(author: Author, key: StoredAdminKey, change: ChangeDraft): Promise<boolean> {
+    return this.log.create(author, () => this.insertNow(key), change);
   }
 
   /** Inside a transaction (the first start's bootstrap). */

@@ -9,7 +9,7 @@
 import { and, asc, eq, exists, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
-import { isUniqueViolation, prepared } from "../../db/client";
+import { prepared } from "../../db/client";
 import { environments, flags, flagStates, projects } from "../../db/schema";
 import type { ProjectData } from "../../evaluation/snapshot";
 import type { FlagDefinition, FlagState as StateValues, Rule, Variant } from "../../evaluation/types";
@@ -163,16 +163,8 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     return this.q.state.get({ flagId, environmentId });
   }
 
-  async create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean> {
-    try {
-      return await this.log.commit(author, () => {
-        this.log.store.db.insert(flags).values({ ...flag, projectId }).run();
-        return { result: true, changes: [change] };
-      });
-    } catch (e) {
-      if (isUniqueViolation(e)) return false;
-      throw e;
-    }
+  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean> {
+    return this.log.create(author, () => this.log.store.db.insert(flags).values({ ...flag, projectId }).run(), change);
   }
 
   update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined) => Written<Flag>): Promise<Flag> {

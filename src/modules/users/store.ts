@@ -7,7 +7,7 @@
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
-import { isUniqueViolation, prepared } from "../../db/client";
+import { prepared } from "../../db/client";
 import { users } from "../../db/schema";
 import type { Role } from "../../http/access";
 
@@ -82,13 +82,8 @@ export class SqliteUserStore implements UserStore {
     return queries(this.log.store).admins.get()!.n;
   }
 
-  async create(author: Author, user: StoredUser, change: ChangeDraft): Promise<boolean> {
-    try {
-      return await this.log.commit(author, () => ({ result: this.insertNow(user), changes: [change] }));
-    } catch (e) {
-      if (isUniqueViolation(e)) return false;
-      throw e;
-    }
+  create(author: Author, user: StoredUser, change: ChangeDraft): Promise<boolean> {
+    return this.log.create(author, () => this.insertNow(user), change);
   }
 
   /** Inside a transaction (the first start's bootstrap). */
