@@ -8,8 +8,8 @@ import { SYSTEM, type ChangeDraft } from "./changes/entry";
 import type { AppContext } from "./context";
 import { settings } from "./db/schema";
 import { iso } from "./lib/clock";
-import { countAdminKeys, createAdminKey } from "./modules/admin-keys/service";
-import { countUsers, generatePassword, hashPasswordSync, insertUser } from "./modules/users/service";
+import { adminKeyChange, newAdminKey } from "./modules/admin-keys/service";
+import { generatePassword, hashPasswordSync, newUser, userChange } from "./modules/users/service";
 import { DEFAULT_ENVIRONMENTS, newProject, projectCreated } from "./modules/projects/service";
 
 export interface BootstrapStep {
@@ -49,25 +49,31 @@ const defaultProject: BootstrapStep = {
 const credentials: BootstrapStep = {
   name: "credentials",
   run(ctx, firstStart) {
-    const noUser = countUsers(ctx) === 0;
-    const noKey = countAdminKeys(ctx) === 0;
+    const { users, adminKeys } = ctx.stores;
+    const noUser = users.countNow() === 0;
+    const noKey = adminKeys.countNow() === 0;
     const configuredKeyMissing = noKey && ctx.config.adminKey !== undefined;
     if (!firstStart && !(noUser && noKey) && !configuredKeyMissing) return NOTHING;
     const lines: string[] = [];
+    const changes: ChangeDraft[] = [];
     let generated = false;
     if (noUser) {
       const password = ctx.config.adminPassword ?? generatePassword();
-      const user = insertUser(ctx, ctx.clock, { email: ctx.config.adminEmail, passwordHash: hashPasswordSync(password), role: "admin" });
+      const user = newUser(ctx.clock, { email: ctx.config.adminEmail, passwordHash: hashPasswordSync(password), role: "admin" });
+      users.insertNow(user);
+      changes.push(userChange(user, "created"));
       generated ||= ctx.config.adminPassword === undefined;
       lines.push(`Admin login:  ${user.email} / ${ctx.config.adminPassword === undefined ? password : "(password from SVC_ADMIN_PASSWORD / --admin-password)"}`);
     }
     if (noKey) {
-      const key = createAdminKey(ctx, ctx.clock, { name: "bootstrap" }, ctx.config.adminKey);
+      const { key, secret } = newAdminKey(ctx.clock, { name: "bootstrap" }, ctx.config.adminKey);
+      adminKeys.insertNow(key);
+      changes.push(adminKeyChange(key, "created"));
       generated ||= ctx.config.adminKey === undefined;
-      lines.push(`Admin key:    ${ctx.config.adminKey === undefined ? key.key : "(from SVC_ADMIN_KEY / --admin-key)"}`);
+      lines.push(`Admin key:    ${ctx.config.adminKey === undefined ? secret : "(from SVC_ADMIN_KEY / --admin-key)"}`);
     }
     if (lines.length === 0) return NOTHING;
-    return { lines: generated ? [...lines, "Store these now: generated secrets are shown only this once."] : lines, changes: [] };
+    return { lines: generated ? [...lines, "Store these now: generated secrets are shown only this once."] : lines, changes };
   },
 };
 

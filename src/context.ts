@@ -8,16 +8,26 @@ import type { Clock, CoarseClock } from "./lib/clock";
 import type { Logger } from "./lib/log";
 import type { Scheduler } from "./lib/scheduler";
 import type { Deliveries } from "./modules/webhooks/dispatcher";
-import type { SessionStore } from "./modules/testing/store";
+import type { LiveSessions } from "./modules/testing/live";
+import type { SqliteTestSessionStore } from "./modules/testing/store";
 import type { ChangeBus } from "./changes/bus";
 import type { SqliteChangeLog } from "./changes/sqlite";
 import type { SqliteFlagStore } from "./modules/flags/store";
 import type { SqliteProjectStore } from "./modules/projects/store";
+import type { SqliteWebhookStore } from "./modules/webhooks/store";
+import type { SqliteAdminKeyStore } from "./modules/admin-keys/store";
+import type { SqliteApiKeyStore } from "./modules/api-keys/store";
+import type { SqliteUserStore } from "./modules/users/store";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
   projects: SqliteProjectStore;
   flags: SqliteFlagStore;
+  webhooks: SqliteWebhookStore;
+  testSessions: SqliteTestSessionStore;
+  users: SqliteUserStore;
+  adminKeys: SqliteAdminKeyStore;
+  apiKeys: SqliteApiKeyStore;
 }
 
 /**
@@ -40,7 +50,7 @@ export interface AppContext extends Store {
   /** Every flag of every environment, compiled: what evaluation reads. */
   snapshot: Snapshot;
   /** Live test sessions and their overrides (Testing API): what evaluation step 1 reads. */
-  testSessions: SessionStore;
+  testSessions: LiveSessions;
   /** Webhook deliveries: `kick()` after a write that queued some sends them at once. */
   deliveries: Deliveries;
   /** Every write's entries, after its commit, to the subscribers. */

@@ -6,15 +6,19 @@
 import { closeSync, existsSync, openSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ConfigError, describeOptions, isBooleanConfigFlag, isConfigFlag, loadConfig, type Config } from "./config";
-import { DB_FILE, openDatabase, type Store } from "./db/client";
+import { DB_FILE, openDatabase } from "./db/client";
 import { schemaStatus, SchemaTooNewError } from "./db/migrate";
 import { ApiError } from "./http/errors";
 import { systemClock } from "./lib/clock";
 import { OperatorError } from "./lib/errors";
-import { createAdminKey, validateNewAdminKey } from "./modules/admin-keys/service";
-import { createUser, generatePassword, resetPassword, validateNewUser, validatePasswordReset } from "./modules/users/service";
+import { adminKeyService, validateNewAdminKey } from "./modules/admin-keys/service";
+import { generatePassword, userService, validateNewUser, validatePasswordReset } from "./modules/users/service";
 import { createLogger } from "./lib/log";
-import { openStore, StartupError, startServer, type RunningServer } from "./server";
+import { createStores, openStore, StartupError, startServer, type RunningServer } from "./server";
+import { ChangeBus } from "./changes/bus";
+import { cliAuthor } from "./changes/entry";
+import { SqliteChangeLog } from "./changes/sqlite";
+import type { Stores } from "./context";
 import { VERSION } from "./version";
 
 class UsageError extends Error {}
@@ -352,10 +356,11 @@ function backup(args: string[], config: Config): number {
 
 /**
  * Opens the database without the data-dir lock (the running server holds it) and without
- * migrating: the schema must be exactly this version's. The server notices the write through
- * SQLite's data_version within a second.
+ * migrating: the schema must be exactly this version's. Writes go through the modules' stores
+ * with their change-log entries (no subscriber here): the server notices a credential entry
+ * within a second (SQLite's data_version, then the change log).
  */
-async function withDatabase<T>(config: Config, fn: (store: Store) => Promise<T> | T): Promise<T> {
+async function withDatabase<T>(config: Config, fn: (stores: Stores) => Promise<T> | T): Promise<T> {
   const file = join(config.dataDir, DB_FILE);
   if (!existsSync(file)) throw new OperatorError(`no database at ${file}: run flagsvc migrate first (or start flagsvc serve once)`);
   const store = openDatabase(file);
@@ -363,7 +368,7 @@ async function withDatabase<T>(config: Config, fn: (store: Store) => Promise<T> 
     const status = schemaStatus(store.sqlite);
     if (status.unknown > 0) throw new SchemaTooNewError(status.unknown);
     if (status.pending > 0) throw new OperatorError(`the database schema is not up to date (${status.pending} pending migration(s)): run flagsvc migrate first`);
-    return await fn(store);
+    return await fn(createStores(new SqliteChangeLog(store, new ChangeBus(), systemClock)));
   } finally {
     store.sqlite.close();
   }
@@ -390,7 +395,7 @@ async function adminCreateUser(args: string[], config: Config, options: Options)
   const input = { email: options.get("--email")!, password: options.get("--password")!, role: options.get("--role")! };
   try {
     validateNewUser(input); // bad values are usage errors, before the database is touched
-    const user = await withDatabase(config, (store) => createUser(store, systemClock, input));
+    const user = await withDatabase(config, ({ users }) => userService({ users, clock: systemClock }).create(cliAuthor(), input));
     console.log(`created user ${user.id} ${user.email} (${user.role})`);
     return 0;
   } catch (e) {
@@ -403,7 +408,7 @@ async function adminCreateKey(args: string[], config: Config, options: Options):
   const input = { name: options.get("--name") ?? "cli" };
   try {
     validateNewAdminKey(input);
-    const created = await withDatabase(config, (store) => createAdminKey(store, systemClock, input));
+    const created = await withDatabase(config, ({ adminKeys }) => adminKeyService({ adminKeys, clock: systemClock }).create(cliAuthor(), input));
     // The key alone on stdout (KEY=$(flagsvc admin create-key)); the note on stderr.
     console.log(created.key);
     console.error(`created admin key ${created.id} "${created.name}"; it is shown only this once`);
@@ -420,7 +425,7 @@ async function adminResetPassword(args: string[], config: Config, options: Optio
   const input = { email: options.get("--email")!, password: options.get("--password") ?? generatePassword() };
   try {
     validatePasswordReset(input);
-    const user = await withDatabase(config, (store) => resetPassword(store, systemClock, input));
+    const user = await withDatabase(config, ({ users }) => userService({ users, clock: systemClock }).resetPassword(cliAuthor(), input));
     const note = `password of user ${user.id} ${user.email} reset; the login tokens issued before are refused (a running server notices within a second)`;
     if (!generated) {
       console.log(note);

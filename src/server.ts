@@ -9,7 +9,7 @@ import { Elysia } from "elysia";
 import { BackgroundThread } from "./background/thread";
 import { bootstrap } from "./bootstrap";
 import { ConfigError, type Config } from "./config";
-import type { AppContext } from "./context";
+import type { AppContext, Stores } from "./context";
 import { DB_FILE, openDatabase } from "./db/client";
 import { lockDataDir } from "./db/lock";
 import { migrate } from "./db/migrate";
@@ -23,11 +23,15 @@ import { coarseClock, systemClock, type Clock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/log";
 import { Scheduler } from "./lib/scheduler";
 import { adminKeysRoutes } from "./modules/admin-keys/routes";
+import { adminKeyService } from "./modules/admin-keys/service";
+import { SqliteAdminKeyStore } from "./modules/admin-keys/store";
 import { pruneAuditLog } from "./modules/audit/retention";
 import { auditRoutes } from "./modules/audit/routes";
 import { auditService } from "./modules/audit/service";
 import { SqliteAuditStore } from "./modules/audit/store";
 import { apiKeysRoutes } from "./modules/api-keys/routes";
+import { apiKeyService } from "./modules/api-keys/service";
+import { SqliteApiKeyStore } from "./modules/api-keys/store";
 import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
 import { evaluationNativeRoutes, evaluationRoutes } from "./modules/evaluation/routes";
@@ -40,17 +44,23 @@ import { projectService } from "./modules/projects/service";
 import { SqliteProjectStore } from "./modules/projects/store";
 import { ChangeBus } from "./changes/bus";
 import { SqliteChangeLog } from "./changes/sqlite";
-import { Outbox } from "./modules/webhooks/events";
+import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
-import { evaluationService } from "./modules/evaluation/service";
+import { EvaluationService } from "./modules/evaluation/service";
 import { proOnlyRoutes } from "./modules/pro-only/routes";
 import { testingRoutes } from "./modules/testing/routes";
-import { scheduleSessionSweep } from "./modules/testing/service";
-import { loadSessions } from "./modules/testing/store";
+import { loadSessions } from "./modules/testing/live";
+import { scheduleSessionSweep, testingService } from "./modules/testing/service";
+import { SqliteTestSessionStore } from "./modules/testing/store";
+import { isPro } from "./http/edition";
 import { usersRoutes } from "./modules/users/routes";
+import { userService } from "./modules/users/service";
+import { SqliteUserStore } from "./modules/users/store";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
-import { scheduleWebhookJobs } from "./modules/webhooks/service";
+import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
+import { SqliteWebhookStore } from "./modules/webhooks/store";
+import { OutboundPolicy } from "./lib/outbound";
 import { configuredTls, loadTls, TLS12_CIPHERS, type TlsMaterial } from "./tls";
 
 /**
@@ -81,9 +91,25 @@ const COLLECT_AFTER_LOADING_FLAGS = 2_000;
 /** Every module's service, each given only the stores and collaborators it uses. */
 export function createServices(ctx: AppContext) {
   const { stores, clock } = ctx;
+  const lastUsed = (id: string) => ctx.credentials.lastUsedAt(id);
   return {
     projects: projectService({ projects: stores.projects, clock }),
     flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
+    webhooks: webhookService({
+      webhooks: stores.webhooks,
+      projects: stores.projects,
+      clock,
+      outbound: new OutboundPolicy(ctx.config.outboundAllowedHosts),
+      deliveries: ctx.deliveries,
+    }),
+    testing: testingService({ sessions: stores.testSessions, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
+    /** What a login reads: the users by email, the token issuer. */
+    login: { users: stores.users, credentials: ctx.credentials, clock },
+    // Evaluation step 1 reads the test sessions' overrides from memory.
+    evaluation: new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions }),
+    users: userService({ users: stores.users, clock }),
+    adminKeys: adminKeyService({ adminKeys: stores.adminKeys, clock, lastUsed }),
+    apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
     audit: auditService({ audit: new SqliteAuditStore(ctx), projects: stores.projects }),
   };
 }
@@ -91,26 +117,28 @@ export function createServices(ctx: AppContext) {
 export type Services = ReturnType<typeof createServices>;
 
 export function createApp(ctx: AppContext, services: Services = createServices(ctx)) {
-  // Evaluation step 1 reads the test sessions' overrides from memory.
-  evaluationService(ctx).overrides = ctx.testSessions;
+  const { config, log } = ctx;
+  const { behindProxy } = config;
+  const admit = admitter(ctx);
   // `serve.routes` go to Bun's router ahead of the app's own: the evaluation hot path (src/http/native.ts).
-  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes: evaluationNativeRoutes(ctx) } });
+  const routes = evaluationNativeRoutes(services.evaluation, { admit, log, behindProxy });
+  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes } });
   return app
-    .use(pipeline({ log: ctx.log, behindProxy: ctx.config.behindProxy, routes: () => app.routes, admit: admitter(ctx), admitHeaders: RATE_LIMIT_HEADERS }))
+    .use(pipeline({ log, behindProxy, routes: () => app.routes, admit, admitHeaders: RATE_LIMIT_HEADERS }))
     .use(accessGuard())
     .use(docsRoutes(() => app))
-    .use(healthRoutes(ctx))
-    .use(authRoutes(ctx))
-    .use(usersRoutes(ctx))
-    .use(adminKeysRoutes(ctx))
+    .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite }))
+    .use(authRoutes({ ...services.login, behindProxy }))
+    .use(usersRoutes(services.users))
+    .use(adminKeysRoutes(services.adminKeys))
     .use(projectsRoutes(services.projects))
-    .use(apiKeysRoutes(ctx))
+    .use(apiKeysRoutes(services.apiKeys))
     .use(flagsRoutes(services.flags))
-    .use(webhooksRoutes(ctx))
-    .use(evaluationRoutes(ctx))
-    .use(testingRoutes(ctx))
+    .use(webhooksRoutes(services.webhooks))
+    .use(evaluationRoutes(services.evaluation))
+    .use(testingRoutes(services.testing, config))
     .use(auditRoutes(services.audit))
-    .use(proOnlyRoutes(ctx));
+    .use(proOnlyRoutes(config));
 }
 
 export type App = ReturnType<typeof createApp>;
@@ -160,6 +188,20 @@ export function openStore(config: Config) {
   }
 }
 
+/** Every module's store over one change log (the server's, or the admin CLI's own). */
+export function createStores(changeLog: SqliteChangeLog): Stores {
+  const users = new SqliteUserStore(changeLog);
+  return {
+    projects: new SqliteProjectStore(changeLog),
+    flags: new SqliteFlagStore(changeLog),
+    users,
+    adminKeys: new SqliteAdminKeyStore(changeLog, users),
+    apiKeys: new SqliteApiKeyStore(changeLog),
+    webhooks: new SqliteWebhookStore(changeLog),
+    testSessions: new SqliteTestSessionStore(changeLog.store),
+  };
+}
+
 export interface ContextDeps {
   log?: Logger;
   clock?: Clock;
@@ -182,11 +224,11 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender.
   const bus = new ChangeBus(log);
   const changeLog = new SqliteChangeLog(store, bus, clock);
-  const stores = { projects: new SqliteProjectStore(changeLog), flags: new SqliteFlagStore(changeLog) };
+  const stores = createStores(changeLog);
   const snapshot = loadSnapshot(stores.flags);
   const credentials = new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock);
-  const testSessions = loadSessions(store, clock.now());
-  const outbox = new Outbox(store.sqlite, deliveries);
+  const testSessions = loadSessions(stores.testSessions, clock.now());
+  const outbox = new Outbox(stores.webhooks, deliveries);
   changeLog.participate(outbox.participant);
   bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags));
   bus.subscribe("credentials", credentials.subscriber);
@@ -218,6 +260,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
 
 export interface RunningServer {
   ctx: AppContext;
+  services: Services;
   app: App;
   port: number;
   /** `https://HOST:PORT` as listened on. */
@@ -245,7 +288,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     if (tls?.source === "generated") log.info("generated a self-signed TLS certificate", { file: tls.certFile, expiresAt: tls.expiresAt.toISOString() });
 
     if (ctx.snapshot.flagCount() >= COLLECT_AFTER_LOADING_FLAGS) Bun.gc(true);
-    const app = createApp(ctx);
+    const services = createServices(ctx);
+    const app = createApp(ctx, services);
     deps.extend?.(app);
     try {
       // reusePort off: a second process on a taken port must fail, not share the traffic.
@@ -273,7 +317,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     // Webhook deliveries: due ones now (those that came due while down), then every second; retention daily.
     scheduleWebhookJobs(ctx);
     // Expired test sessions: removed now, then every hour (they are ignored from expiry on anyway).
-    scheduleSessionSweep(ctx);
+    await scheduleSessionSweep(ctx.scheduler, services.testing);
     // Audit-log retention: daily, on the background thread when there is one (a test's injected clock keeps it here).
     ctx.scheduler.every("audit-retention", "0 47 3 * * *", () => {
       if (ctx.deliveries instanceof BackgroundThread) ctx.deliveries.pruneAuditLog();
@@ -300,7 +344,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         log.info("stopped");
         log.flush();
       })());
-    return { ctx, app, port, url, tls, bannerLines: lines, stop };
+    return { ctx, services, app, port, url, tls, bannerLines: lines, stop };
   } catch (e) {
     ctx.close();
     throw e;

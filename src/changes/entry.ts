@@ -4,6 +4,7 @@
  * before and after); the store appends it in the write's own transaction, which gives it its
  * id, time, author and position; after the commit it is published (bus.ts).
  */
+import { userInfo } from "node:os";
 import type { Principal } from "../http/access";
 
 export const ACTOR_TYPES = ["user", "admin_key", "api_key", "cli", "system"] as const;
@@ -99,9 +100,17 @@ export function actorOf(principal: Principal): Actor {
 
 /** The author of a command of `flagsvc admin ...`: the operating-system user who ran it. */
 export function cliAuthor(): Author {
-  const user = process.env.USER ?? process.env.LOGNAME ?? process.env.USERNAME ?? "unknown";
+  const user = process.env.USER ?? process.env.LOGNAME ?? process.env.USERNAME ?? osUser();
   return { actor: { type: "cli", id: `cli:${user}`, label: user }, requestId: null };
 }
 
 /** Writes the service makes on its own (the first start's bootstrap). */
 export const SYSTEM: Author = { actor: { type: "system", id: "system", label: "flagsvc" }, requestId: null };
+
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return "unknown"; // a uid without a passwd entry (some containers)
+  }
+}

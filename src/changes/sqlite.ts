@@ -8,7 +8,7 @@
  * commit, and publishing right after the commit, in the same synchronous turn, keeps that order.
  */
 import type { Database } from "bun:sqlite";
-import { transaction, type Store } from "../db/client";
+import { isUniqueViolation, transaction, type Store } from "../db/client";
 import { iso, type Clock } from "../lib/clock";
 import { sortableId } from "../lib/ids";
 import type { ChangeBus } from "./bus";
@@ -59,6 +59,22 @@ export class SqliteChangeLog {
     });
     if (entries.length > 0) await this.bus.publish(entries);
     return result;
+  }
+
+  /**
+   * A create: `insert` and its entry in one commit, unless a unique constraint refuses the row
+   * (a taken key, slug, email or name): then false, and nothing is stored.
+   */
+  async create(author: Author, insert: () => void, change: ChangeDraft): Promise<boolean> {
+    try {
+      return await this.commit(author, () => {
+        insert();
+        return { result: true, changes: [change] };
+      });
+    } catch (e) {
+      if (isUniqueViolation(e)) return false;
+      throw e;
+    }
   }
 
   private append(author: Author, changes: readonly ChangeDraft[]): ChangeEntry[] {

@@ -239,16 +239,21 @@ export const webhookDeliveries = sqliteTable(
 
 /**
  * The change log (docs/audit.md): one entry per resource a write changed, appended in the same
- * transaction as the change. `position` is the order of commit (SQLite serialises writers), so
- * a consumer can ask for "everything after N"; `id` is the entry's public, time-ordered id.
+ * transaction as the change. `position` (the rowid) is the order of commit (SQLite serialises
+ * writers), so a consumer can ask for "everything after N"; retention never deletes the newest
+ * entry, so positions are never reused. `id` is the entry's public, time-ordered id.
  * No foreign key: the history of a deleted project or user stays. `changes` is JSON text with
  * every secret masked before it gets here.
+ *
+ * One secondary index only: each costs every write a page in the WAL (measured: ~35-60 us a
+ * commit here, against a budget of 15 % of a state PUT). A resource's history (`resourceKey`,
+ * in a project or instance-wide) uses it; every other read walks the rowid newest first.
  */
 export const changeLog = sqliteTable(
   "change_log",
   {
-    position: integer("position").primaryKey({ autoIncrement: true }),
-    id: text("id").notNull().unique(),
+    position: integer("position").primaryKey(),
+    id: text("id").notNull(),
     at: text("at").notNull(),
     actorType: text("actor_type").notNull(),
     actorId: text("actor_id").notNull(),
@@ -263,11 +268,5 @@ export const changeLog = sqliteTable(
     action: text("action").notNull(),
     changes: text("changes").notNull(),
   },
-  (table) => [
-    // The audit API's filters, newest first: a project's log, one resource's history, one actor's writes.
-    index("change_log_project").on(table.projectId, table.position),
-    index("change_log_project_key").on(table.projectId, table.resourceKey, table.position),
-    index("change_log_key").on(table.resourceKey, table.position),
-    index("change_log_actor").on(table.actorId, table.position),
-  ],
+  (table) => [index("change_log_key").on(table.resourceKey, table.position)],
 );

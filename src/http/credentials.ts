@@ -1,9 +1,10 @@
 /**
  * Every credential the service accepts, held in memory so that resolving one touches no
  * database (issue: identity and access, point 7): API keys and admin keys by the SHA-256 of
- * their secret, users by id, revoked login tokens by jti. Services call `reload()` after a
- * write that changes credentials; writes by another process (the `flagsvc admin` CLI) move a
- * mark in `settings`, noticed by `pollExternalChanges()`, run every second.
+ * their secret, users by id, revoked login tokens by jti. It reloads on the change-log entries
+ * of writes that change credentials (`subscriber`, before the writer answers); entries appended
+ * by another process (the `flagsvc admin` CLI) are noticed by `pollExternalChanges()`, run
+ * every second.
  * `lastUsedAt` is counted in memory and written by `flushLastUsed()` on a schedule.
  */
 import { eq, gt, lt } from "drizzle-orm";
@@ -84,8 +85,6 @@ export class CredentialRegistry {
   /** Users' last token use (login tokens are not the hot path). */
   private userLastUsed = new Map<string, number>();
   private dataVersion = -1;
-  /** The external-change mark as of the last reload (`credentialsChanged` without a registry). */
-  private changeMark: string | null = null;
   /** The change log's last position as of the last reload or poll: entries after it are news. */
   private seenPosition = 0;
   private readonly secret: Uint8Array;
@@ -168,13 +167,12 @@ export class CredentialRegistry {
     this.lastRecord = null;
     this.requestClock?.expire();
     this.dataVersion = this.readDataVersion();
-    this.changeMark = readChangeMark(this.store);
     this.seenPosition = lastPosition(this.store);
   }
 
   /**
    * Reloads when another process changed credentials since the last look: another connection
-   * committed (`data_version` moved) and it was a credential change (the mark moved). The
+   * committed (`data_version` moved) and appended a credential entry to the change log. The
    * background worker's own connection commits every second under webhook traffic, and those
    * commits must not reload anything.
    */
@@ -184,7 +182,7 @@ export class CredentialRegistry {
     this.dataVersion = version;
     const seen = this.seenPosition;
     this.seenPosition = lastPosition(this.store);
-    if (readChangeMark(this.store) === this.changeMark && !this.store.sqlite.query(CREDENTIAL_ENTRY_SQL).get(seen)) return false;
+    if (!this.store.sqlite.query(CREDENTIAL_ENTRY_SQL).get(seen)) return false;
     this.reload();
     return true;
   }
@@ -301,27 +299,6 @@ export class CredentialRegistry {
 
 }
 
-/** A store that may carry this process's registry (the server's does; the admin CLI's does not). */
-export type CredentialStore = Store & { credentials?: CredentialRegistry };
-
-/**
- * Every service that writes keys, users, or what keys belong to calls this after the write:
- * the server's registry reloads before the response goes out (a new key works, a deleted one
- * is refused, from the next request on). Without a registry (the CLI) it moves the change mark,
- * and a running server sees the change through `pollExternalChanges`.
- */
-export function credentialsChanged(store: CredentialStore): void {
-  if (store.credentials) store.credentials.reload();
-  else {
-    store.sqlite.run(
-      "INSERT INTO settings (key, value, updated_at) VALUES (?, '1', ?) ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1, updated_at = excluded.updated_at",
-      [CHANGE_MARK_SETTING, new Date().toISOString()],
-    );
-  }
-}
-
-const CHANGE_MARK_SETTING = "credentials_changed";
-
 /** Change-log entries that change what credentials resolve to. */
 function touchesCredentials({ resource, action }: ChangeEntry): boolean {
   switch (resource.type) {
@@ -343,10 +320,6 @@ const CREDENTIAL_ENTRY_SQL = `SELECT 1 FROM change_log WHERE position > ?1 AND (
 
 function lastPosition(store: Store): number {
   return (store.sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
-}
-
-function readChangeMark(store: Store): string | null {
-  return (store.sqlite.query("SELECT value FROM settings WHERE key = ?").get(CHANGE_MARK_SETTING) as { value: string } | null)?.value ?? null;
 }
 
 /**

@@ -27,9 +27,9 @@
 import type { Server } from "bun";
 import type { Static, TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import type { AppContext } from "../context";
 import type { AccessGroup, Principal } from "./access";
-import { admitter, authorize, RATE_LIMIT_HEADERS } from "./auth";
+import { authorize, RATE_LIMIT_HEADERS, type admitter } from "./auth";
+import type { Logger } from "../lib/log";
 import type { Resolution } from "./credentials";
 import { ApiError, unreadableBody, validationDetails, validationError } from "./errors";
 import { checkTransport, errorBody, internalError, logAccess, parseJsonBody, readBody, requestIdOf, responseHeaderCache } from "./pipeline";
@@ -62,13 +62,15 @@ const MAX_ERRORS = 64;
 /** Typed by the route list: each route's handler gets its own body type. */
 export const nativeRoute = <S extends TSchema>(route: NativeRoute<S>): NativeRoute => route as unknown as NativeRoute;
 
-export function nativeRoutes(ctx: AppContext, routes: readonly NativeRoute[]): NativeRoutes {
-  const shared: Shared = {
-    admit: admitter(ctx),
-    log: ctx.log,
-    behindProxy: ctx.config.behindProxy,
-    logging: ctx.log.enabled("info"),
-  };
+/** What the native routes share with the pipeline: admission (auth.ts `admitter`), the log, the proxy setting. */
+export interface NativeDeps {
+  admit: ReturnType<typeof admitter>;
+  log: Logger;
+  behindProxy: boolean;
+}
+
+export function nativeRoutes({ admit, log, behindProxy }: NativeDeps, routes: readonly NativeRoute[]): NativeRoutes {
+  const shared: Shared = { admit, log, behindProxy, logging: log.enabled("info") };
   const table: NativeRoutes = {};
   for (const route of routes) {
     if (table[route.path]?.[route.method]) throw new Error(`native route ${route.method} ${route.path} declared twice`);
@@ -77,10 +79,7 @@ export function nativeRoutes(ctx: AppContext, routes: readonly NativeRoute[]): N
   return table;
 }
 
-interface Shared {
-  admit: ReturnType<typeof admitter>;
-  log: AppContext["log"];
-  behindProxy: boolean;
+interface Shared extends NativeDeps {
   logging: boolean;
 }
 

@@ -11,9 +11,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { MESSAGES, type AccessGroup, type Role, type Scope } from "../../src/http/access";
 import { newId } from "../../src/lib/ids";
 import { SYSTEM } from "../../src/changes/entry";
-import { createSession } from "../../src/modules/testing/service";
-import { recordEvents } from "../../src/modules/webhooks/events";
-import { createWebhook } from "../../src/modules/webhooks/service";
 import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
 
 type Column = { name: string; kind: "key"; scope: Scope } | { name: string; kind: "admin" } | { name: string; kind: "user"; role: Role };
@@ -154,15 +151,15 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   seedAdminKey(h.ctx, `spare ${i}`);
   const spare = (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(`spare ${i}`) as { id: string }).id;
   const tester = { kind: "apiKey", id: "key_fixture", name: "fixture", scope: "test", projectId: project.id, projectSlug: slug, environmentId: "", environmentSlug: "" } as const;
-  const sessionId = createSession(h.ctx, tester, { projectId: project.id }).id;
+  const sessionId = (await h.services.testing.create(tester, { projectId: project.id })).id;
   // Webhooks to a name that the default outbound setting refuses at send time: attempts fail at once, locally.
   const hook = { url: "http://localhost:9/hook", events: ["flag.created" as const], secret: WEBHOOK_SECRET };
-  const webhookId = createWebhook(h.ctx, slug, hook).id;
-  const doomedWebhookId = createWebhook(h.ctx, slug, { ...hook, enabled: false }).id;
-  recordEvents(h.ctx.sqlite, project, [{ event: "flag.created", environment: "production", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
+  const webhookId = (await h.services.webhooks.create(SYSTEM, slug, hook)).id;
+  const doomedWebhookId = (await h.services.webhooks.create(SYSTEM, slug, { ...hook, enabled: false })).id;
+  h.ctx.stores.webhooks.recordEventsNow(project, [{ event: "flag.created", environment: "production", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
   h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
   const deliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId) as { id: string }).id;
-  recordEvents(h.ctx.sqlite, project, [{ event: "flag.created", environment: "staging", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
+  h.ctx.stores.webhooks.recordEventsNow(project, [{ event: "flag.created", environment: "staging", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
   h.ctx.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE webhook_id = ? AND status = 'pending'", [webhookId]);
   const pendingDeliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'").get(webhookId) as { id: string }).id;
   return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId, pendingDeliveryId };

@@ -265,7 +265,7 @@ describe("failed-login lockout", () => {
     try {
       const limits = { throttle: new LoginThrottle(app.clock), gate: new HashGate(2, 30, 30) };
       const attempt = (i: number) =>
-        serviceLogin(app.ctx, limits, `10.0.0.${i}`, { email: EMAIL, password: i === 29 ? PASSWORD : `wrong password ${i}` }).then(
+        serviceLogin(app.services.login, limits, `10.0.0.${i}`, { email: EMAIL, password: i === 29 ? PASSWORD : `wrong password ${i}` }).then(
           () => 200,
           (e: ApiError) => e.status,
         );

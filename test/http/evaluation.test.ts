@@ -13,7 +13,6 @@ import { MESSAGES } from "../../src/http/access";
 import { MAX_BODY_BYTES } from "../../src/http/errors";
 import { createLogger } from "../../src/lib/log";
 import type { OverrideSource } from "../../src/evaluation/types";
-import { evaluationService } from "../../src/modules/evaluation/service";
 import { startServer, type App } from "../../src/server";
 import { bearer, seedAdminKey, seedApiKey, tempDir, tick, testApp, type TestApp, userToken, endlessBody } from "../helpers";
 
@@ -65,7 +64,7 @@ function userFor(flagKey: string, percent: number, included: boolean): string {
 
 
 function plugOverrides(source: OverrideSource) {
-  evaluationService(h.ctx).overrides = source;
+  h.services.evaluation.overrides = source;
 }
 
 /**
@@ -747,7 +746,7 @@ describe("the listening server", () => {
     });
     try {
       const seen: string[] = [];
-      evaluationService(server.ctx).overrides = {
+      server.services.evaluation.overrides = {
         overridesFor() {
           seen.push(new Error().stack!.includes("native.ts") ? "native" : "elysia");
           return undefined;

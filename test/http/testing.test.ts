@@ -14,7 +14,6 @@ import { MESSAGES } from "../../src/http/access";
 import { PRO_REQUIRED_MESSAGE } from "../../src/http/edition";
 import { createLogger } from "../../src/lib/log";
 import { MAX_OVERRIDES } from "../../src/modules/testing/model";
-import { sweepExpiredSessions } from "../../src/modules/testing/service";
 import { createApp, createContext, dispatcher, startServer, type App } from "../../src/server";
 import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, TestClock, tick, userToken, type TestApp, ISO_TIMESTAMP } from "../helpers";
 
@@ -661,16 +660,16 @@ for (const edition of ["ce", "pro"] as const) {
       test("the sweep removes expired sessions and their overrides from the database and memory, and keeps live ones", async () => {
         // Past every earlier test's sessions (at most 86,400 s), swept, so the counts below are this test's.
         h.clock.advance(2 * 24 * HOUR);
-        sweepExpiredSessions(h.ctx);
+        await h.services.testing.sweep();
         const old = await session(pro ? { ttl: 60 } : {});
         await override(old.id, { a: true, b: false });
         h.clock.advance(pro ? 30_000 : HOUR / 2);
         const young = await session(pro ? { ttl: 60 } : {});
         await override(young.id, { a: true });
-        expect(sweepExpiredSessions(h.ctx)).toBe(0);
+        expect(await h.services.testing.sweep()).toBe(0);
         expect(dump().sessions).toHaveLength(2);
         h.clock.advance(pro ? 30_000 : HOUR / 2);
-        expect(sweepExpiredSessions(h.ctx)).toBe(1);
+        expect(await h.services.testing.sweep()).toBe(1);
         const rows = dump();
         expect(rows.sessions.map((r: any) => r.id)).toEqual([young.id]);
         expect(rows.overrides.map((r: any) => r.session_id)).toEqual([young.id]);

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { MESSAGES } from "../../src/http/access";
 import { PER_WEBHOOK_IN_FLIGHT, type DeliveryDispatcher } from "../../src/modules/webhooks/dispatcher";
-import { pruneDeliveries } from "../../src/modules/webhooks/events";
+import { pruneDeliveries } from "../../src/modules/webhooks/store";
 import { VERSION } from "../../src/version";
 import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, ISO_TIMESTAMP } from "../helpers";
 import { signatureMatches, startReceiver, type Receiver } from "../webhook-receiver";

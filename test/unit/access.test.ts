@@ -6,10 +6,14 @@ import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { DB_FILE, openDatabase } from "../../src/db/client";
 import { decide, MESSAGES, type AccessGroup, type Principal, type Role, type Scope } from "../../src/http/access";
-import { CredentialRegistry, credentialsChanged } from "../../src/http/credentials";
+import { ChangeBus } from "../../src/changes/bus";
+import { cliAuthor } from "../../src/changes/entry";
+import { SqliteChangeLog } from "../../src/changes/sqlite";
+import { CredentialRegistry } from "../../src/http/credentials";
+import { adminKeyService } from "../../src/modules/admin-keys/service";
+import { createStores } from "../../src/server";
 import { coarseClock, iso } from "../../src/lib/clock";
 import { newId } from "../../src/lib/ids";
-import { generateSecret } from "../../src/lib/secrets";
 import { bearer, seedAdminKey, seedApiKey, testApp } from "../helpers";
 
 const key = (scope: Scope, projectSlug = "default"): Principal => ({
@@ -185,10 +189,9 @@ describe("credential registry", () => {
   test("a key written by another process (as the CLI does) is picked up by pollExternalChanges", async () => {
     const h = testApp();
     try {
-      const other = openDatabase(join(h.dir, DB_FILE)); // the CLI: its own connection, no registry
-      const { secret, hash, keyPrefix } = generateSecret("svc_admin_");
-      other.sqlite.run("INSERT INTO admin_keys (id, name, key_hash, key_prefix, created_at) VALUES (?, 'cli', ?, ?, ?)", [newId("key"), hash, keyPrefix, iso(0)]);
-      credentialsChanged(other);
+      const other = openDatabase(join(h.dir, DB_FILE)); // the CLI: its own connection and change log, no registry
+      const { adminKeys } = createStores(new SqliteChangeLog(other, new ChangeBus(), h.clock));
+      const { key: secret } = await adminKeyService({ adminKeys, clock: h.clock }).create(cliAuthor(), { name: "cli" });
       other.sqlite.close();
       expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal).toBeNull();
       expect(h.ctx.credentials.pollExternalChanges()).toBe(true);

@@ -56,10 +56,13 @@ test("0 keeps everything", async () => {
   expect(ages()).toEqual([{ at: iso(NOW - 10_000 * DAY), n: 5 }]);
 });
 
-test("a log of only old entries is emptied; an empty log is left alone", async () => {
+test("a log of only old entries keeps its newest (positions are never handed out again); an empty log is left alone", async () => {
   append(1500, 40);
-  expect(await pruneAuditLog(audit, NOW, 30)).toBe(1500);
-  expect(ages()).toEqual([]);
+  const newest = store.sqlite.query<{ p: number }, []>("SELECT max(position) AS p FROM change_log").get()!.p;
+  expect(await pruneAuditLog(audit, NOW, 30)).toBe(1499);
+  expect(store.sqlite.query("SELECT position FROM change_log").all()).toEqual([{ position: newest }]);
+  expect(await pruneAuditLog(audit, NOW, 30)).toBe(0);
+  store.sqlite.run("DELETE FROM change_log");
   expect(await pruneAuditLog(audit, NOW, 30)).toBe(0);
 });
 

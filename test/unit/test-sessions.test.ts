@@ -1,8 +1,8 @@
-/** The in-memory test-session store that evaluation reads (src/modules/testing/store.ts), and the edition helper. */
+/** The in-memory test-session store that evaluation reads (src/modules/testing/live.ts), and the edition helper. */
 import { describe, expect, test } from "bun:test";
 import { ApiError } from "../../src/http/errors";
 import { isPro, PRO_REQUIRED_MESSAGE, requirePro } from "../../src/http/edition";
-import { SessionStore, type LiveSession } from "../../src/modules/testing/store";
+import { LiveSessions, type LiveSession } from "../../src/modules/testing/live";
 
 const T0 = Date.parse("2026-11-22T10:00:00.000Z");
 
@@ -19,9 +19,9 @@ function live(id: string, projectId: string, ttlMs: number, overrides: [string, 
   };
 }
 
-describe("SessionStore", () => {
+describe("LiveSessions", () => {
   test("overridesFor: the live session of that project by token; expired from expiresAt on; another project or an id: undefined", () => {
-    const store = new SessionStore();
+    const store = new LiveSessions();
     store.add(live("sess_a", "proj_1", 1000, [["f", true]]));
     expect(store.overridesFor("tok-sess_a", "proj_1", T0)?.get("f")).toBe(true);
     expect(store.overridesFor("tok-sess_a", "proj_1", T0 + 999)?.get("f")).toBe(true);
@@ -34,7 +34,7 @@ describe("SessionStore", () => {
   });
 
   test("remove, removeProject and removeExpired drop both lookups", () => {
-    const store = new SessionStore();
+    const store = new LiveSessions();
     store.add(live("sess_a", "proj_1", 1000));
     store.add(live("sess_b", "proj_1", 5000));
     store.add(live("sess_c", "proj_2", 5000));

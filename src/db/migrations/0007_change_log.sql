@@ -1,5 +1,5 @@
 CREATE TABLE `change_log` (
-	`position` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
+	`position` integer PRIMARY KEY NOT NULL,
 	`id` text NOT NULL,
 	`at` text NOT NULL,
 	`actor_type` text NOT NULL,
@@ -16,8 +16,4 @@ CREATE TABLE `change_log` (
 	`changes` text NOT NULL
 );
 --> statement-breakpoint
-CREATE UNIQUE INDEX `change_log_id_unique` ON `change_log` (`id`);--> statement-breakpoint
-CREATE INDEX `change_log_project` ON `change_log` (`project_id`,`position`);--> statement-breakpoint
-CREATE INDEX `change_log_project_key` ON `change_log` (`project_id`,`resource_key`,`position`);--> statement-breakpoint
-CREATE INDEX `change_log_key` ON `change_log` (`resource_key`,`position`);--> statement-breakpoint
-CREATE INDEX `change_log_actor` ON `change_log` (`actor_id`,`position`);
+CREATE INDEX `change_log_key` ON `change_log` (`resource_key`,`position`);

@@ -1,18 +1,18 @@
 /** Admin keys: routes (admin key or admin JWT). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
 import { noContent } from "../../http/schema";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, authorOf } from "../../http/auth";
 import { AdminKeyList, AdminKeyParams, DEFAULT_ADMIN_KEY_NAME, NewAdminKeyBody, NewAdminKeyResult } from "./model";
-import { createAdminKey, deleteAdminKey, listAdminKeys } from "./service";
+import type { AdminKeyService } from "./service";
 
 const TAGS = ["Admin keys"];
 const ADMIN_ONLY = "Admin key or a JWT with role admin.";
+const AUDIT = "Recorded in the change log (resource `admin_key`, key the name); the secret and its hash never appear in it.";
 
-export const adminKeysRoutes = (ctx: AppContext) =>
+export const adminKeysRoutes = (adminKeys: AdminKeyService) =>
   new Elysia({ name: "flagsvc/admin-keys" })
     .use(accessGuard())
-    .get("/v1/admin-keys", () => ({ adminKeys: listAdminKeys(ctx, (id) => ctx.credentials.lastUsedAt(id)) }), {
+    .get("/v1/admin-keys", async () => ({ adminKeys: await adminKeys.list() }), {
       access: "admin",
       response: { 200: AdminKeyList },
       detail: {
@@ -23,10 +23,7 @@ export const adminKeysRoutes = (ctx: AppContext) =>
     })
     .post(
       "/v1/admin-keys",
-      ({ body, status }) => {
-        const created = createAdminKey(ctx, ctx.clock, { name: body?.name ?? DEFAULT_ADMIN_KEY_NAME });
-        return status(201, created);
-      },
+      async (c) => c.status(201, await adminKeys.create(authorOf(c), { name: c.body?.name ?? DEFAULT_ADMIN_KEY_NAME })),
       {
         access: "admin",
         body: NewAdminKeyBody,
@@ -34,15 +31,15 @@ export const adminKeysRoutes = (ctx: AppContext) =>
         detail: {
           tags: TAGS,
           summary: "Create an admin key",
-          description: `${ADMIN_ONLY} Optional body \`{ "name": 1 to 100 characters }\` (omitted: \`"${DEFAULT_ADMIN_KEY_NAME}"\`). The response's \`key\` (\`svc_admin_\` + 32 base62 characters) is shown only here; only its SHA-256 is stored. The key works at once.`,
+          description: `${ADMIN_ONLY} Optional body \`{ "name": 1 to 100 characters }\` (omitted: \`"${DEFAULT_ADMIN_KEY_NAME}"\`). The response's \`key\` (\`svc_admin_\` + 32 base62 characters) is shown only here; only its SHA-256 is stored. The key works at once. ${AUDIT}`,
         },
       },
     )
     .delete(
       "/v1/admin-keys/:keyId",
-      ({ params, status }) => {
-        deleteAdminKey(ctx, params.keyId);
-        return status(204);
+      async (c) => {
+        await adminKeys.delete(authorOf(c), c.params.keyId);
+        return c.status(204);
       },
       {
         access: "admin",
@@ -53,7 +50,8 @@ export const adminKeysRoutes = (ctx: AppContext) =>
           summary: "Delete (revoke) an admin key",
           description:
             `${ADMIN_ONLY} The key gets 401 at once. A key may delete itself. ` +
-            "The last admin key can be deleted only while an admin user exists (409 CONFLICT otherwise), so the instance always keeps a way in.",
+            "The last admin key can be deleted only while an admin user exists (409 CONFLICT otherwise), so the instance always keeps a way in. " +
+            AUDIT,
         },
       },
     );

@@ -1,21 +1,21 @@
 /** Project API keys: routes (decisions §4). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, authorOf } from "../../http/auth";
 import { noContent } from "../../http/schema";
 import { validationError } from "../../http/errors";
 import { ProjectParams } from "../projects/model";
 import { ApiKeyList, ApiKeyWithSecret, KeyParams, MAX_GRACE_SECONDS, NewApiKey, RotateBody } from "./model";
-import { createApiKey, deleteApiKey, listApiKeys, rotateApiKey } from "./service";
+import type { ApiKeyService } from "./service";
 
 const TAGS = ["API keys"];
+const AUDIT = "Recorded in the change log (resource `api_key`, key the name); the secret and its hash never appear in it.";
 const WHO =
   "mgmt and full keys (their own project only), admin keys, login JWTs (read: any role; write: admin and editor). A mgmt key cannot create, rotate or delete full keys (403 FORBIDDEN).";
 
-export const apiKeysRoutes = (ctx: AppContext) =>
+export const apiKeysRoutes = (apiKeys: ApiKeyService) =>
   new Elysia({ name: "flagsvc/api-keys" })
     .use(accessGuard())
-    .get("/v1/projects/:slug/api-keys", ({ params }) => ({ apiKeys: listApiKeys(ctx, params.slug) }), {
+    .get("/v1/projects/:slug/api-keys", async ({ params }) => ({ apiKeys: await apiKeys.list(params.slug) }), {
       access: "apiKeys",
       params: ProjectParams,
       response: { 200: ApiKeyList },
@@ -27,7 +27,7 @@ export const apiKeysRoutes = (ctx: AppContext) =>
     })
     .post(
       "/v1/projects/:slug/api-keys",
-      ({ principal, params, body, status }) => status(201, createApiKey(ctx, principal, params.slug, body)),
+      async (c) => c.status(201, await apiKeys.create(authorOf(c), c.principal, c.params.slug, c.body)),
       {
         access: "apiKeys",
         params: ProjectParams,
@@ -36,18 +36,18 @@ export const apiKeysRoutes = (ctx: AppContext) =>
         detail: {
           tags: TAGS,
           summary: "Create an API key",
-          description: `\`name\` 1 to 200 characters; \`scope\` eval, test, mgmt or full; \`environment\` the slug of one of the project's environments (an unknown one is 400 VALIDATION_ERROR at \`body.environment\`). The key \`svc_sk_{scope}_\` + 32 base62 characters is in this response only; the service keeps its SHA-256. It works from the next request on. Who: ${WHO}`,
+          description: `\`name\` 1 to 200 characters; \`scope\` eval, test, mgmt or full; \`environment\` the slug of one of the project's environments (an unknown one is 400 VALIDATION_ERROR at \`body.environment\`). The key \`svc_sk_{scope}_\` + 32 base62 characters is in this response only; the service keeps its SHA-256. It works from the next request on. ${AUDIT} Who: ${WHO}`,
         },
       },
     )
     .post(
       "/v1/api-keys/:keyId/rotate",
-      ({ principal, params, body }) => {
-        const raw = body as unknown;
+      (c) => {
+        const raw = c.body as unknown;
         if (raw !== undefined && raw !== null && (typeof raw !== "object" || Array.isArray(raw))) {
           throw validationError("Invalid request", [{ path: "body", message: "Expected object" }]);
         }
-        return rotateApiKey(ctx, principal, params.keyId, body?.gracePeriodSeconds ?? 0);
+        return apiKeys.rotate(authorOf(c), c.principal, c.params.keyId, c.body?.gracePeriodSeconds ?? 0);
       },
       {
         access: "apiKeys",
@@ -57,15 +57,15 @@ export const apiKeysRoutes = (ctx: AppContext) =>
         detail: {
           tags: TAGS,
           summary: "Rotate an API key",
-          description: `Issues a new secret for the same key (id, name, scope and environment stay); the new \`key\` is in this response only. Optional body \`{ "gracePeriodSeconds": 0..${MAX_GRACE_SECONDS} }\` (default 0): the old secret keeps working for that long, then 401; with 0 it is refused at once. Rotating again ends any earlier grace: only the secret just replaced stays valid. API-key callers may only rotate keys of their own project (403). Unknown key 404. Who: ${WHO}`,
+          description: `Issues a new secret for the same key (id, name, scope and environment stay); the new \`key\` is in this response only. Optional body \`{ "gracePeriodSeconds": 0..${MAX_GRACE_SECONDS} }\` (default 0): the old secret keeps working for that long, then 401; with 0 it is refused at once. Rotating again ends any earlier grace: only the secret just replaced stays valid. API-key callers may only rotate keys of their own project (403). Unknown key 404. ${AUDIT} (Action \`rotated\`: \`keyHash\` masked, \`keyPrefix\`, and \`previousExpiresAt\` with a grace period.) Who: ${WHO}`,
         },
       },
     )
     .delete(
       "/v1/api-keys/:keyId",
-      ({ principal, params, status }) => {
-        deleteApiKey(ctx, principal, params.keyId);
-        return status(204);
+      async (c) => {
+        await apiKeys.delete(authorOf(c), c.principal, c.params.keyId);
+        return c.status(204);
       },
       {
         access: "apiKeys",
@@ -74,7 +74,7 @@ export const apiKeysRoutes = (ctx: AppContext) =>
           tags: TAGS,
           summary: "Delete (revoke) an API key",
           responses: noContent("Deleted"),
-          description: `The key is refused (401) from the next request on, including any rotated-out secret still in its grace period. API-key callers may only delete keys of their own project (403); a key may delete itself. Unknown key 404. Who: ${WHO}`,
+          description: `The key is refused (401) from the next request on, including any rotated-out secret still in its grace period. API-key callers may only delete keys of their own project (403); a key may delete itself. Unknown key 404. ${AUDIT} Who: ${WHO}`,
         },
       },
     );

@@ -5,8 +5,9 @@
  *
  * Pages are keyset pages on `position` (newest first, `position < before`): a page costs the
  * same deep in the log as at its top, and entries appended meanwhile, which take higher
- * positions, never shift an older page. Every filter that names one value has an index
- * (schema.ts `changeLog`): project, project and key, key, actor, each with position.
+ * positions, never shift an older page. A resource's history reads the one secondary index
+ * (`resource_key`, `position`); every other page walks the table by position, newest first,
+ * skipping what its filters leave out (schema.ts `changeLog` says why there is one index only).
  */
 import type { Database } from "bun:sqlite";
 import type { Action, ActorType, ChangeEntry, Changes, ResourceType } from "../../changes/entry";
@@ -32,7 +33,8 @@ export interface AuditStore {
   page(filter: AuditFilter, limit: number): Promise<ChangeEntry[]>;
   /**
    * Removes the entries committed before `cutoff` (ISO), oldest first, at most `batch` rows a
-   * transaction (a year of entries is never one long hold on the write lock); the number removed.
+   * transaction (a year of entries is never one long hold on the write lock), but never the
+   * newest entry; the number removed.
    */
   prune(cutoff: string, batch: number): Promise<number>;
 }
@@ -82,18 +84,12 @@ function entryOf(r: Row): ChangeEntry {
 }
 
 /**
- * The index a page reads, named (SQLite's `INDEXED BY`) rather than left to the planner: its
- * statistics come from `PRAGMA optimize`, and those taken while the log was small (a first
- * shutdown's, before a million entries) made it scan the whole table for a key's first page
- * (140 ms a request on a million entries, against 1 ms through the index). No filter with an
- * index: the table itself, in position order (a keyset page by rowid).
+ * A resource's history names its index (SQLite's `INDEXED BY`) rather than leaving it to the
+ * planner: its statistics come from `PRAGMA optimize`, and those taken while the log was small
+ * (a first shutdown's, before a million entries) made it scan the whole table for a key's first
+ * page (140 ms a request on a million entries, against 1 ms through the index).
  */
-function indexFor(f: AuditFilter): string {
-  if (f.resourceKey !== undefined) return f.projectId !== undefined ? " INDEXED BY change_log_project_key" : " INDEXED BY change_log_key";
-  if (f.actorId !== undefined) return " INDEXED BY change_log_actor";
-  if (f.projectId !== undefined) return " INDEXED BY change_log_project";
-  return "";
-}
+const indexFor = (f: AuditFilter) => (f.resourceKey !== undefined ? " INDEXED BY change_log_key" : "");
 
 /** Lets the thread's other work (a worker's webhook kicks) run between two prune batches. */
 const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -126,8 +122,13 @@ export class SqliteAuditStore implements AuditStore {
     // The last old entry first, by a read (no index on `at`: one pass over the table, which
     // holds no lock under WAL); then the deletes, each a short write from the oldest on. An
     // entry is judged by its time, wherever it sits (one committed under a clock set back).
-    const last = this.sqlite.query<{ last: number | null }, [string]>("SELECT max(position) AS last FROM change_log WHERE at < ?1").get(cutoff)?.last;
-    if (last == null) return 0;
+    // The newest entry always stays: positions are rowids, and an emptied table would hand
+    // out its positions again ("everything after N" would skip the new ones).
+    const bounds = this.sqlite
+      .query<{ last: number | null; newest: number | null }, [string]>("SELECT (SELECT max(position) FROM change_log WHERE at < ?1) AS last, (SELECT max(position) FROM change_log) AS newest")
+      .get(cutoff)!;
+    if (bounds.last === null) return 0;
+    const last = Math.min(bounds.last, bounds.newest! - 1);
     const remove = this.sqlite.query(
       "DELETE FROM change_log WHERE position IN (SELECT position FROM change_log WHERE position <= ?1 AND at < ?2 ORDER BY position LIMIT ?3)",
     );

@@ -1,6 +1,5 @@
 /** Login, logout, me: routes. */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
 import { noContent } from "../../http/schema";
 import type { Principal } from "../../http/access";
 import { accessGuard, clientAddress } from "../../http/auth";
@@ -8,7 +7,7 @@ import { iso } from "../../lib/clock";
 import { User } from "../users/model";
 import { LoginBody, LoginResult } from "./model";
 import { HASH_QUEUE, HASH_SHARE, HASH_SLOTS, HashGate } from "./hash-gate";
-import { login, LoginThrottle } from "./service";
+import { login, LoginThrottle, type LoginDeps } from "./service";
 
 const TAGS = ["Authentication"];
 
@@ -18,15 +17,20 @@ function sessionUser(p: Principal) {
   return p;
 }
 
-export const authRoutes = (ctx: AppContext) => {
-  const limits = { throttle: new LoginThrottle(ctx.clock), gate: new HashGate(HASH_SLOTS, HASH_SHARE, HASH_QUEUE, ctx.clock) };
+export interface AuthDeps extends LoginDeps {
+  /** SVC_BEHIND_PROXY: the client address is the last X-Forwarded-For entry. */
+  behindProxy: boolean;
+}
+
+export const authRoutes = (deps: AuthDeps) => {
+  const limits = { throttle: new LoginThrottle(deps.clock), gate: new HashGate(HASH_SLOTS, HASH_SHARE, HASH_QUEUE, deps.clock) };
   return new Elysia({ name: "flagsvc/auth" })
     .use(accessGuard())
     .post(
       "/v1/auth/login",
       async ({ body, request, server }) => {
-        const client = clientAddress(request, server, ctx.config.behindProxy);
-        const { token, expiresAt, user } = await login(ctx, limits, client, body);
+        const client = clientAddress(request, server, deps.behindProxy);
+        const { token, expiresAt, user } = await login(deps, limits, client, body);
         return { token, expiresAt: iso(expiresAt), user };
       },
       {
@@ -50,7 +54,7 @@ export const authRoutes = (ctx: AppContext) => {
       "/v1/auth/logout",
       ({ principal, status }) => {
         const user = sessionUser(principal);
-        ctx.credentials.revoke(user.jti, user.expiresAt);
+        deps.credentials.revoke(user.jti, user.expiresAt);
         return status(204);
       },
       {

@@ -5,10 +5,11 @@
  * injected clock; entries are dropped once their window ends, and the table is capped. The
  * check itself runs through a HashGate (hash-gate.ts): a bounded, fair share of the cores.
  */
-import type { AppContext } from "../../context";
+import type { CredentialRegistry } from "../../http/credentials";
 import { ApiError } from "../../http/errors";
 import type { Clock } from "../../lib/clock";
-import { findUserForLogin, normalizeEmail, type UserRecord } from "../users/service";
+import { normalizeEmail, type UserRecord } from "../users/service";
+import type { UserReader } from "../users/store";
 import type { HashGate } from "./hash-gate";
 
 export const MAX_FAILURES = 10;
@@ -106,6 +107,13 @@ export interface LoginLimits {
   gate: HashGate;
 }
 
+/** What a login reads: the users, and the registry that issues its token. */
+export interface LoginDeps {
+  users: UserReader;
+  credentials: CredentialRegistry;
+  clock: Clock;
+}
+
 /**
  * `client`: the caller's address as the rate limiter counts it (src/http/auth.ts). The order,
  * all decided in one turn before anything waits: the email's lockout, then the caller's place
@@ -113,23 +121,23 @@ export interface LoginLimits {
  * failure until it succeeds.
  */
 export async function login(
-  ctx: AppContext,
+  { users, credentials, clock }: LoginDeps,
   { throttle, gate }: LoginLimits,
   client: string,
   input: { email: string; password: string },
 ): Promise<{ token: string; expiresAt: number; user: UserRecord }> {
   const email = normalizeEmail(input.email);
   const retryAfter = throttle.lockout(email);
-  if (retryAfter > 0) throw tooMany("Too many failed logins for this email", retryAfter, MAX_FAILURES, ctx.clock.now());
+  if (retryAfter > 0) throw tooMany("Too many failed logins for this email", retryAfter, MAX_FAILURES, clock.now());
   // The same argon2id verification whether or not the email exists.
   const checked = gate.run(client, async () => {
-    const user = findUserForLogin(ctx, email);
+    const user = await users.byEmail(email);
     return (await Bun.password.verify(input.password, user?.passwordHash ?? DUMMY_HASH)) ? user : undefined;
   });
   if (checked === "share") {
-    throw tooMany("Too many logins in progress from this address", GATE_RETRY_AFTER, gate.share, ctx.clock.now());
+    throw tooMany("Too many logins in progress from this address", GATE_RETRY_AFTER, gate.share, clock.now());
   }
-  if (checked === "full") throw tooMany("Too many logins in progress", GATE_RETRY_AFTER, gate.slots + gate.queueSize, ctx.clock.now());
+  if (checked === "full") throw tooMany("Too many logins in progress", GATE_RETRY_AFTER, gate.slots + gate.queueSize, clock.now());
   // Counted as a failure before the check, in the same turn as the lockout test: logins sent in
   // parallel cannot try more than MAX_FAILURES passwords while earlier checks run or wait. A
   // success clears the count.
@@ -140,7 +148,7 @@ export async function login(
   // Before the token is made: a user just created by `flagsvc admin create-user` becomes known,
   // and a password just set by `reset-password` dates the token after the change (issued on the
   // tokens' cut-off as the registry knew it before, it would be refused).
-  ctx.credentials.pollExternalChanges();
-  const { token, expiresAt } = await ctx.credentials.issueToken(user.id, user.role);
+  credentials.pollExternalChanges();
+  const { token, expiresAt } = await credentials.issueToken(user.id, user.role);
   return { token, expiresAt, user: { id: user.id, email: user.email, role: user.role } };
 }

@@ -5,11 +5,10 @@
  * Both call the same service with the same schemas and answer alike (test/http/evaluation.test.ts).
  */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
 import { accessGuard } from "../../http/auth";
-import { nativeRoute, nativeRoutes, type NativeRoutes } from "../../http/native";
+import { nativeRoute, nativeRoutes, type NativeDeps, type NativeRoutes } from "../../http/native";
 import { BatchRequest, BatchResult, EvaluateRequest, EvaluationResult, isBatchRequest, isEvaluateRequest, MAX_BATCH_FLAGS } from "./model";
-import { evaluationService, SESSION_HEADER } from "./service";
+import { SESSION_HEADER, type EvaluationService } from "./service";
 
 const TAGS = ["Evaluation"];
 
@@ -29,9 +28,8 @@ const SESSION_PARAMETER = {
 
 const sessionOf = (request: Request) => request.headers.get(SESSION_HEADER);
 
-export const evaluationRoutes = (ctx: AppContext) => {
-  const service = evaluationService(ctx);
-  return new Elysia({ name: "flagsvc/evaluation" })
+export const evaluationRoutes = (service: EvaluationService) =>
+  new Elysia({ name: "flagsvc/evaluation" })
     .use(accessGuard())
     .post("/v1/evaluate", ({ principal, body, request }) => service.evaluateOne(principal, body, sessionOf(request)), {
       access: "evaluate",
@@ -55,12 +53,10 @@ export const evaluationRoutes = (ctx: AppContext) => {
         parameters: [SESSION_PARAMETER],
       },
     });
-};
 
 /** The same two routes for Bun's router: what the listening server runs. */
-export function evaluationNativeRoutes(ctx: AppContext): NativeRoutes {
-  const service = evaluationService(ctx);
-  return nativeRoutes(ctx, [
+export function evaluationNativeRoutes(service: EvaluationService, deps: NativeDeps): NativeRoutes {
+  return nativeRoutes(deps, [
     nativeRoute({
       method: "POST",
       path: "/v1/evaluate",

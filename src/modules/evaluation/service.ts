@@ -2,19 +2,17 @@
  * Evaluation for an API key (decisions §7): the key's project and environment, the in-memory
  * snapshot, the engine. No database, no compilation: two map lookups and the engine per flag.
  * Test-session overrides (resolution step 1) come from an `OverrideSource`: the Testing API's
- * session store (src/modules/testing/store.ts), plugged in by createApp.
+ * live sessions (src/modules/testing/live.ts), given by the composition root (server.ts).
  */
-import type { AppContext } from "../../context";
 import { DISABLED_STATE, evaluate } from "../../evaluation/engine";
+import type { Snapshot } from "../../evaluation/snapshot";
 import type { EvalContext, EvaluationResult, OverrideSource } from "../../evaluation/types";
 import type { Principal } from "../../http/access";
-import { iso } from "../../lib/clock";
+import { iso, type Clock } from "../../lib/clock";
 import type { BatchRequest, EvaluateRequest } from "./model";
 
 /** The request header that carries a test-session token. */
 export const SESSION_HEADER = "x-service-session";
-
-export const NO_OVERRIDES: OverrideSource = { overridesFor: () => undefined };
 
 export interface BatchResult {
   results: Record<string, EvaluationResult>;
@@ -23,30 +21,44 @@ export interface BatchResult {
 
 const EMPTY_CONTEXT: EvalContext = Object.freeze({});
 
+export interface EvaluationServiceDeps {
+  /** Every flag of every environment, compiled. */
+  snapshot: Snapshot;
+  clock: Clock;
+  /** The test sessions' overrides. */
+  overrides: OverrideSource;
+}
+
 export class EvaluationService {
-  /** The test sessions' overrides (createApp plugs in the session store); read on every request. */
-  overrides: OverrideSource = NO_OVERRIDES;
+  /** Read on every request; tests swap it to see which path asked. */
+  overrides: OverrideSource;
+  private readonly snapshot: Snapshot;
+  private readonly clock: Clock;
   /** `evaluatedAt` of the last millisecond seen, formatted once. */
   private stampMs = Number.NaN;
   private stampText = "";
 
-  constructor(private readonly ctx: Pick<AppContext, "snapshot" | "clock">) {}
+  constructor({ snapshot, clock, overrides }: EvaluationServiceDeps) {
+    this.snapshot = snapshot;
+    this.clock = clock;
+    this.overrides = overrides;
+  }
 
   evaluateOne(principal: Principal, body: EvaluateRequest, sessionToken: string | null): EvaluationResult {
     const key = apiKeyOf(principal);
-    const now = this.ctx.clock.now();
+    const now = this.clock.now();
     const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
     const flagKey = body.flagKey;
-    const entry = this.ctx.snapshot.environment(key.environmentId)?.get(flagKey);
+    const entry = this.snapshot.environment(key.environmentId)?.get(flagKey);
     return evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, body.context ?? EMPTY_CONTEXT, this.stamp(now), overrides?.get(flagKey));
   }
 
   /** One result per distinct key, all with the same `evaluatedAt`. */
   evaluateBatch(principal: Principal, body: BatchRequest, sessionToken: string | null): BatchResult {
     const key = apiKeyOf(principal);
-    const now = this.ctx.clock.now();
+    const now = this.clock.now();
     const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
-    const entries = this.ctx.snapshot.environment(key.environmentId);
+    const entries = this.snapshot.environment(key.environmentId);
     const context = body.context ?? EMPTY_CONTEXT;
     const evaluatedAt = this.stamp(now);
     // No prototype: a flag key such as "__proto__" is an ordinary entry.
@@ -74,13 +86,4 @@ export class EvaluationService {
 function apiKeyOf(principal: Principal): Extract<Principal, { kind: "apiKey" }> {
   if (principal.kind !== "apiKey") throw new Error(`evaluation reached with a ${principal.kind} principal`);
   return principal;
-}
-
-const services = new WeakMap<object, EvaluationService>();
-
-/** The evaluation service of this context: one per running app, shared by both routes' paths. */
-export function evaluationService(ctx: AppContext): EvaluationService {
-  let service = services.get(ctx);
-  if (service === undefined) services.set(ctx, (service = new EvaluationService(ctx)));
-  return service;
 }

@@ -9,7 +9,7 @@
 import { and, asc, eq, exists, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
-import { isUniqueViolation, prepared } from "../../db/client";
+import { prepared } from "../../db/client";
 import { environments, flags, flagStates, projects } from "../../db/schema";
 import type { ProjectData } from "../../evaluation/snapshot";
 import type { FlagDefinition, FlagState as StateValues, Rule, Variant } from "../../evaluation/types";
@@ -100,11 +100,6 @@ const queries = prepared((db) => ({
     .where(eq(flagStates.flagId, sql.placeholder("flagId")))
     .orderBy(sql`${environments}.rowid`)
     .prepare(),
-  environmentBySlug: db
-    .select({ id: environments.id })
-    .from(environments)
-    .where(and(eq(environments.projectId, sql.placeholder("projectId")), eq(environments.slug, sql.placeholder("slug"))))
-    .prepare(),
   /** A state PUT's write: the row, created or replaced. */
   upsertState: db
     .insert(flagStates)
@@ -127,6 +122,10 @@ export function flagOf(f: Omit<Flag, "description"> & { description?: string | n
   const { id, key, name, description, variants, rules, createdAt, updatedAt } = f;
   return { id, key, name, ...(description != null ? { description } : {}), variants, rules, createdAt, updatedAt };
 }
+
+const STATE_IN_SQL = `SELECT e.id AS environmentId, s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage
+  FROM environments e LEFT JOIN flag_states s ON s.environment_id = e.id AND s.flag_id = ?1
+  WHERE e.project_id = ?2 AND e.slug = ?3`;
 
 export class SqliteFlagStore implements FlagStore, SnapshotSource {
   constructor(private readonly log: SqliteChangeLog) {}
@@ -164,16 +163,8 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     return this.q.state.get({ flagId, environmentId });
   }
 
-  async create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean> {
-    try {
-      return await this.log.commit(author, () => {
-        this.log.store.db.insert(flags).values({ ...flag, projectId }).run();
-        return { result: true, changes: [change] };
-      });
-    } catch (e) {
-      if (isUniqueViolation(e)) return false;
-      throw e;
-    }
+  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean> {
+    return this.log.create(author, () => this.log.store.db.insert(flags).values({ ...flag, projectId }).run(), change);
   }
 
   update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined) => Written<Flag>): Promise<Flag> {
@@ -255,9 +246,11 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
   }
 
   async stateIn(flagId: string, projectId: string, environment: string): Promise<{ environmentId: string; state: StateValues | null } | undefined> {
-    const env = this.q.environmentBySlug.get({ projectId, slug: environment });
-    if (!env) return undefined;
-    const row = this.q.state.get({ flagId, environmentId: env.id });
-    return { environmentId: env.id, state: row ? { enabled: row.enabled, rolloutPercentage: row.rolloutPercentage } : null };
+    // One statement: this runs after every state write.
+    const row = this.log.store.sqlite
+      .query<{ environmentId: string; enabled: number | null; rolloutPercentage: number | null }, [string, string, string]>(STATE_IN_SQL)
+      .get(flagId, projectId, environment);
+    if (!row) return undefined;
+    return { environmentId: row.environmentId, state: row.enabled === null ? null : { enabled: row.enabled === 1, rolloutPercentage: row.rolloutPercentage } };
   }
 }

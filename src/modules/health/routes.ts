@@ -1,19 +1,27 @@
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
+import type { Database } from "bun:sqlite";
+import type { Config } from "../../config";
 import { VERSION } from "../../version";
 import { Health } from "./model";
 import { databaseAnswers } from "./service";
 
-export const healthRoutes = (ctx: AppContext) =>
+export interface HealthDeps {
+  config: Pick<Config, "edition">;
+  /** Monotonic start (performance.now()), for uptime. */
+  startedAt: number;
+  sqlite: Pick<Database, "query">;
+}
+
+export const healthRoutes = ({ config, startedAt, sqlite }: HealthDeps) =>
   new Elysia({ name: "flagsvc/health" }).get(
     "/v1/health",
     ({ status }) => {
       const body = {
         version: VERSION,
-        edition: ctx.config.edition,
-        uptimeSeconds: Math.floor((performance.now() - ctx.startedAt) / 1000),
+        edition: config.edition,
+        uptimeSeconds: Math.floor((performance.now() - startedAt) / 1000),
       };
-      return databaseAnswers(ctx)
+      return databaseAnswers(sqlite)
         ? status(200, { status: "ok" as const, ...body })
         : status(503, { status: "unavailable" as const, ...body, message: "The database does not answer" });
     },

@@ -1,9 +1,9 @@
-import type { AppContext } from "../../context";
+import type { Database } from "bun:sqlite";
 
 /** True when the database answers a query. */
-export function databaseAnswers(ctx: AppContext): boolean {
+export function databaseAnswers(sqlite: Pick<Database, "query">): boolean {
   try {
-    return ctx.sqlite.query("SELECT 1 AS ok").get() !== null;
+    return sqlite.query("SELECT 1 AS ok").get() !== null;
   } catch {
     return false;
   }

@@ -5,7 +5,7 @@
  * are not routed (404) until the APIs exist. The CE document lists them with that answer.
  */
 import { Elysia, t } from "elysia";
-import type { AppContext } from "../../context";
+import type { Config } from "../../config";
 import { accessGuard } from "../../http/auth";
 import { editionGuard, isPro, PRO_ONLY_NOTE } from "../../http/edition";
 
@@ -14,9 +14,9 @@ const gated = (): never => {
   throw new Error("a Pro-only endpoint that is not built was reached");
 };
 
-export const proOnlyRoutes = (ctx: AppContext) => {
-  const plugin = new Elysia({ name: "flagsvc/pro-only" }).use(accessGuard()).use(editionGuard(ctx.config));
-  if (isPro(ctx.config)) return plugin;
+export const proOnlyRoutes = (config: Pick<Config, "edition">) => {
+  const plugin = new Elysia({ name: "flagsvc/pro-only" }).use(accessGuard()).use(editionGuard(config));
+  if (isPro(config)) return plugin;
   const gate = (tag: string, summary: string) => ({
     access: "admin" as const,
     edition: "pro" as const,

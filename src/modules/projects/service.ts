@@ -29,14 +29,6 @@ export async function requireProject(projects: ProjectReader, slug: string): Pro
   return projectIn(slug, await projects.bySlug(slug));
 }
 
-/**
- * Synchronously, for the services not yet converted to their own stores (api keys, webhooks).
- * TODO(issue 21): gone once they are.
- */
-export function requireProjectNow(ctx: { stores: { projects: { bySlugNow(slug: string): Project | undefined } } }, slug: string): Project {
-  return projectIn(slug, ctx.stores.projects.bySlugNow(slug));
-}
-
 function projectIn(slug: string, project: Project | undefined): Project {
   if (!project) throw notFound(`Project ${slug}`);
   return project;

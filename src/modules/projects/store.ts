@@ -6,7 +6,7 @@
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
-import { isUniqueViolation, prepared } from "../../db/client";
+import { prepared } from "../../db/client";
 import { apiKeys, environments, flags, projects, webhooks } from "../../db/schema";
 
 export interface Environment {
@@ -101,13 +101,8 @@ export class SqliteProjectStore implements ProjectStore {
     return this.log.store.db.select({ n: count() }).from(projects).get()!.n;
   }
 
-  async create(author: Author, project: Project, change: ChangeDraft): Promise<boolean> {
-    try {
-      return await this.log.commit(author, () => ({ result: this.insertNow(project), changes: [change] }));
-    } catch (e) {
-      if (isUniqueViolation(e)) return false;
-      throw e;
-    }
+  create(author: Author, project: Project, change: ChangeDraft): Promise<boolean> {
+    return this.log.create(author, () => this.insertNow(project), change);
   }
 
   /** Inside a transaction (the first start's bootstrap): the project and its environments. */

@@ -1,6 +1,5 @@
 /** Testing API: isolated test sessions with per-flag overrides (api-spec: Testing API; decisions §7, §8, §9). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
 import { accessGuard } from "../../http/auth";
 import { editionGuard, PRO_ONLY_NOTE } from "../../http/edition";
 import { noContent } from "../../http/schema";
@@ -20,7 +19,8 @@ import {
   SessionOverrides,
   SessionParams,
 } from "./model";
-import { createSession, deleteOverride, deleteSession, getSession, listSessions, putOverride, putOverrides } from "./service";
+import type { Config } from "../../config";
+import type { TestingService } from "./service";
 
 const TAGS = ["Testing"];
 const WHO =
@@ -29,23 +29,24 @@ const SESSION_RULES =
   "A session belongs to the key's project: another project's session is 403 FORBIDDEN; an unknown, destroyed or expired session is 404 NOT_FOUND (a session is gone from the instant `expiresAt` is reached, whether or not the hourly clean-up has run yet).";
 const VALUES =
   "Values: `true`/`false` for boolean flags (the result's `enabled`, variant null), or a variant key (1 to 64 characters of A-Z, a-z, 0-9, _ or -) for multi-variant flags (served as `variant` with `enabled` true; it is not checked against the flag's variants). Keys are flag keys (kebab-case, 1 to 128 characters); the flag need not exist: an override wins over FLAG_NOT_FOUND.";
+const NOT_AUDITED = "Test data: not recorded in the audit log.";
 const CAP = `At most ${MAX_OVERRIDES} overrides a session: a write that would go past it is 400 VALIDATION_ERROR and changes nothing.`;
 
-export const testingRoutes = (ctx: AppContext) =>
+export const testingRoutes = (testing: TestingService, config: Pick<Config, "edition">) =>
   new Elysia({ name: "flagsvc/testing" })
     .use(accessGuard())
-    .use(editionGuard(ctx.config))
-    .post("/v1/testing/sessions", ({ principal, body, status }) => status(201, createSession(ctx, principal, body)), {
+    .use(editionGuard(config))
+    .post("/v1/testing/sessions", async ({ principal, body, status }) => status(201, await testing.create(principal, body)), {
       access: "testing",
       body: NewSession,
       response: { 201: Session },
       detail: {
         tags: TAGS,
         summary: "Create a test session",
-        description: `Creates an isolated test session with no overrides. Evaluation requests of the same project that carry its \`token\` in \`X-Service-Session\` get the session's overrides (reason TEST_OVERRIDE), in every environment of the project and with any evaluation key of it; requests without the token are never affected. \`projectId\`: the key's own project, by id (\`proj_...\`) or slug; any other value, an unknown project included, is 403 FORBIDDEN. \`label\`: optional, at most ${LABEL_MAX} characters; null or omitted: none (then absent from the answer). \`ttl\` (seconds): Pro honours an integer from ${MIN_TTL_SECONDS} to ${MAX_TTL_SECONDS} (anything else is 400), default ${DEFAULT_TTL_SECONDS}; CE ignores it and always uses ${DEFAULT_TTL_SECONDS}, though a non-number is still 400. \`expiresAt\` = \`createdAt\` + ttl. \`token\`: on CE equal to \`id\`; on Pro a separate random secret (\`svc_sess_...\`), so that the id can be shared without granting override power. Both are returned here and by GET. Sessions and overrides survive restarts. Checks in order: 403 for another project, then 400 for the ttl. ${WHO}.`,
+        description: `Creates an isolated test session with no overrides. Evaluation requests of the same project that carry its \`token\` in \`X-Service-Session\` get the session's overrides (reason TEST_OVERRIDE), in every environment of the project and with any evaluation key of it; requests without the token are never affected. \`projectId\`: the key's own project, by id (\`proj_...\`) or slug; any other value, an unknown project included, is 403 FORBIDDEN. \`label\`: optional, at most ${LABEL_MAX} characters; null or omitted: none (then absent from the answer). \`ttl\` (seconds): Pro honours an integer from ${MIN_TTL_SECONDS} to ${MAX_TTL_SECONDS} (anything else is 400), default ${DEFAULT_TTL_SECONDS}; CE ignores it and always uses ${DEFAULT_TTL_SECONDS}, though a non-number is still 400. \`expiresAt\` = \`createdAt\` + ttl. \`token\`: on CE equal to \`id\`; on Pro a separate random secret (\`svc_sess_...\`), so that the id can be shared without granting override power. Both are returned here and by GET. Sessions and overrides survive restarts. ${NOT_AUDITED} Checks in order: 403 for another project, then 400 for the ttl. ${WHO}.`,
       },
     })
-    .get("/v1/testing/sessions", ({ principal, query }) => listSessions(ctx, principal, query.projectId), {
+    .get("/v1/testing/sessions", ({ principal, query }) => testing.list(principal, query.projectId), {
       access: "testing",
       query: SessionListQuery,
       response: { 200: SessionList },
@@ -55,7 +56,7 @@ export const testingRoutes = (ctx: AppContext) =>
         description: `\`{ sessions }\`: the project's live sessions (neither destroyed nor expired: a session leaves the list at the instant \`expiresAt\` is reached), each as \`GET /v1/testing/sessions/{id}\` answers it, token and overrides included (on CE the token is the id; on Pro it is the secret GET on one session also answers to the same keys), ordered by \`createdAt\`, oldest first (the same millisecond: by id). Not paged. \`projectId\`: the key's own project, by id or slug, as on create (any other value, an unknown project included, is 403 FORBIDDEN); omitted, the key's project; empty, 400. Both editions. ${WHO}.`,
       },
     })
-    .get("/v1/testing/sessions/:id", ({ principal, params }) => getSession(ctx, principal, params.id), {
+    .get("/v1/testing/sessions/:id", ({ principal, params }) => testing.get(principal, params.id), {
       access: "testing",
       params: SessionParams,
       response: { 200: Session },
@@ -67,8 +68,8 @@ export const testingRoutes = (ctx: AppContext) =>
     })
     .delete(
       "/v1/testing/sessions/:id",
-      ({ principal, params, status }) => {
-        deleteSession(ctx, principal, params.id);
+      async ({ principal, params, status }) => {
+        await testing.delete(principal, params.id);
         return status(204);
       },
       {
@@ -83,7 +84,7 @@ export const testingRoutes = (ctx: AppContext) =>
       },
     )
     // Declared before `/:flagKey`: `PUT .../overrides/batch` is always the batch endpoint, also on CE.
-    .put("/v1/testing/sessions/:id/overrides/batch", ({ principal, params, body }) => putOverrides(ctx, principal, params.id, body.overrides), {
+    .put("/v1/testing/sessions/:id/overrides/batch", ({ principal, params, body }) => testing.putOverrides(principal, params.id, body.overrides), {
       access: "testing",
       edition: "pro",
       params: SessionParams,
@@ -95,7 +96,7 @@ export const testingRoutes = (ctx: AppContext) =>
         description: `\`{ "overrides": { flagKey: value, ... } }\`, at least one entry, merged into the session's overrides: each key sent is set (replacing its earlier value), every other override stays. It never removes anything: to clear all overrides, destroy the session and create a new one. All or nothing: a bad value, a bad key or going past the cap refuses the whole request and changes nothing (\`details\` lists every bad value, or, when the values are right, every bad key). Answers the session's whole map. ${VALUES} ${CAP} This path is always the batch endpoint: to override a flag whose key is \`batch\`, send it in this body. ${SESSION_RULES} ${WHO}. ${PRO_ONLY_NOTE} On CE set overrides one at a time with \`PUT .../overrides/{flagKey}\`.`,
       },
     })
-    .put("/v1/testing/sessions/:id/overrides/:flagKey", ({ principal, params, body }) => putOverride(ctx, principal, params.id, params.flagKey, body.value), {
+    .put("/v1/testing/sessions/:id/overrides/:flagKey", ({ principal, params, body }) => testing.putOverride(principal, params.id, params.flagKey, body.value), {
       access: "testing",
       params: OverrideParams,
       body: PutOverride,
@@ -103,13 +104,13 @@ export const testingRoutes = (ctx: AppContext) =>
       detail: {
         tags: TAGS,
         summary: "Set one override",
-        description: `\`{ "value": true | false | "variant-key" }\` for the flag \`flagKey\`, replacing any earlier value of it. Answers the session's whole map. The very next evaluation with the session's token sees it. ${VALUES} ${CAP} ${SESSION_RULES} ${WHO}.`,
+        description: `\`{ "value": true | false | "variant-key" }\` for the flag \`flagKey\`, replacing any earlier value of it. Answers the session's whole map. The very next evaluation with the session's token sees it. ${NOT_AUDITED} ${VALUES} ${CAP} ${SESSION_RULES} ${WHO}.`,
       },
     })
     .delete(
       "/v1/testing/sessions/:id/overrides/:flagKey",
-      ({ principal, params, status }) => {
-        deleteOverride(ctx, principal, params.id, params.flagKey);
+      async ({ principal, params, status }) => {
+        await testing.deleteOverride(principal, params.id, params.flagKey);
         return status(204);
       },
       {

@@ -1,110 +1,76 @@
 /**
- * The live test sessions in memory: what evaluation reads (resolution step 1) and what the
- * Testing API answers from. The database (`test_sessions`, `session_overrides`) is the durable
- * copy: start-up fills this store from it, and every write of the service commits first and
- * then updates this store, before its response goes out (read-your-writes).
- *
- * Evaluation's cost: one Map get by token and a comparison of `expiresAt` with the clock's
- * `now`; an expired session is ignored at once, whatever the hourly sweep has done yet.
+ * All SQL of test sessions and their overrides, behind `TestSessionStore`: asynchronous at its
+ * boundary (a PostgreSQL implementation stands behind the same interface), synchronous SQLite
+ * inside. Test data written at pipeline speed: no change-log entry (docs/decisions.md, Testing
+ * API), so the writes are plain transactions, not the change log's commits.
  */
-import { gt } from "drizzle-orm";
-import type { ChangeEntry } from "../../changes/entry";
-import type { Store } from "../../db/client";
+import { and, eq, gt, lte } from "drizzle-orm";
+import { transaction, type Store } from "../../db/client";
 import { sessionOverrides, testSessions } from "../../db/schema";
-import type { Override, OverrideSource } from "../../evaluation/types";
+import type { Override } from "../../evaluation/types";
 import { iso } from "../../lib/clock";
 
-export interface LiveSession {
+/** A session as stored. */
+export interface SessionRow {
   id: string;
   token: string;
   projectId: string;
   label: string | null;
   createdAt: string;
   expiresAt: string;
-  /** `expiresAt` in ms since the epoch: live while `now < expiresAtMs`. */
-  expiresAtMs: number;
-  /** Flag key -> override value; mutated in place by the service after each commit. */
-  overrides: Map<string, Override>;
 }
 
-export class SessionStore implements OverrideSource {
-  private readonly byId = new Map<string, LiveSession>();
-  private readonly byToken = new Map<string, LiveSession>();
+export interface TestSessionStore {
+  create(session: SessionRow): Promise<void>;
+  /** The session and its overrides (cascade). */
+  remove(sessionId: string): Promise<void>;
+  /** Each override set, replacing any earlier value of its key, all in one transaction. */
+  putOverrides(sessionId: string, overrides: readonly [string, Override][], updatedAt: string): Promise<void>;
+  removeOverride(sessionId: string, flagKey: string): Promise<void>;
+  /** Sessions expired at `now` (`expiresAt <= now`), with their overrides; returns how many. */
+  removeExpired(now: number): Promise<number>;
+  /** Start-up, synchronous: the sessions not yet expired at `now`, each with its overrides. */
+  liveNow(now: number): (SessionRow & { overrides: [string, Override][] })[];
+}
 
-  /** The hot path: the overrides of a live session of `projectId` with this token, else undefined. */
-  overridesFor(token: string, projectId: string, now: number): ReadonlyMap<string, Override> | undefined {
-    const session = this.byToken.get(token);
-    return session !== undefined && now < session.expiresAtMs && session.projectId === projectId ? session.overrides : undefined;
+export class SqliteTestSessionStore implements TestSessionStore {
+  constructor(private readonly store: Store) {}
+
+  async create(session: SessionRow): Promise<void> {
+    this.store.db.insert(testSessions).values(session).run();
   }
 
-  /** The session with this id unless it is unknown or expired at `now`. */
-  live(id: string, now: number): LiveSession | undefined {
-    const session = this.byId.get(id);
-    return session !== undefined && now < session.expiresAtMs ? session : undefined;
+  async remove(sessionId: string): Promise<void> {
+    this.store.db.delete(testSessions).where(eq(testSessions.id, sessionId)).run(); // overrides cascade
   }
 
-  /**
-   * The project's sessions live at `now`, oldest first: by `createdAt`, then by id for the same
-   * millisecond (the map's insertion order is lost at a restart). A scan of every session: this
-   * serves a management call, never evaluation.
-   */
-  liveOf(projectId: string, now: number): LiveSession[] {
-    const sessions: LiveSession[] = [];
-    for (const session of this.byId.values()) if (session.projectId === projectId && now < session.expiresAtMs) sessions.push(session);
-    return sessions.sort((a, b) => compare(a.createdAt, b.createdAt) || compare(a.id, b.id));
-  }
-
-  add(session: LiveSession): void {
-    this.byId.set(session.id, session);
-    this.byToken.set(session.token, session);
-  }
-
-  remove(id: string): void {
-    const session = this.byId.get(id);
-    if (session === undefined) return;
-    this.byId.delete(id);
-    this.byToken.delete(session.token);
-  }
-
-  /** The change log's subscriber: a deleted project's sessions stop working at once. */
-  readonly subscriber = (entries: readonly ChangeEntry[]): void => {
-    for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") this.removeProject(e.resource.id);
-  };
-
-  /** A deleted project's sessions (the database cascade removed their rows). */
-  removeProject(projectId: string): void {
-    for (const session of this.byId.values()) if (session.projectId === projectId) this.remove(session.id);
-  }
-
-  /** Sessions expired at `now`; returns how many were dropped. */
-  removeExpired(now: number): number {
-    let removed = 0;
-    for (const session of this.byId.values()) {
-      if (now >= session.expiresAtMs) {
-        this.remove(session.id);
-        removed++;
+  async putOverrides(sessionId: string, overrides: readonly [string, Override][], updatedAt: string): Promise<void> {
+    const { db } = this.store;
+    transaction(this.store, () => {
+      for (const [flagKey, value] of overrides) {
+        db.insert(sessionOverrides)
+          .values({ sessionId, flagKey, value, updatedAt })
+          .onConflictDoUpdate({ target: [sessionOverrides.sessionId, sessionOverrides.flagKey], set: { value, updatedAt } })
+          .run();
       }
-    }
-    return removed;
+    });
   }
 
-  /** Sessions held (live or expired but not yet swept). */
-  get size(): number {
-    return this.byId.size;
+  async removeOverride(sessionId: string, flagKey: string): Promise<void> {
+    this.store.db
+      .delete(sessionOverrides)
+      .where(and(eq(sessionOverrides.sessionId, sessionId), eq(sessionOverrides.flagKey, flagKey)))
+      .run();
   }
-}
 
-const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  async removeExpired(now: number): Promise<number> {
+    return this.store.db.delete(testSessions).where(lte(testSessions.expiresAt, iso(now))).returning({ id: testSessions.id }).all().length;
+  }
 
-/** The sessions not yet expired at `now`, with their overrides, from the database. */
-export function loadSessions({ db }: Store, now: number): SessionStore {
-  const store = new SessionStore();
-  const cutoff = iso(now);
-  for (const row of db.select().from(testSessions).where(gt(testSessions.expiresAt, cutoff)).all()) {
-    store.add({ ...row, expiresAtMs: Date.parse(row.expiresAt), overrides: new Map() });
+  liveNow(now: number): (SessionRow & { overrides: [string, Override][] })[] {
+    const { db } = this.store;
+    const live = new Map(db.select().from(testSessions).where(gt(testSessions.expiresAt, iso(now))).all().map((row) => [row.id, { ...row, overrides: [] as [string, Override][] }]));
+    for (const row of db.select().from(sessionOverrides).all()) live.get(row.sessionId)?.overrides.push([row.flagKey, row.value]);
+    return [...live.values()];
   }
-  for (const row of db.select().from(sessionOverrides).all()) {
-    store.live(row.sessionId, now)?.overrides.set(row.flagKey, row.value);
-  }
-  return store;
 }

@@ -1,26 +1,21 @@
 /**
- * Login users: storage operations, shared by the HTTP routes, the first-start bootstrap and
- * the `flagsvc admin create-user` and `reset-password` commands (which run beside the server
- * in another process, so everything here takes a plain Store, not the app context). Emails
- * are stored lower-case; passwords only as argon2id hashes. At least one admin user is kept
- * once one exists.
+ * Login users: the rules, shared by the HTTP routes, the first-start bootstrap and the
+ * `flagsvc admin create-user` and `reset-password` commands (which run beside the server in
+ * another process, with their own store on the same database). Emails are stored lower-case;
+ * passwords only as argon2id hashes, never in a change-log entry. At least one admin user is
+ * kept once one exists.
  */
 import { Value } from "@sinclair/typebox/value";
-import { asc, count, eq } from "drizzle-orm";
-import { isUniqueViolation, transaction, type Store } from "../../db/client";
-import { credentialsChanged, tokensValidFrom, type CredentialStore } from "../../http/credentials";
-import { users } from "../../db/schema";
+import { diff, SECRET, whole, type Author, type ChangeDraft } from "../../changes/entry";
+import { tokensValidFrom } from "../../http/credentials";
 import type { Role } from "../../http/access";
 import { conflict, notFound, validationDetails, validationError } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
 import { newId, randomBase62 } from "../../lib/ids";
 import { NewUser, PasswordReset, UserPatch } from "./model";
+import type { StoredUser, UserRecord, UserStore } from "./store";
 
-export interface UserRecord {
-  id: string;
-  email: string;
-  role: Role;
-}
+export type { UserRecord } from "./store";
 
 export interface NewUserInput {
   email: string;
@@ -52,7 +47,7 @@ export const generatePassword = (): string => randomBase62(20);
 const LAST_ADMIN_DELETE = "Cannot delete the last admin user: give another user the admin role first";
 const LAST_ADMIN_DEMOTE = "Cannot change the role of the last admin user: give another user the admin role first";
 
-const toRecord = (u: { id: string; email: string; role: Role }): UserRecord => ({ id: u.id, email: u.email, role: u.role });
+const toRecord = (u: UserRecord): UserRecord => ({ id: u.id, email: u.email, role: u.role });
 
 /** The same checks as the route's body schema, for callers that are not HTTP (the CLI). */
 function check<T>(schema: typeof NewUser | typeof UserPatch | typeof PasswordReset, value: unknown): T {
@@ -60,111 +55,95 @@ function check<T>(schema: typeof NewUser | typeof UserPatch | typeof PasswordRes
   return value as T;
 }
 
-export function listUsers({ db }: Store): UserRecord[] {
-  return db.select({ id: users.id, email: users.email, role: users.role }).from(users).orderBy(asc(users.email)).all().map(toRecord);
-}
-
-export function getUser({ db }: Store, id: string): UserRecord | undefined {
-  const u = db.select({ id: users.id, email: users.email, role: users.role }).from(users).where(eq(users.id, id)).get();
-  return u && toRecord(u);
-}
-
-/** The user with this email (any case), with the password hash: for login only. */
-export function findUserForLogin({ db }: Store, email: string) {
-  return db.select().from(users).where(eq(users.email, normalizeEmail(email))).get();
-}
-
-export function countUsers({ db }: Store): number {
-  return db.select({ n: count() }).from(users).get()!.n;
-}
-
-function countAdmins({ db }: Store): number {
-  return db.select({ n: count() }).from(users).where(eq(users.role, "admin")).get()!.n;
-}
-
-
 const duplicate = (email: string) => conflict(`A user with email ${email} already exists`);
 
-/** Stores a user whose password is already hashed (bootstrap, synchronous). */
-export function insertUser(store: CredentialStore, clock: Clock, input: { email: string; passwordHash: string; role: Role }): UserRecord {
-  const now = iso(clock.now());
-  const row = { id: newId("usr"), email: normalizeEmail(input.email), passwordHash: input.passwordHash, role: input.role, createdAt: now, updatedAt: now };
-  try {
-    store.db.insert(users).values(row).run();
-  } catch (e) {
-    if (isUniqueViolation(e)) throw duplicate(row.email);
-    throw e;
-  }
-  credentialsChanged(store);
-  return toRecord(row);
-}
-
-/** Throws the 400 that `createUser` would for this input (for callers that check before opening storage). */
+/** Throws the 400 that `create` would for this input (for callers that check before opening storage). */
 export const validateNewUser = (input: unknown): NewUserInput => check<NewUserInput>(NewUser, input);
-
-/** Validates fully (400), refuses a taken email (409), hashes the password and stores the user. */
-export async function createUser(store: CredentialStore, clock: Clock, input: unknown): Promise<UserRecord> {
-  const { email, password, role } = validateNewUser(input);
-  const normalized = normalizeEmail(email);
-  if (findUserForLogin(store, normalized)) throw duplicate(normalized);
-  return insertUser(store, clock, { email: normalized, passwordHash: await hashPassword(password), role });
-}
-
-/**
- * Changes role and/or password. 404 unknown user; 409 demoting the last admin; an empty patch
- * changes nothing and answers the user, as every PATCH does.
- */
-export async function updateUser(store: CredentialStore, clock: Clock, id: string, input: unknown): Promise<UserRecord> {
-  const patch = check<UserPatchInput>(UserPatch, input);
-  const current = getUser(store, id);
-  if (!current) throw notFound("User");
-  if (patch.role === undefined && patch.password === undefined) return current;
-  const passwordHash = patch.password === undefined ? undefined : await hashPassword(patch.password);
-  const updated = transaction(store, () => {
-    const user = getUser(store, id);
-    if (!user) throw notFound("User");
-    if (patch.role !== undefined && user.role === "admin" && patch.role !== "admin" && countAdmins(store) <= 1) throw conflict(LAST_ADMIN_DEMOTE);
-    const changes = {
-      ...(patch.role !== undefined ? { role: patch.role } : {}),
-      // A new password ends the sessions opened before it.
-      ...(passwordHash !== undefined ? { passwordHash, tokensValidAfter: tokensValidFrom(validFrom(store, id), clock.now()) } : {}),
-      updatedAt: iso(clock.now()),
-    };
-    store.db.update(users).set(changes).where(eq(users.id, id)).run();
-    return { ...user, ...(patch.role !== undefined ? { role: patch.role } : {}) };
-  });
-  credentialsChanged(store);
-  return updated;
-}
 
 /** Throws the 400 that `resetPassword` would for this input (for callers that check before opening storage). */
 export const validatePasswordReset = (input: unknown): PasswordResetInput => check<PasswordResetInput>(PasswordReset, input);
 
-/**
- * The user with this email (any case) gets a new password, as by a PATCH with a password
- * (`updateUser`): the user's login tokens issued before it end. 404 unknown email.
- */
-export async function resetPassword(store: CredentialStore, clock: Clock, input: unknown): Promise<UserRecord> {
-  const { email, password } = validatePasswordReset(input);
-  const user = findUserForLogin(store, email);
-  if (!user) throw notFound(`User with email ${normalizeEmail(email)}`);
-  return updateUser(store, clock, user.id, { password });
+/** A new user's record, its password already hashed. */
+export function newUser(clock: Clock, input: { email: string; passwordHash: string; role: Role }): StoredUser {
+  const now = iso(clock.now());
+  return { id: newId("usr"), email: normalizeEmail(input.email), role: input.role, passwordHash: input.passwordHash, tokensValidAfter: null, createdAt: now, updatedAt: now };
 }
 
-const validFrom = (store: Store, id: string): string | null =>
-  store.db.select({ v: users.tokensValidAfter }).from(users).where(eq(users.id, id)).get()?.v ?? null;
-
-/** Deletes a user. 404 unknown; 409 the last admin. */
-export function deleteUser(store: CredentialStore, id: string): void {
-  transaction(store, () => {
-    const user = getUser(store, id);
-    if (!user) throw notFound("User");
-    if (user.role === "admin" && countAdmins(store) <= 1) throw conflict(LAST_ADMIN_DELETE);
-    store.db.delete(users).where(eq(users.id, id)).run();
-  });
-  credentialsChanged(store);
+/** The entry of a user's creation or deletion: the whole record, its password hash masked. */
+export function userChange(user: StoredUser, action: "created" | "deleted"): ChangeDraft {
+  const { tokensValidAfter: _t, ...record } = user;
+  return { project: null, environment: null, resource: { type: "user", id: user.id, key: user.email }, action, changes: whole({ ...record }, action, ["passwordHash"]) };
 }
 
-export function hasAdminUser(store: Store): boolean {
-  return countAdmins(store) > 0;
+export interface UserServiceDeps {
+  users: UserStore;
+  clock: Clock;
+}
+
+export type UserService = ReturnType<typeof userService>;
+
+export function userService({ users, clock }: UserServiceDeps) {
+  /** Role and/or password: 404 unknown; 409 demoting the last admin; no change, nothing written. */
+  async function update(author: Author, id: string, input: unknown): Promise<UserRecord> {
+    const patch = check<UserPatchInput>(UserPatch, input);
+    const current = await users.get(id);
+    if (!current) throw notFound("User");
+    if (patch.role === undefined && patch.password === undefined) return current;
+    // Hashed before the transaction: argon2id takes tens of milliseconds.
+    const passwordHash = patch.password === undefined ? undefined : await hashPassword(patch.password);
+    const updated = await users.update(author, id, (user, admins) => {
+      if (!user) throw notFound("User");
+      const role = patch.role ?? user.role;
+      if (user.role === "admin" && role !== "admin" && admins <= 1) throw conflict(LAST_ADMIN_DEMOTE);
+      const changes = diff({ role: user.role }, { role });
+      // A new password ends the sessions opened before it.
+      if (passwordHash !== undefined) changes.password = { before: SECRET, after: SECRET, changed: true };
+      if (Object.keys(changes).length === 0) return { result: user, changes: [] };
+      const now = clock.now();
+      const next: StoredUser = {
+        ...user,
+        role,
+        updatedAt: iso(now),
+        ...(passwordHash !== undefined ? { passwordHash, tokensValidAfter: tokensValidFrom(user.tokensValidAfter, now) } : {}),
+      };
+      return { result: next, changes: [{ project: null, environment: null, resource: { type: "user", id, key: user.email }, action: "updated", changes }] };
+    });
+    return toRecord(updated);
+  }
+
+  return {
+    list: () => users.list(),
+
+    /** Validates fully (400), refuses a taken email (409), hashes the password and stores the user. */
+    async create(author: Author, input: unknown): Promise<UserRecord> {
+      const { email, password, role } = validateNewUser(input);
+      const normalized = normalizeEmail(email);
+      if (await users.byEmail(normalized)) throw duplicate(normalized);
+      const user = newUser(clock, { email: normalized, passwordHash: await hashPassword(password), role });
+      if (!(await users.create(author, user, userChange(user, "created")))) throw duplicate(normalized);
+      return toRecord(user);
+    },
+
+    update,
+
+    /**
+     * The user with this email (any case) gets a new password, as by a PATCH with a password:
+     * the user's login tokens issued before it end. 404 unknown email.
+     */
+    async resetPassword(author: Author, input: unknown): Promise<UserRecord> {
+      const { email, password } = validatePasswordReset(input);
+      const user = await users.byEmail(normalizeEmail(email));
+      if (!user) throw notFound(`User with email ${normalizeEmail(email)}`);
+      return update(author, user.id, { password });
+    },
+
+    /** 404 unknown; 409 the last admin. */
+    delete(author: Author, id: string): Promise<void> {
+      return users.remove(author, id, (user, admins) => {
+        if (!user) throw notFound("User");
+        if (user.role === "admin" && admins <= 1) throw conflict(LAST_ADMIN_DELETE);
+        return userChange(user, "deleted");
+      });
+    },
+  };
 }

@@ -24,6 +24,10 @@
  *   twice. A crash before the store leaves it pending: it is sent again (at-least-once).
  * - stop(): no new attempts; outcomes already known are stored, attempts in flight are aborted
  *   and stay pending.
+ *
+ * Its queue SQL stays here rather than in store.ts: it runs on the sender's own connection (the
+ * background thread's, in the server), synchronously between attempts, and is the sender's
+ * alone; the store's webhooks, deliveries and outbox SQL serve the request thread.
  */
 import { createHmac } from "node:crypto";
 import type { Config } from "../../config";
@@ -32,7 +36,7 @@ import { iso, type Clock } from "../../lib/clock";
 import type { Logger } from "../../lib/log";
 import { guardedFetch, OutboundBlockedError, OutboundPolicy } from "../../lib/outbound";
 import { VERSION } from "../../version";
-import { pruneDeliveries } from "./events";
+import { pruneDeliveries } from "./store";
 
 export const MAX_IN_FLIGHT = 16;
 export const PER_WEBHOOK_IN_FLIGHT = 4;

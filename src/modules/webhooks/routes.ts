@@ -1,7 +1,6 @@
 /** Webhooks and their delivery log: routes (api-spec: Webhooks; decisions §10). */
 import { Elysia } from "elysia";
-import type { AppContext } from "../../context";
-import { accessGuard } from "../../http/auth";
+import { accessGuard, authorOf } from "../../http/auth";
 import { noContent, queryInt } from "../../http/schema";
 import { ProjectParams } from "../projects/model";
 import {
@@ -19,19 +18,21 @@ import {
   WebhookParams,
   WebhookPatch,
 } from "./model";
-import { attemptNow, createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, redeliver, updateWebhook } from "./service";
+import type { WebhookService } from "./service";
 
 const TAGS = ["Webhooks"];
 const WHO =
   "Who: admin keys, API keys of scope mgmt or full (their own project only: another project's webhook or delivery is 403 FORBIDDEN), login JWTs of role admin or editor.";
 const FIELDS = `\`url\` http or https (no credentials in it; a literal address that SVC_OUTBOUND_ALLOWED_HOSTS refuses, e.g. 127.0.0.1 under the default \`external\`, is a 400; host names are checked when a delivery is sent); \`events\` a non-empty list of distinct names among ${EVENT_NAMES.join(", ")}; \`secret\` ${SECRET_MIN} to ${SECRET_MAX} characters, never returned; \`environments\` distinct slugs of environments of the project (an unknown one is a 400), empty or omitted = every environment, including ones added later; \`description\` up to 2,000 characters; \`enabled\` (default true): a disabled webhook gets no new deliveries and its pending ones wait until it is enabled again.`;
 const EVENTS = "Events: creating a flag emits flag.created, a PATCH that changes it flag.updated, deleting it flag.deleted, each once per environment of the project with that environment's state (previousState = currentState for created and updated; currentState.enabled false for deleted); a state PUT that turns enabled on emits flag.enabled, off flag.disabled (also when the rollout changes with it), one that changes only rolloutPercentage flag.updated; a PATCH or PUT that changes nothing emits nothing. Payload `{ id: \"evt_...\", event, projectSlug, environment, timestamp, data: { flagKey, previousState: { enabled }, currentState: { enabled } } }`, the same bytes on every delivery of the event; the flag.updated of a rollout-only state PUT also carries `rolloutPercentage` (a number, or null when unset) in both states, `{ enabled, rolloutPercentage }`, and no other event does.";
+const AUDIT = "Recorded in the audit log (docs/audit.md) as one entry of resource `webhook` (no key: a URL can carry a token), the secret always `********` (with `changed: true` when set or replaced); a change of `enabled` is action `updated`; a PATCH that changes nothing and a refused request record nothing.";
+const NOT_AUDITED = "Not recorded in the audit log: it changes when a delivery is sent, not a resource; the delivery log is its record.";
 const DELIVERY = `Deliveries: a POST of the event's JSON payload with \`Content-Type: application/json\`, \`X-Service-Signature: sha256=<hex HMAC-SHA256 of the body keyed with the secret>\`, \`X-Service-Event\`, \`X-Service-Delivery\` (the delivery id), \`User-Agent: flagsvc-webhooks/VERSION\`. Success: a 2xx within SVC_WEBHOOK_TIMEOUT_MS; redirects are not followed. Retries after SVC_WEBHOOK_RETRY_DELAYS (default 1 min, 5 min, 30 min, 2 h); the 5th failed attempt marks the delivery failed. At-least-once: dedupe by the payload's \`id\`.`;
 
-export const webhooksRoutes = (ctx: AppContext) =>
+export const webhooksRoutes = (webhooks: WebhookService) =>
   new Elysia({ name: "flagsvc/webhooks" })
     .use(accessGuard())
-    .post("/v1/projects/:slug/webhooks", ({ params, body, status }) => status(201, createWebhook(ctx, params.slug, body)), {
+    .post("/v1/projects/:slug/webhooks", async (c) => c.status(201, await webhooks.create(authorOf(c), c.params.slug, c.body)), {
       access: "webhooks",
       params: ProjectParams,
       body: NewWebhook,
@@ -39,22 +40,22 @@ export const webhooksRoutes = (ctx: AppContext) =>
       detail: {
         tags: TAGS,
         summary: "Register a webhook",
-        description: `${FIELDS} Events of flags of this project are delivered from the next change on. ${EVENTS} ${DELIVERY} Unknown project 404. ${WHO}`,
+        description: `${FIELDS} Events of flags of this project are delivered from the next change on. ${EVENTS} ${DELIVERY} ${AUDIT} Unknown project 404. ${WHO}`,
       },
     })
-    .get("/v1/projects/:slug/webhooks", ({ params }) => ({ webhooks: listWebhooks(ctx, params.slug) }), {
+    .get("/v1/projects/:slug/webhooks", async ({ params }) => ({ webhooks: await webhooks.list(params.slug) }), {
       access: "webhooks",
       params: ProjectParams,
       response: { 200: WebhookList },
       detail: { tags: TAGS, summary: "List a project's webhooks", description: `Oldest first; never with the secret. Unknown project 404. ${WHO}` },
     })
-    .get("/v1/webhooks/:webhookId", ({ principal, params }) => getWebhook(ctx, principal, params.webhookId), {
+    .get("/v1/webhooks/:webhookId", ({ principal, params }) => webhooks.get(principal, params.webhookId), {
       access: "webhooks",
       params: WebhookParams,
       response: { 200: Webhook },
       detail: { tags: TAGS, summary: "Get a webhook", description: `Never with the secret. Unknown id 404. ${WHO}` },
     })
-    .patch("/v1/webhooks/:webhookId", ({ principal, params, body }) => updateWebhook(ctx, principal, params.webhookId, body), {
+    .patch("/v1/webhooks/:webhookId", (c) => webhooks.update(authorOf(c), c.principal, c.params.webhookId, c.body), {
       access: "webhooks",
       params: WebhookParams,
       body: WebhookPatch,
@@ -62,14 +63,14 @@ export const webhooksRoutes = (ctx: AppContext) =>
       detail: {
         tags: TAGS,
         summary: "Update a webhook",
-        description: `Any of url, events, secret, environments, description (null clears it), enabled; the fields sent replace the stored ones, with the rules of registration. ${FIELDS} Pending deliveries are sent with the webhook as it is when attempted (new URL, new secret). A PATCH that changes nothing leaves \`updatedAt\` alone. Unknown id 404. ${WHO}`,
+        description: `Any of url, events, secret, environments, description (null clears it), enabled; the fields sent replace the stored ones, with the rules of registration. ${FIELDS} Pending deliveries are sent with the webhook as it is when attempted (new URL, new secret). A PATCH that changes nothing leaves \`updatedAt\` alone. ${AUDIT} Unknown id 404. ${WHO}`,
       },
     })
     .delete(
       "/v1/webhooks/:webhookId",
-      ({ principal, params, status }) => {
-        deleteWebhook(ctx, principal, params.webhookId);
-        return status(204);
+      async (c) => {
+        await webhooks.delete(authorOf(c), c.principal, c.params.webhookId);
+        return c.status(204);
       },
       {
         access: "webhooks",
@@ -78,11 +79,11 @@ export const webhooksRoutes = (ctx: AppContext) =>
           tags: TAGS,
           summary: "Delete a webhook",
           responses: noContent("Deleted, with its deliveries"),
-          description: `Permanent; its deliveries (pending ones included) go with it. Unknown id 404. ${WHO}`,
+          description: `Permanent; its deliveries (pending ones included) go with it. ${AUDIT} Unknown id 404. ${WHO}`,
         },
       },
     )
-    .get("/v1/webhooks/:webhookId/deliveries", ({ principal, params, query }) => ({ deliveries: listDeliveries(ctx, principal, params.webhookId, { ...query, limit: queryInt(query.limit) }) }), {
+    .get("/v1/webhooks/:webhookId/deliveries", async ({ principal, params, query }) => ({ deliveries: await webhooks.listDeliveries(principal, params.webhookId, { ...query, limit: queryInt(query.limit) }) }), {
       access: "webhooks",
       params: WebhookParams,
       query: DeliveryQuery,
@@ -95,7 +96,7 @@ export const webhooksRoutes = (ctx: AppContext) =>
     })
     .post(
       "/v1/webhook-deliveries/:deliveryId/redeliver",
-      ({ principal, params, status }) => status(202, redeliver(ctx, principal, params.deliveryId)),
+      async ({ principal, params, status }) => status(202, await webhooks.redeliver(principal, params.deliveryId)),
       {
         access: "webhooks",
         params: DeliveryParams,
@@ -103,13 +104,13 @@ export const webhooksRoutes = (ctx: AppContext) =>
         detail: {
           tags: TAGS,
           summary: "Redeliver an event",
-          description: `No body. For a failed (or succeeded) delivery: 202 with a new delivery of the same event to the same webhook (same event id, same payload bytes, signed with the webhook's current secret), \`redeliveryOf\` set to the given id, attempted at once and retried on the same schedule. The original delivery keeps its state. 409 CONFLICT when the delivery is still pending (it will be attempted anyway; to attempt it now, see attempt-now) or the webhook is disabled. Unknown id 404. ${WHO}`,
+          description: `No body. For a failed (or succeeded) delivery: 202 with a new delivery of the same event to the same webhook (same event id, same payload bytes, signed with the webhook's current secret), \`redeliveryOf\` set to the given id, attempted at once and retried on the same schedule. The original delivery keeps its state. 409 CONFLICT when the delivery is still pending (it will be attempted anyway; to attempt it now, see attempt-now) or the webhook is disabled. ${NOT_AUDITED} Unknown id 404. ${WHO}`,
         },
       },
     )
     .post(
       "/v1/webhook-deliveries/:deliveryId/attempt-now",
-      ({ principal, params, status }) => status(202, attemptNow(ctx, principal, params.deliveryId)),
+      async ({ principal, params, status }) => status(202, await webhooks.attemptNow(principal, params.deliveryId)),
       {
         access: "webhooks",
         params: DeliveryParams,
@@ -117,7 +118,7 @@ export const webhooksRoutes = (ctx: AppContext) =>
         detail: {
           tags: TAGS,
           summary: "Attempt a pending delivery now",
-          description: `No body. For a pending delivery waiting for a retry: it is attempted now instead of at its \`nextAttemptAt\`. 202 with the same delivery (no new one), \`nextAttemptAt\` set to the time of the request (due now), \`attempts\` and the last attempt's fields as they were; the outcome shows in the delivery list a moment later. The attempt is the delivery's next one on the schedule: it counts in \`attempts\` (5 at most), and if it fails the following retry is due after the schedule's delay for it, counted from this attempt (the attempt that was due later is not made in addition); the failure of the 5th attempt marks it failed. A delivery already due (its attempt in flight or about to start) is answered as it is and attempted once, never twice at the same time. Deliveries already due to the same webhook go first. 409 CONFLICT when the delivery is not pending (failed: redeliver it instead; succeeded: nothing is left to attempt) or the webhook is disabled (its pending deliveries resume when it is enabled). Unknown id 404. ${WHO}`,
+          description: `No body. For a pending delivery waiting for a retry: it is attempted now instead of at its \`nextAttemptAt\`. 202 with the same delivery (no new one), \`nextAttemptAt\` set to the time of the request (due now), \`attempts\` and the last attempt's fields as they were; the outcome shows in the delivery list a moment later. The attempt is the delivery's next one on the schedule: it counts in \`attempts\` (5 at most), and if it fails the following retry is due after the schedule's delay for it, counted from this attempt (the attempt that was due later is not made in addition); the failure of the 5th attempt marks it failed. A delivery already due (its attempt in flight or about to start) is answered as it is and attempted once, never twice at the same time. Deliveries already due to the same webhook go first. 409 CONFLICT when the delivery is not pending (failed: redeliver it instead; succeeded: nothing is left to attempt) or the webhook is disabled (its pending deliveries resume when it is enabled). ${NOT_AUDITED} Unknown id 404. ${WHO}`,
         },
       },
     );

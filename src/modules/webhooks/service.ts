@@ -1,49 +1,29 @@
 /**
  * Webhooks and their delivery log (decisions §10). The secret is stored to sign deliveries and
- * never leaves this module in a record or a log line. Routes without a project in the path
- * (`/v1/webhooks/{id}`, deliveries, redeliver) check the caller's project here, as the API-key
- * routes do: unknown id 404, an API key of another project 403.
+ * never leaves this module in a record, a log line or a change-log entry (`"********"` there).
+ * Routes without a project in the path (`/v1/webhooks/{id}`, deliveries, redeliver) check the
+ * caller's project here, as the API-key routes do: unknown id 404, an API key of another
+ * project 403.
+ *
+ * Webhook writes commit with their change-log entry (a PATCH that changes nothing appends
+ * none); the outbox, a subscriber, wakes the sender when a PATCH enables a webhook again.
+ * Redeliver and attempt-now are delivery operations, not changes of a resource: no entry, and
+ * they wake the sender themselves.
  */
-import { and, asc, desc, eq, sql } from "drizzle-orm";
-import type { AppContext } from "../../context";
-import { transaction } from "../../db/client";
-import { projects, webhookDeliveries, webhookEvents, webhooks } from "../../db/schema";
+import { diff, whole, type Author, type ChangeDraft, type Changes } from "../../changes/entry";
 import { MESSAGES, type Principal } from "../../http/access";
 import { conflict, forbidden, notFound, validationError, type ErrorDetail } from "../../http/errors";
-import { iso } from "../../lib/clock";
+import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
-import { checkUrl, OutboundPolicy } from "../../lib/outbound";
-import { requireProjectNow, type Project } from "../projects/service";
-import { newDelivery } from "./events";
+import type { Scheduler } from "../../lib/scheduler";
+import { checkUrl, type OutboundPolicy } from "../../lib/outbound";
+import { requireProject } from "../projects/service";
+import type { Project, ProjectReader } from "../projects/store";
+import type { Deliveries } from "./dispatcher";
 import type { DeliveryStatus, EventName } from "./model";
+import { recordOf, type DeliveryRecord, type StoredWebhook, type WebhookRecord, type WebhookStore } from "./store";
 
-export interface WebhookRecord {
-  id: string;
-  projectSlug: string;
-  url: string;
-  events: string[];
-  environments: string[];
-  description: string | null;
-  enabled: boolean;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface DeliveryRecord {
-  id: string;
-  webhookId: string;
-  eventId: string;
-  event: string;
-  status: DeliveryStatus;
-  attempts: number;
-  nextAttemptAt: string | null;
-  lastAttemptAt: string | null;
-  responseStatus: number | null;
-  error: string | null;
-  durationMs: number | null;
-  redeliveryOf: string | null;
-  createdAt: string;
-}
+export type { DeliveryRecord, WebhookRecord } from "./store";
 
 export interface NewWebhookInput {
   url: string;
@@ -66,10 +46,10 @@ export interface WebhookPatchInput {
 // ---- validation --------------------------------------------------------------------------
 
 /** What the schema cannot check: the URL against the outbound policy, repeats, environments of the project. */
-function checkInput(ctx: AppContext, project: Project, input: { url?: string; events?: string[]; environments?: string[] }): void {
+function checkInput(outbound: OutboundPolicy, project: Project, input: { url?: string; events?: string[]; environments?: string[] }): void {
   const details: ErrorDetail[] = [];
   if (input.url !== undefined) {
-    const problem = checkUrl(input.url, new OutboundPolicy(ctx.config.outboundAllowedHosts));
+    const problem = checkUrl(input.url, outbound);
     if (problem) details.push({ path: "body.url", message: problem });
   }
   const repeats = (list: readonly string[], path: string, what: string) =>
@@ -88,196 +68,159 @@ function checkInput(ctx: AppContext, project: Project, input: { url?: string; ev
   if (details.length > 0) throw validationError("Invalid webhook", details);
 }
 
-// ---- webhooks ----------------------------------------------------------------------------
+// ---- change-log entries ------------------------------------------------------------------
 
-const WEBHOOK_COLUMNS = {
-  id: webhooks.id,
-  projectId: webhooks.projectId,
-  projectSlug: projects.slug,
-  url: webhooks.url,
-  events: webhooks.events,
-  environments: webhooks.environments,
-  secret: webhooks.secret,
-  description: webhooks.description,
-  enabled: webhooks.enabled,
-  createdAt: webhooks.createdAt,
-  updatedAt: webhooks.updatedAt,
-};
+/** The fields of an entry: the record as the API answers it, with the secret, which `diff` and `whole` mask. */
+const fieldsOf = (w: StoredWebhook) => ({ ...recordOf(w), secret: w.secret });
+const SECRETS = ["secret"] as const;
 
-interface WebhookRow extends WebhookRecord {
-  projectId: string;
-  secret: string;
+/**
+ * A webhook's entry: no resource key (its URL may carry a token, and is no name); no
+ * environment (its `environments` filter is one of its fields).
+ */
+function webhookChange(webhook: StoredWebhook, action: ChangeDraft["action"], changes: Changes): ChangeDraft {
+  return { project: { id: webhook.projectId, slug: webhook.projectSlug }, environment: null, resource: { type: "webhook", id: webhook.id, key: null }, action, changes };
 }
 
-const selectWebhooks = (ctx: AppContext) => ctx.db.select(WEBHOOK_COLUMNS).from(webhooks).innerJoin(projects, eq(projects.id, webhooks.projectId));
+// ---- the service -------------------------------------------------------------------------
 
-/** The record: everything but the project id and the secret. */
-function toRecord(row: WebhookRow): WebhookRecord {
-  const { projectId: _p, secret: _s, ...record } = row;
-  return record;
+export interface WebhookServiceDeps {
+  webhooks: WebhookStore;
+  projects: ProjectReader;
+  clock: Clock;
+  /** SVC_OUTBOUND_ALLOWED_HOSTS: what a registered URL may name. */
+  outbound: OutboundPolicy;
+  /** The sender: redeliver and attempt-now wake it for their webhook. */
+  deliveries: Pick<Deliveries, "kick">;
 }
 
-/** The webhook behind `/v1/webhooks/{id}`: unknown 404; an API key of another project 403. */
-function requireWebhook(ctx: AppContext, principal: Principal, webhookId: string): WebhookRow {
-  const row = selectWebhooks(ctx).where(eq(webhooks.id, webhookId)).get();
-  if (!row) throw notFound(`Webhook ${webhookId}`);
-  if (principal.kind === "apiKey" && principal.projectId !== row.projectId) throw forbidden(MESSAGES.otherProject);
-  return row;
-}
+export type WebhookService = ReturnType<typeof webhookService>;
 
-/** GET /v1/projects/{slug}/webhooks: oldest first. */
-export function listWebhooks(ctx: AppContext, slug: string): WebhookRecord[] {
-  const project = requireProjectNow(ctx, slug);
-  return selectWebhooks(ctx)
-    .where(eq(webhooks.projectId, project.id))
-    .orderBy(asc(webhooks.createdAt), sql`${webhooks}.rowid`)
-    .all()
-    .map(toRecord);
-}
-
-/** POST /v1/projects/{slug}/webhooks. The guard has already matched an API key's project to `slug`. */
-export function createWebhook(ctx: AppContext, slug: string, input: NewWebhookInput): WebhookRecord {
-  const project = requireProjectNow(ctx, slug);
-  checkInput(ctx, project, input);
-  const now = iso(ctx.clock.now());
-  const row = {
-    id: newId("wh"),
-    projectId: project.id,
-    url: input.url,
-    events: input.events,
-    environments: input.environments ?? [],
-    secret: input.secret,
-    description: input.description ?? null,
-    enabled: input.enabled ?? true,
-    createdAt: now,
-    updatedAt: now,
+export function webhookService({ webhooks, projects, clock, outbound, deliveries }: WebhookServiceDeps) {
+  /** The webhook behind `/v1/webhooks/{id}`: unknown 404; an API key of another project 403. */
+  const webhookIn = (principal: Principal, webhookId: string, webhook: StoredWebhook | undefined): StoredWebhook => {
+    if (!webhook) throw notFound(`Webhook ${webhookId}`);
+    if (principal.kind === "apiKey" && principal.projectId !== webhook.projectId) throw forbidden(MESSAGES.otherProject);
+    return webhook;
   };
-  ctx.db.insert(webhooks).values(row).run();
-  const { id, ...rest } = row;
-  return toRecord({ id, projectSlug: project.slug, ...rest }); // the record's key order, as GET
-}
+  const requireWebhook = async (principal: Principal, webhookId: string) => webhookIn(principal, webhookId, await webhooks.find(webhookId));
 
-export function getWebhook(ctx: AppContext, principal: Principal, webhookId: string): WebhookRecord {
-  return toRecord(requireWebhook(ctx, principal, webhookId));
-}
+  return {
+    /** GET /v1/projects/{slug}/webhooks: oldest first. */
+    async list(slug: string): Promise<WebhookRecord[]> {
+      return webhooks.list((await requireProject(projects, slug)).id);
+    },
 
-/**
- * PATCH /v1/webhooks/{id}: the fields sent replace the stored ones; `updatedAt` moves only
- * when something changed. Pending deliveries use the webhook as it is when they are attempted
- * (new URL, new secret); enabling it again resumes its pending deliveries at once.
- */
-export function updateWebhook(ctx: AppContext, principal: Principal, webhookId: string, patch: WebhookPatchInput): WebhookRecord {
-  const current = requireWebhook(ctx, principal, webhookId);
-  checkInput(ctx, requireProjectNow(ctx, current.projectSlug), patch);
-  const next: WebhookRow = {
-    ...current,
-    url: patch.url ?? current.url,
-    events: patch.events ?? current.events,
-    environments: patch.environments ?? current.environments,
-    secret: patch.secret ?? current.secret,
-    description: patch.description === undefined ? current.description : patch.description,
-    enabled: patch.enabled ?? current.enabled,
+    /** POST /v1/projects/{slug}/webhooks. The guard has already matched an API key's project to `slug`. */
+    async create(author: Author, slug: string, input: NewWebhookInput): Promise<WebhookRecord> {
+      const project = await requireProject(projects, slug);
+      checkInput(outbound, project, input);
+      const now = iso(clock.now());
+      const webhook: StoredWebhook = {
+        id: newId("wh"),
+        projectSlug: project.slug,
+        url: input.url,
+        events: input.events,
+        environments: input.environments ?? [],
+        description: input.description ?? null,
+        enabled: input.enabled ?? true,
+        createdAt: now,
+        updatedAt: now,
+        projectId: project.id,
+        secret: input.secret,
+      };
+      await webhooks.create(author, webhook, webhookChange(webhook, "created", whole(fieldsOf(webhook), "created", SECRETS)));
+      return recordOf(webhook);
+    },
+
+    get: async (principal: Principal, webhookId: string): Promise<WebhookRecord> => recordOf(await requireWebhook(principal, webhookId)),
+
+    /**
+     * PATCH /v1/webhooks/{id}: the fields sent replace the stored ones; `updatedAt` moves only
+     * when something changed. Pending deliveries use the webhook as it is when they are attempted
+     * (new URL, new secret); enabling it again resumes its pending deliveries at once (the outbox
+     * wakes the sender on the entry). The entry's action is `updated` whatever changed,
+     * `enabled` included (decisions: Webhooks).
+     */
+    async update(author: Author, principal: Principal, webhookId: string, patch: WebhookPatchInput): Promise<WebhookRecord> {
+      const found = await requireWebhook(principal, webhookId);
+      checkInput(outbound, await requireProject(projects, found.projectSlug), patch);
+      const updated = await webhooks.update(author, webhookId, (stored) => {
+        const current = webhookIn(principal, webhookId, stored);
+        const next: StoredWebhook = {
+          ...current,
+          url: patch.url ?? current.url,
+          events: patch.events ?? current.events,
+          environments: patch.environments ?? current.environments,
+          secret: patch.secret ?? current.secret,
+          description: patch.description === undefined ? current.description : patch.description,
+          enabled: patch.enabled ?? current.enabled,
+        };
+        const changes = diff(fieldsOf(current), fieldsOf(next), { secrets: SECRETS });
+        if (Object.keys(changes).length === 0) return { result: current, changes: [] };
+        next.updatedAt = iso(clock.now());
+        return { result: next, changes: [webhookChange(next, "updated", changes)] };
+      });
+      return recordOf(updated);
+    },
+
+    /** DELETE /v1/webhooks/{id}: with its deliveries (an attempt in flight finishes unrecorded). */
+    async delete(author: Author, principal: Principal, webhookId: string): Promise<void> {
+      await webhooks.remove(author, webhookId, (stored) => {
+        const webhook = webhookIn(principal, webhookId, stored);
+        return webhookChange(webhook, "deleted", whole(fieldsOf(webhook), "deleted", SECRETS));
+      });
+    },
+
+    /** GET /v1/webhooks/{id}/deliveries: newest first, `limit` (default 20), optional `status`. */
+    async listDeliveries(principal: Principal, webhookId: string, query: { limit?: number; status?: DeliveryStatus }): Promise<DeliveryRecord[]> {
+      await requireWebhook(principal, webhookId);
+      return webhooks.deliveries(webhookId, { limit: query.limit ?? 20, status: query.status });
+    },
+
+    /**
+     * POST /v1/webhook-deliveries/{id}/redeliver: a new pending delivery of the same event to the
+     * same webhook (same id and payload text), due at once, with `redeliveryOf` set. The original
+     * keeps its state. 409 while the original is pending (it will be attempted anyway) or while
+     * the webhook is disabled (nothing would be sent).
+     */
+    async redeliver(principal: Principal, deliveryId: string): Promise<DeliveryRecord> {
+      const record = await webhooks.redeliver(deliveryId, (original, stored) => {
+        if (!original) throw notFound(`Delivery ${deliveryId}`);
+        const webhook = webhookIn(principal, original.webhookId, stored);
+        if (original.status === "pending") throw conflict(`Delivery ${deliveryId} is still pending: it will be attempted again on its schedule`);
+        if (!webhook.enabled) throw conflict(`Webhook ${webhook.id} is disabled: enable it before redelivering`);
+        return iso(clock.now());
+      });
+      void deliveries.kick([record.webhookId]);
+      return record;
+    },
+
+    /**
+     * POST /v1/webhook-deliveries/{id}/attempt-now: a pending delivery waiting for a retry becomes
+     * due now (`nextAttemptAt` = now) and the sender is woken as for a new delivery. The attempt is
+     * the delivery's next one on its schedule: it counts in `attempts`, and a failure schedules the
+     * following retry by the delays, from this attempt. One already due (its attempt in flight, or
+     * about to start: the sender holds a delivery from its start until its outcome is stored, and
+     * only due deliveries are started) is answered as it is, and attempted once. 409 when it is not
+     * pending (a failed one may be redelivered) or while the webhook is disabled.
+     */
+    async attemptNow(principal: Principal, deliveryId: string): Promise<DeliveryRecord> {
+      const record = await webhooks.attemptNow(deliveryId, (delivery, stored) => {
+        if (!delivery) throw notFound(`Delivery ${deliveryId}`);
+        const webhook = webhookIn(principal, delivery.webhookId, stored);
+        if (delivery.status === "failed") {
+          throw conflict(`Delivery ${deliveryId} has failed and is not attempted again: redeliver it (POST /v1/webhook-deliveries/${deliveryId}/redeliver)`);
+        }
+        if (delivery.status === "succeeded") throw conflict(`Delivery ${deliveryId} has succeeded: nothing is left to attempt`);
+        if (!webhook.enabled) throw conflict(`Webhook ${webhook.id} is disabled: enable it to resume its pending deliveries`);
+        const now = iso(clock.now());
+        return delivery.nextAttemptAt !== null && delivery.nextAttemptAt <= now ? null : now; // null: due already
+      });
+      void deliveries.kick([record.webhookId]);
+      return record;
+    },
   };
-  if (JSON.stringify(next) === JSON.stringify(current)) return toRecord(current);
-  next.updatedAt = iso(ctx.clock.now());
-  const { url, events, environments, secret, description, enabled, updatedAt } = next;
-  ctx.db.update(webhooks).set({ url, events, environments, secret, description, enabled, updatedAt }).where(eq(webhooks.id, webhookId)).run();
-  if (enabled && !current.enabled) ctx.deliveries.kick([webhookId]);
-  return toRecord(next);
-}
-
-/** DELETE /v1/webhooks/{id}: with its deliveries (an attempt in flight finishes unrecorded). */
-export function deleteWebhook(ctx: AppContext, principal: Principal, webhookId: string): void {
-  transaction(ctx, () => {
-    requireWebhook(ctx, principal, webhookId);
-    ctx.db.delete(webhooks).where(eq(webhooks.id, webhookId)).run();
-  });
-}
-
-// ---- deliveries --------------------------------------------------------------------------
-
-const DELIVERY_COLUMNS = {
-  id: webhookDeliveries.id,
-  webhookId: webhookDeliveries.webhookId,
-  eventId: webhookDeliveries.eventId,
-  event: webhookEvents.event,
-  status: webhookDeliveries.status,
-  attempts: webhookDeliveries.attempts,
-  nextAttemptAt: webhookDeliveries.nextAttemptAt,
-  lastAttemptAt: webhookDeliveries.lastAttemptAt,
-  responseStatus: webhookDeliveries.responseStatus,
-  error: webhookDeliveries.error,
-  durationMs: webhookDeliveries.durationMs,
-  redeliveryOf: webhookDeliveries.redeliveryOf,
-  createdAt: webhookDeliveries.createdAt,
-};
-
-const selectDeliveries = (ctx: AppContext) =>
-  ctx.db.select(DELIVERY_COLUMNS).from(webhookDeliveries).innerJoin(webhookEvents, eq(webhookEvents.id, webhookDeliveries.eventId));
-
-/** GET /v1/webhooks/{id}/deliveries: newest first, `limit` (default 20), optional `status`. */
-export function listDeliveries(ctx: AppContext, principal: Principal, webhookId: string, query: { limit?: number; status?: DeliveryStatus }): DeliveryRecord[] {
-  requireWebhook(ctx, principal, webhookId);
-  const where = [eq(webhookDeliveries.webhookId, webhookId)];
-  if (query.status) where.push(eq(webhookDeliveries.status, query.status));
-  return selectDeliveries(ctx)
-    .where(and(...where))
-    .orderBy(desc(webhookDeliveries.createdAt), desc(sql`${webhookDeliveries}.rowid`))
-    .limit(query.limit ?? 20)
-    .all();
-}
-
-/**
- * POST /v1/webhook-deliveries/{id}/redeliver: a new pending delivery of the same event to the
- * same webhook (same id and payload text), due at once, with `redeliveryOf` set. The original
- * keeps its state. 409 while the original is pending (it will be attempted anyway) or while
- * the webhook is disabled (nothing would be sent).
- */
-export function redeliver(ctx: AppContext, principal: Principal, deliveryId: string): DeliveryRecord {
-  const record = transaction(ctx, () => {
-    const original = ctx.db
-      .select({ webhookId: webhookDeliveries.webhookId, eventId: webhookDeliveries.eventId, status: webhookDeliveries.status })
-      .from(webhookDeliveries)
-      .where(eq(webhookDeliveries.id, deliveryId))
-      .get();
-    if (!original) throw notFound(`Delivery ${deliveryId}`);
-    const webhook = requireWebhook(ctx, principal, original.webhookId);
-    if (original.status === "pending") throw conflict(`Delivery ${deliveryId} is still pending: it will be attempted again on its schedule`);
-    if (!webhook.enabled) throw conflict(`Webhook ${webhook.id} is disabled: enable it before redelivering`);
-    const row = newDelivery(webhook.id, original.eventId, iso(ctx.clock.now()), deliveryId);
-    ctx.db.insert(webhookDeliveries).values(row).run();
-    return selectDeliveries(ctx).where(eq(webhookDeliveries.id, row.id)).get()!;
-  });
-  ctx.deliveries.kick([record.webhookId]);
-  return record;
-}
-
-/**
- * POST /v1/webhook-deliveries/{id}/attempt-now: a pending delivery waiting for a retry becomes
- * due now (`nextAttemptAt` = now) and the sender is woken as for a new delivery. The attempt is
- * the delivery's next one on its schedule: it counts in `attempts`, and a failure schedules the
- * following retry by the delays, from this attempt. One already due (its attempt in flight, or
- * about to start: the sender holds a delivery from its start until its outcome is stored, and
- * only due deliveries are started) is answered as it is, and attempted once. 409 when it is not
- * pending (a failed one may be redelivered) or while the webhook is disabled.
- */
-export function attemptNow(ctx: AppContext, principal: Principal, deliveryId: string): DeliveryRecord {
-  const record = transaction(ctx, () => {
-    const delivery = selectDeliveries(ctx).where(eq(webhookDeliveries.id, deliveryId)).get();
-    if (!delivery) throw notFound(`Delivery ${deliveryId}`);
-    const webhook = requireWebhook(ctx, principal, delivery.webhookId);
-    if (delivery.status === "failed") {
-      throw conflict(`Delivery ${deliveryId} has failed and is not attempted again: redeliver it (POST /v1/webhook-deliveries/${deliveryId}/redeliver)`);
-    }
-    if (delivery.status === "succeeded") throw conflict(`Delivery ${deliveryId} has succeeded: nothing is left to attempt`);
-    if (!webhook.enabled) throw conflict(`Webhook ${webhook.id} is disabled: enable it to resume its pending deliveries`);
-    const now = iso(ctx.clock.now());
-    if (delivery.nextAttemptAt !== null && delivery.nextAttemptAt <= now) return delivery; // due already
-    ctx.db.update(webhookDeliveries).set({ nextAttemptAt: now }).where(eq(webhookDeliveries.id, deliveryId)).run();
-    return { ...delivery, nextAttemptAt: now };
-  });
-  ctx.deliveries.kick([record.webhookId]);
-  return record;
 }
 
 /**
@@ -285,8 +228,8 @@ export function attemptNow(ctx: AppContext, principal: Principal, deliveryId: st
  * attempt is kicked by the write itself), the retention clean-up daily at 03:41, and a pass
  * right away for deliveries that came due while the process was down.
  */
-export function scheduleWebhookJobs(ctx: AppContext): void {
-  ctx.scheduler.every("webhook-deliveries", "* * * * * *", () => ctx.deliveries.kick());
-  ctx.scheduler.every("webhook-retention", "0 41 3 * * *", () => ctx.deliveries.prune());
-  ctx.deliveries.kick();
+export function scheduleWebhookJobs({ scheduler, deliveries }: { scheduler: Scheduler; deliveries: Deliveries }): void {
+  scheduler.every("webhook-deliveries", "* * * * * *", () => deliveries.kick());
+  scheduler.every("webhook-retention", "0 41 3 * * *", () => deliveries.prune());
+  deliveries.kick();
 }

@@ -1,0 +1,82 @@
+/**
+ * All SQL of admin keys, behind `AdminKeyStore` (asynchronous at its boundary, synchronous
+ * SQLite inside). Writes go through the change log with their entries.
+ */
+import { asc, count, eq, sql } from "drizzle-orm";
+import type { Author, ChangeDraft } from "../../changes/entry";
+import type { SqliteChangeLog } from "../../changes/sqlite";
+import { adminKeys } from "../../db/schema";
+import type { SqliteUserStore } from "../users/store";
+
+export interface AdminKeyRecord {
+  id: string;
+  name: string;
+  keyPrefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+/** A stored admin key: the record and the SHA-256 of its secret. */
+export interface StoredAdminKey extends AdminKeyRecord {
+  keyHash: string;
+}
+
+/** What a key's deletion weighs: how many keys there are, and how many admin users. */
+export interface Remaining {
+  keys: number;
+  adminUsers: number;
+}
+
+export interface AdminKeyStore {
+  /** Oldest first, then in the order they were added. */
+  list(): Promise<AdminKeyRecord[]>;
+  count(): Promise<number>;
+  /** A new key, unless its hash is already stored (false). */
+  create(author: Author, key: StoredAdminKey, change: ChangeDraft): Promise<boolean>;
+  remove(author: Author, id: string, decide: (current: StoredAdminKey | undefined, remaining: Remaining) => ChangeDraft): Promise<void>;
+}
+
+export class SqliteAdminKeyStore implements AdminKeyStore {
+  /** `users`: the admin users counted in a deletion's transaction. */
+  constructor(
+    private readonly log: SqliteChangeLog,
+    private readonly users: SqliteUserStore,
+  ) {}
+
+  async list(): Promise<AdminKeyRecord[]> {
+    return this.log.store.db
+      .select({ id: adminKeys.id, name: adminKeys.name, keyPrefix: adminKeys.keyPrefix, createdAt: adminKeys.createdAt, lastUsedAt: adminKeys.lastUsedAt })
+      .from(adminKeys)
+      .orderBy(asc(adminKeys.createdAt), sql`rowid`)
+      .all();
+  }
+
+  async count(): Promise<number> {
+    return this.countNow();
+  }
+
+  /** Synchronous, for what runs inside a transaction (the bootstrap). */
+  countNow(): number {
+    return this.log.store.db.select({ n: count() }).from(adminKeys).get()!.n;
+  }
+
+  create(author: Author, key: StoredAdminKey, change: ChangeDraft): Promise<boolean> {
+    return this.log.create(author, () => this.insertNow(key), change);
+  }
+
+  /** Inside a transaction (the first start's bootstrap). */
+  insertNow(key: StoredAdminKey): true {
+    this.log.store.db.insert(adminKeys).values(key).run();
+    return true;
+  }
+
+  remove(author: Author, id: string, decide: (current: StoredAdminKey | undefined, remaining: Remaining) => ChangeDraft): Promise<void> {
+    return this.log.commit(author, () => {
+      const { db } = this.log.store;
+      const current = db.select().from(adminKeys).where(eq(adminKeys.id, id)).get();
+      const change = decide(current, { keys: this.countNow(), adminUsers: this.users.adminsNow() });
+      db.delete(adminKeys).where(eq(adminKeys.id, id)).run();
+      return { result: undefined, changes: [change] };
+    });
+  }
+}

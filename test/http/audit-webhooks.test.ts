@@ -1,0 +1,202 @@
+/**
+ * The change-log entries of webhook writes, and their absence where a write is no change of a
+ * resource (redeliver, attempt-now) or is test data (test sessions and overrides): read from
+ * `change_log` with SQL after each call through HTTP. A webhook's secret, old or new, appears
+ * nowhere in the stored entry (its serialized row is searched for the text).
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { SYSTEM } from "../../src/changes/entry";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+
+const SECRET = "first-secret-of-the-webhook-0001";
+const NEW_SECRET = "second-secret-of-the-webhook-002";
+const HOOKS = "/v1/projects/default/webhooks";
+const URL = "http://127.0.0.1:9/hook";
+
+let h: TestApp;
+let admin: Record<string, string>;
+
+beforeEach(() => {
+  h = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+  admin = bearer(seedAdminKey(h.ctx, "ops key"));
+});
+afterEach(() => h.close());
+
+interface Row {
+  position: number;
+  id: string;
+  actor_type: string;
+  actor_id: string;
+  actor_label: string;
+  request_id: string | null;
+  project_id: string | null;
+  project_slug: string | null;
+  environment: string | null;
+  resource_type: string;
+  resource_id: string;
+  resource_key: string | null;
+  action: string;
+  changes: string;
+}
+
+const lastPosition = () => (h.ctx.sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
+/** The entries appended after `position`, in order. */
+const entriesAfter = (position: number) => h.ctx.sqlite.query("SELECT * FROM change_log WHERE position > ? ORDER BY position").all(position) as Row[];
+/** Everything stored of webhooks and their deliveries, to compare before and after a refused call. */
+const stored = () => JSON.stringify(h.ctx.sqlite.query("SELECT * FROM webhooks ORDER BY id").all()) + JSON.stringify(h.ctx.sqlite.query("SELECT * FROM webhook_deliveries ORDER BY id").all());
+
+/** The call's response (its status checked) and the entries it appended. */
+async function write(method: string, path: string, body: unknown, status: number, headers = admin) {
+  const before = lastPosition();
+  const res = await h.request(method, path, { body, headers });
+  const answer = await json(res, status);
+  return { answer, requestId: res.headers.get("x-request-id"), entries: entriesAfter(before) };
+}
+
+const register = (headers = admin, body: Record<string, unknown> = {}) =>
+  write("POST", HOOKS, { url: URL, events: ["flag.created", "flag.enabled"], secret: SECRET, description: "ops", ...body }, 201, headers);
+
+const adminKeyId = () => (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = 'ops key'").get() as { id: string }).id;
+const defaultProjectId = () => (h.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
+
+describe("webhook writes append one entry each", () => {
+  test("create (admin key): the whole record, the secret masked, the author and the request", async () => {
+    const { answer, requestId, entries } = await register();
+    expect(entries.length).toBe(1);
+    const [e] = entries;
+    expect(e).toMatchObject({
+      actor_type: "admin_key",
+      actor_id: adminKeyId(),
+      actor_label: "ops key",
+      request_id: requestId,
+      project_id: defaultProjectId(),
+      project_slug: "default",
+      environment: null,
+      resource_type: "webhook",
+      resource_id: answer.id,
+      resource_key: null,
+      action: "created",
+    });
+    expect(e!.id).toMatch(/^aud_/);
+    expect(JSON.parse(e!.changes)).toEqual({
+      id: { before: null, after: answer.id },
+      projectSlug: { before: null, after: "default" },
+      url: { before: null, after: URL },
+      events: { before: null, after: ["flag.created", "flag.enabled"] },
+      environments: { before: null, after: [] },
+      description: { before: null, after: "ops" },
+      enabled: { before: null, after: true },
+      createdAt: { before: null, after: answer.createdAt },
+      updatedAt: { before: null, after: answer.updatedAt },
+      secret: { before: null, after: "********", changed: true },
+    });
+    expect(JSON.stringify(e)).not.toContain(SECRET);
+  });
+
+  test("PATCH (editor JWT): the fields that changed, a new secret masked with changed: true, enabled as `updated`", async () => {
+    const { answer: hook } = await register();
+    const editor = await userToken(h.ctx, "editor");
+    const user = h.ctx.sqlite.query("SELECT id, email FROM users WHERE role = 'editor'").get() as { id: string; email: string };
+    h.clock.advance(1000);
+    const { answer, entries } = await write("PATCH", `/v1/webhooks/${hook.id}`, { secret: NEW_SECRET, enabled: false, description: null }, 200, editor);
+    expect(entries.length).toBe(1);
+    expect(entries[0]).toMatchObject({ actor_type: "user", actor_id: user.id, actor_label: user.email, resource_id: hook.id, resource_key: null, action: "updated" });
+    expect(JSON.parse(entries[0]!.changes)).toEqual({
+      description: { before: "ops", after: null },
+      enabled: { before: true, after: false },
+      secret: { before: "********", after: "********", changed: true },
+    });
+    expect(answer.updatedAt).not.toBe(hook.updatedAt); // moved, and not an entry field of its own
+    const text = JSON.stringify(entries[0]);
+    expect(text).not.toContain(SECRET);
+    expect(text).not.toContain(NEW_SECRET);
+  });
+
+  test("a PATCH that changes nothing (the same secret included) appends nothing", async () => {
+    const { answer: hook } = await register();
+    for (const body of [{}, { secret: SECRET, enabled: true, url: URL }]) {
+      const { answer, entries } = await write("PATCH", `/v1/webhooks/${hook.id}`, body, 200);
+      expect(entries).toEqual([]);
+      expect(answer.updatedAt).toBe(hook.updatedAt);
+    }
+  });
+
+  test("delete (mgmt key): the whole record, the secret masked; its project's key is the actor", async () => {
+    const mgmt = seedApiKey(h.ctx, "mgmt");
+    const { answer: hook } = await register(bearer(mgmt.secret));
+    const { entries } = await write("DELETE", `/v1/webhooks/${hook.id}`, undefined, 204, bearer(mgmt.secret));
+    expect(entries.length).toBe(1);
+    expect(entries[0]).toMatchObject({ actor_type: "api_key", actor_id: mgmt.id, actor_label: "mgmt key", resource_type: "webhook", resource_id: hook.id, action: "deleted" });
+    const changes = JSON.parse(entries[0]!.changes);
+    expect(changes.secret).toEqual({ before: "********", after: null });
+    expect(changes.url).toEqual({ before: URL, after: null });
+    expect(Object.keys(changes)).toEqual(["id", "projectSlug", "url", "events", "environments", "description", "enabled", "createdAt", "updatedAt", "secret"]);
+    expect(JSON.stringify(entries[0])).not.toContain(SECRET);
+  });
+
+  test("a full key's create is recorded with that key as the actor", async () => {
+    const full = seedApiKey(h.ctx, "full");
+    const { entries } = await register(bearer(full.secret));
+    expect(entries.map((e) => [e.actor_type, e.actor_id, e.action])).toEqual([["api_key", full.id, "created"]]);
+  });
+});
+
+describe("refused webhook writes append nothing and change nothing", () => {
+  test("400, 403, 404 on create, PATCH and delete", async () => {
+    const { answer: hook } = await register();
+    await h.services.projects.create(SYSTEM, { slug: "other", name: "Other" });
+    const otherKey = bearer(seedApiKey(h.ctx, "mgmt", "other").secret);
+    const viewer = await userToken(h.ctx, "viewer");
+    const before = stored();
+    const position = lastPosition();
+    const refused: [string, string, unknown, number, Record<string, string>][] = [
+      ["POST", HOOKS, { url: "http://127.0.0.1:9/x", events: ["flag.created"], secret: "short" }, 400, admin],
+      ["POST", HOOKS, { url: URL, events: ["flag.created"], secret: SECRET, environments: ["nowhere"] }, 400, admin],
+      ["POST", "/v1/projects/missing/webhooks", { url: URL, events: ["flag.created"], secret: SECRET }, 404, admin],
+      ["POST", HOOKS, { url: URL, events: ["flag.created"], secret: SECRET }, 403, viewer],
+      ["PATCH", `/v1/webhooks/${hook.id}`, { environments: ["nowhere"], secret: NEW_SECRET }, 400, admin],
+      ["PATCH", `/v1/webhooks/${hook.id}`, { secret: NEW_SECRET }, 403, otherKey],
+      ["PATCH", "/v1/webhooks/wh_missing", { secret: NEW_SECRET }, 404, admin],
+      ["DELETE", `/v1/webhooks/${hook.id}`, undefined, 403, otherKey],
+      ["DELETE", "/v1/webhooks/wh_missing", undefined, 404, admin],
+    ];
+    for (const [method, path, body, status, headers] of refused) {
+      const res = await h.request(method, path, { body, headers });
+      expect(`${method} ${path} ${res.status}`).toBe(`${method} ${path} ${status}`);
+    }
+    expect(entriesAfter(position)).toEqual([]);
+    expect(stored()).toBe(before);
+  });
+});
+
+describe("delivery operations are no change of a resource: no entry", () => {
+  test("redeliver and attempt-now append nothing", async () => {
+    const { answer: hook } = await register();
+    await h.request("POST", "/v1/projects/default/flags", { body: { key: "f", name: "f" }, headers: admin });
+    const delivery = h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(hook.id) as { id: string };
+    // One waiting for a retry (attempt-now), then one failed for good (redeliver).
+    h.ctx.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE id = ?", [delivery.id]);
+    const attempted = await write("POST", `/v1/webhook-deliveries/${delivery.id}/attempt-now`, undefined, 202);
+    expect(attempted.entries).toEqual([]);
+    await h.ctx.deliveries.drain();
+    h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE id = ?", [delivery.id]);
+    const redelivered = await write("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, undefined, 202);
+    expect(redelivered.answer.redeliveryOf).toBe(delivery.id);
+    expect(redelivered.entries).toEqual([]);
+  });
+});
+
+describe("test sessions and overrides are test data: no entry", () => {
+  test("create, override, batch, remove override, destroy: nothing appended", async () => {
+    const tester = bearer(seedApiKey(h.ctx, "test").secret);
+    const position = lastPosition();
+    const session = await json(await h.request("POST", "/v1/testing/sessions", { body: { projectId: "default", label: "ci" }, headers: tester }), 201);
+    const base = `/v1/testing/sessions/${session.id}`;
+    await json(await h.request("PUT", `${base}/overrides/f`, { body: { value: true }, headers: tester }), 200);
+    await json(await h.request("PUT", `${base}/overrides/batch`, { body: { overrides: { g: "blue", h: false } }, headers: tester }), 200);
+    await json(await h.request("DELETE", `${base}/overrides/f`, { headers: tester }), 204);
+    await json(await h.request("DELETE", base, { headers: tester }), 204);
+    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM test_sessions").get()).toEqual({ n: 0 });
+    expect(entriesAfter(position)).toEqual([]);
+  });
+});
