@@ -10,7 +10,8 @@
  *  - `GET /v1/projects/default/audit-log?resourceKey=KEY`, keys varied: half hot, half not
  *    (the issue's target: p99 under 50 ms);
  *  - `GET /v1/audit-log`, the instance's first page, and a page deep in (a cursor in the middle
- *    of the log), and the project's deep page;
+ *    of the log), and the project's deep page; filters without an index that match nothing
+ *    near the top (each page examines its scan window, 50,000 entries, and stops);
  *  - the NDJSON export of the whole `default` log: its time, entries a second, and the
  *    server's peak resident memory before and after (it reads 500 entries at a time).
  * Server on CPU 0, this process on CPU 1 when the machine has two.
@@ -162,6 +163,8 @@ const cases: [string, (i: number) => string][] = [
   ["instance, first page", () => "/v1/audit-log"],
   ["instance, deep page (cursor at the middle)", (i) => `/v1/audit-log?cursor=${encodeCursor(Math.floor(ENTRIES / 2) - i)}`],
   ["project, deep page (cursor at the middle)", (i) => `/v1/projects/default/audit-log?cursor=${encodeCursor(Math.floor(ENTRIES / 2) - i)}`],
+  ["instance, actorId of no entry (a scan window a page)", (i) => `/v1/audit-log?actorId=usr_nobody${i}`],
+  ["instance, until 200 days ago (a scan window a page)", () => `/v1/audit-log?until=${new Date(Date.now() - 200 * DAY).toISOString()}`],
   ["project, resourceKey, deep (cursor at the middle)", (i) => `/v1/projects/default/audit-log?resourceKey=${key(i % HOT)}&cursor=${encodeCursor(Math.floor(ENTRIES / 2) - i)}`],
 ];
 for (const [label, path] of cases) {

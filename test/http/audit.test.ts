@@ -13,6 +13,7 @@ import { iso } from "../../src/lib/clock";
 import { sortableId } from "../../src/lib/ids";
 import { createLogger } from "../../src/lib/log";
 import { EXPORT_BATCH } from "../../src/modules/audit/service";
+import { SCAN_WINDOW } from "../../src/modules/audit/store";
 import { startServer } from "../../src/server";
 import type { Database } from "bun:sqlite";
 import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, userToken, type TestApp } from "../helpers";
@@ -99,6 +100,24 @@ describe("pages", () => {
     expect(positions(seen)).toEqual([...made].reverse());
     // The appended ones are on a fresh first page.
     expect(positions((await page("/v1/projects/default/audit-log?limit=200")).entries).slice(0, appended.length)).toEqual([...appended].reverse());
+  });
+
+  test("a filter without an index stops at its scan window: a short (even empty) page with a cursor, until the match; the export finds it", async () => {
+    const [rare] = append(1, { actorId: "usr_rare" });
+    const [other] = append(1, { project: null, type: "user", key: "x@example.com" });
+    append(SCAN_WINDOW + 10);
+    const first = await page("/v1/audit-log?actorId=usr_rare&limit=5");
+    expect(first.entries).toEqual([]);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await page(`/v1/audit-log?actorId=usr_rare&limit=5&cursor=${first.nextCursor}`);
+    expect({ positions: positions(second.entries), nextCursor: second.nextCursor }).toEqual({ positions: [rare!], nextCursor: null });
+    // The window's end: everything below it is for the next page, of any filter.
+    const low = Number(Buffer.from(first.nextCursor, "base64url").toString());
+    expect(low).toBe(Number(count(h.ctx.sqlite)) - SCAN_WINDOW + 1);
+    expect(positions((await page(`/v1/projects/default/audit-log?limit=3&cursor=${first.nextCursor}`)).entries)).toEqual([low - 1, low - 2, low - 3]);
+    const exported = await (await get("/v1/audit-log?actorId=usr_rare", { ...admin, accept: "application/x-ndjson" })).text();
+    expect(exported.trimEnd().split("\n").map((l) => JSON.parse(l).position)).toEqual([rare!]);
+    expect(other).toBe(rare! + 1);
   });
 
   test("an empty log: no entries, no cursor", async () => {

@@ -99,13 +99,17 @@ export function auditService({ audit, projects }: AuditServiceDeps) {
   };
 
   return {
-    /** One page, newest first; `nextCursor` when older entries match (one more is read to know). */
+    /**
+     * One page, newest first; `nextCursor` when older entries match (one more is read to know),
+     * or when the page stopped at its scan window (it may then hold fewer than `limit`, even none).
+     */
     async list(slug: string | null, q: AuditQueryInput): Promise<{ entries: AuditEntryView[]; nextCursor: string | null }> {
       const filter = await filterOf(slug, q);
       const limit = q.limit ?? LIMIT_DEFAULT;
-      const rows = await audit.page(filter, limit + 1);
+      const { entries: rows, resumeBelow } = await audit.page(filter, limit + 1);
       const entries = rows.slice(0, limit).map(viewOf);
-      return { entries, nextCursor: rows.length > limit ? encodeCursor(entries.at(-1)!.position) : null };
+      const next = rows.length > limit ? entries.at(-1)!.position : resumeBelow;
+      return { entries, nextCursor: next === null ? null : encodeCursor(next) };
     },
 
     /**
@@ -116,11 +120,10 @@ export function auditService({ audit, projects }: AuditServiceDeps) {
     async export(slug: string | null, q: AuditQueryInput): Promise<AsyncGenerator<AuditEntryView>> {
       const filter = await filterOf(slug, q);
       return (async function* () {
-        for (let before = filter.before; ; ) {
-          const rows = await audit.page({ ...filter, before }, EXPORT_BATCH);
-          for (const row of rows) yield viewOf(row);
-          if (rows.length < EXPORT_BATCH) return;
-          before = rows.at(-1)!.position;
+        for (let before: number | null | undefined = filter.before; before !== null; ) {
+          const { entries, resumeBelow } = await audit.page({ ...filter, before: before ?? undefined }, EXPORT_BATCH);
+          for (const entry of entries) yield viewOf(entry);
+          before = entries.length === EXPORT_BATCH ? entries.at(-1)!.position : resumeBelow;
         }
       })();
     },

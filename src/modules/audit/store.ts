@@ -28,9 +28,25 @@ export interface AuditFilter {
   before?: number;
 }
 
+/**
+ * Entries a page examines at most when it walks the table (filters without an index): a filter
+ * that matches few entries of a long log answers a short page and where to go on, rather than
+ * hold the request thread (evaluation's too) for a whole pass (~250 ms on a million entries).
+ */
+export const SCAN_WINDOW = 50_000;
+
+/**
+ * A page: the entries found, newest first, and, when the page came back short because it
+ * stopped at its scan window, the position to go on below (null: nothing older to examine).
+ */
+export interface Page {
+  entries: ChangeEntry[];
+  resumeBelow: number | null;
+}
+
 export interface AuditStore {
-  /** Newest first: at most `limit` entries matching `filter`. */
-  page(filter: AuditFilter, limit: number): Promise<ChangeEntry[]>;
+  /** Newest first: at most `limit` entries matching `filter`, from at most SCAN_WINDOW walked. */
+  page(filter: AuditFilter, limit: number): Promise<Page>;
   /**
    * Removes the entries committed before `cutoff` (ISO), oldest first, at most `batch` rows a
    * transaction (a year of entries is never one long hold on the write lock), but never the
@@ -57,7 +73,8 @@ interface Row {
   changes: string;
 }
 
-const COLUMNS: [keyof AuditFilter, string][] = [
+/** The filters' conditions; `before` is the page's own bound, placed by `page`. */
+const COLUMNS: [Exclude<keyof AuditFilter, "before">, string][] = [
   ["projectId", "project_id = ?"],
   ["resourceType", "resource_type = ?"],
   ["resourceKey", "resource_key = ?"],
@@ -65,7 +82,6 @@ const COLUMNS: [keyof AuditFilter, string][] = [
   ["action", "action = ?"],
   ["since", "at >= ?"],
   ["until", "at < ?"],
-  ["before", "position < ?"],
 ];
 
 function entryOf(r: Row): ChangeEntry {
@@ -101,7 +117,7 @@ export class SqliteAuditStore implements AuditStore {
     return this.store.sqlite;
   }
 
-  async page(filter: AuditFilter, limit: number): Promise<ChangeEntry[]> {
+  async page(filter: AuditFilter, limit: number): Promise<Page> {
     const where: string[] = [];
     const values: (string | number)[] = [];
     for (const [field, condition] of COLUMNS) {
@@ -110,12 +126,26 @@ export class SqliteAuditStore implements AuditStore {
       where.push(condition);
       values.push(value);
     }
+    const before = filter.before ?? Number.MAX_SAFE_INTEGER;
+    const conditions = where.length > 0 ? ` AND ${where.join(" AND ")}` : "";
     // One statement per combination of filters, compiled once (bun:sqlite caches `query` by its text).
-    const sql = `SELECT * FROM change_log${indexFor(filter)}${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ORDER BY position DESC LIMIT ?`;
-    return this.sqlite
-      .query<Row, (string | number)[]>(sql)
-      .all(...values, limit)
-      .map(entryOf);
+    if (filter.resourceKey !== undefined || where.length === 0) {
+      // Through the index, or every row a match: the page reads no more than it answers.
+      const sql = `SELECT * FROM change_log${indexFor(filter)} WHERE position < ?${conditions} ORDER BY position DESC LIMIT ?`;
+      return { entries: this.sqlite.query<Row, (string | number)[]>(sql).all(before, ...values, limit).map(entryOf), resumeBelow: null };
+    }
+    const sql = `SELECT * FROM (SELECT * FROM change_log WHERE position < ? ORDER BY position DESC LIMIT ${SCAN_WINDOW}) WHERE true${conditions} ORDER BY position DESC LIMIT ?`;
+    const entries = this.sqlite.query<Row, (string | number)[]>(sql).all(before, ...values, limit).map(entryOf);
+    return { entries, resumeBelow: entries.length < limit ? this.windowEnd(before) : null };
+  }
+
+  /** The lowest position of a full scan window below `before`, when older entries remain. */
+  private windowEnd(before: number): number | null {
+    const low = this.sqlite
+      .query<{ position: number }, [number]>(`SELECT position FROM change_log WHERE position < ?1 ORDER BY position DESC LIMIT 1 OFFSET ${SCAN_WINDOW - 1}`)
+      .get(before)?.position;
+    if (low === undefined) return null;
+    return this.sqlite.query("SELECT 1 FROM change_log WHERE position < ?1 LIMIT 1").get(low) ? low : null;
   }
 
   async prune(cutoff: string, batch: number): Promise<number> {
