@@ -33,7 +33,7 @@ export interface AuditFilter {
  * that matches few entries of a long log answers a short page and where to go on, rather than
  * hold the request thread (evaluation's too) for a whole pass (~250 ms on a million entries).
  */
-export const SCAN_WINDOW = 50_000;
+export const SCAN_WINDOW = 10_000;
 
 /**
  * A page: the entries found, newest first, and, when the page came back short because it
