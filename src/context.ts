@@ -14,6 +14,7 @@ import type { ChangeBus } from "./changes/bus";
 import type { SqliteChangeLog } from "./changes/sqlite";
 import type { SqliteFlagStore } from "./modules/flags/store";
 import type { SqliteProjectStore } from "./modules/projects/store";
+import type { SqliteAuditStore } from "./modules/audit/store";
 import type { SqliteWebhookStore } from "./modules/webhooks/store";
 import type { SqliteAdminKeyStore } from "./modules/admin-keys/store";
 import type { SqliteApiKeyStore } from "./modules/api-keys/store";
@@ -28,6 +29,7 @@ export interface Stores {
   users: SqliteUserStore;
   adminKeys: SqliteAdminKeyStore;
   apiKeys: SqliteApiKeyStore;
+  audit: SqliteAuditStore;
 }
 
 /**

@@ -110,7 +110,7 @@ export function createServices(ctx: AppContext) {
     users: userService({ users: stores.users, clock }),
     adminKeys: adminKeyService({ adminKeys: stores.adminKeys, clock, lastUsed }),
     apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
-    audit: auditService({ audit: new SqliteAuditStore(ctx), projects: stores.projects }),
+    audit: auditService({ audit: stores.audit, projects: stores.projects }),
   };
 }
 
@@ -199,6 +199,7 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     apiKeys: new SqliteApiKeyStore(changeLog),
     webhooks: new SqliteWebhookStore(changeLog),
     testSessions: new SqliteTestSessionStore(changeLog.store),
+    audit: new SqliteAuditStore(changeLog.store),
   };
 }
 
@@ -321,7 +322,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     // Audit-log retention: daily, on the background thread when there is one (a test's injected clock keeps it here).
     ctx.scheduler.every("audit-retention", "0 47 3 * * *", () => {
       if (ctx.deliveries instanceof BackgroundThread) ctx.deliveries.pruneAuditLog();
-      else void pruneAuditLog(new SqliteAuditStore(ctx), ctx.clock.now(), config.auditRetentionDays);
+      else void pruneAuditLog(ctx.stores.audit, ctx.clock.now(), config.auditRetentionDays);
     });
 
     let stopping: Promise<void> | undefined;
