@@ -25,7 +25,12 @@ export const environments = sqliteTable(
     name: text("name").notNull(),
     createdAt: text("created_at").notNull(),
   },
-  (table) => [uniqueIndex("environments_project_slug").on(table.projectId, table.slug)],
+  (table) => [
+    uniqueIndex("environments_project_slug").on(table.projectId, table.slug),
+    // A project's environments in the order they were added (rowid), read by every management
+    // request: without it SQLite sorts them in a temporary b-tree (21 us against 7).
+    index("environments_project").on(table.projectId),
+  ],
 );
 
 /** Instance-wide settings and markers (bootstrap time, generated secrets), one row per key. */

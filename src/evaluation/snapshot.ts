@@ -1,8 +1,8 @@
 /**
  * What evaluation reads: every flag of every environment, compiled, in memory (decisions §7).
  * Evaluating is two map lookups (environment, then flag key) and a call into the engine: no
- * database, no compilation. Writers (the flags and projects services) update it after their
- * transaction commits and before their response is sent, so a client reads its own writes.
+ * database, no compilation. The change log's subscriber (modules/flags/snapshot.ts) updates it
+ * after each commit and before the response is sent, so a client reads its own writes.
  * A flag's definition is compiled once and shared by its environments' entries.
  */
 import { compileFlag, compileState, DISABLED_STATE, type CompiledFlag, type CompiledState } from "./engine";
@@ -16,12 +16,16 @@ export interface SnapshotEntry {
 /** One project as stored: its environments, flags, and the state rows that exist. */
 export interface ProjectData {
   environmentIds: readonly string[];
+  /** The slug of each environment of `environmentIds`, in the same order. */
+  environmentSlugs: readonly string[];
   flags: readonly FlagDefinition[];
   states: readonly { flagKey: string; environmentId: string; state: FlagState }[];
 }
 
 interface ProjectEntry {
   environmentIds: readonly string[];
+  /** Environment slug -> id (change-log entries name environments by slug). */
+  environmentsBySlug: ReadonlyMap<string, string>;
   flags: Map<string, CompiledFlag>;
 }
 
@@ -47,7 +51,8 @@ export class Snapshot {
     this.removeProject(projectId);
     const flags = new Map<string, CompiledFlag>();
     for (const def of data.flags) flags.set(def.key, compileFlag(def));
-    this.projects.set(projectId, { environmentIds: data.environmentIds, flags });
+    const environmentsBySlug = new Map(data.environmentSlugs.map((slug, i) => [slug, data.environmentIds[i]!]));
+    this.projects.set(projectId, { environmentIds: data.environmentIds, environmentsBySlug, flags });
     for (const environmentId of data.environmentIds) {
       const entries = new Map<string, SnapshotEntry>();
       for (const [key, flag] of flags) entries.set(key, { flag, state: DISABLED_STATE });
@@ -77,6 +82,21 @@ export class Snapshot {
       const entries = this.environments.get(environmentId)!;
       entries.set(def.key, { flag, state: entries.get(def.key)?.state ?? DISABLED_STATE });
     }
+  }
+
+  /** The id of the project's environment of this slug, if the snapshot holds it. */
+  environmentId(projectId: string, slug: string): string | undefined {
+    return this.projects.get(projectId)?.environmentsBySlug.get(slug);
+  }
+
+  /**
+   * A flag's state in an environment as stored (`null`: no state row there, i.e. disabled), or
+   * undefined when the snapshot does not hold the flag there.
+   */
+  stateOf(environmentId: string, flagKey: string): FlagState | null | undefined {
+    const state = this.environments.get(environmentId)?.get(flagKey)?.state;
+    if (state === undefined) return undefined;
+    return state === DISABLED_STATE ? null : { enabled: state.enabled, rolloutPercentage: state.threshold === null ? null : state.threshold / 1000 };
   }
 
   setState(projectId: string, flagKey: string, environmentId: string, state: FlagState | null): void {

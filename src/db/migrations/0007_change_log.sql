@@ -16,4 +16,5 @@ CREATE TABLE `change_log` (
 	`changes` text NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX `change_log_key` ON `change_log` (`resource_key`,`position`);
+CREATE INDEX `change_log_key` ON `change_log` (`resource_key`,`position`);--> statement-breakpoint
+CREATE INDEX `environments_project` ON `environments` (`project_id`);

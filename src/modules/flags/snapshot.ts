@@ -5,7 +5,8 @@
  * the project again. It runs before the writer answers (read-your-writes), never on evaluation.
  */
 import type { Subscriber } from "../../changes/bus";
-import type { ChangeEntry } from "../../changes/entry";
+import type { ChangeEntry, Changes } from "../../changes/entry";
+import type { FlagState } from "../../evaluation/types";
 import { Snapshot } from "../../evaluation/snapshot";
 import type { SnapshotSource, SqliteFlagStore } from "./store";
 
@@ -30,7 +31,7 @@ export function snapshotSubscriber(snapshot: Snapshot, source: SnapshotSource): 
 }
 
 async function apply(snapshot: Snapshot, source: SnapshotSource, entries: readonly ChangeEntry[]): Promise<void> {
-  for (const { project, resource, action, environment } of entries) {
+  for (const { project, resource, action, environment, changes } of entries) {
     if (project === null) continue;
     switch (resource.type) {
       case "project":
@@ -52,10 +53,26 @@ async function apply(snapshot: Snapshot, source: SnapshotSource, entries: readon
         break;
       }
       case "flag_state": {
+        // The state before, as the snapshot holds it, with the fields the entry changed: no read
+        // of the database after every state write. Read only when the snapshot lacks it.
+        const environmentId = snapshot.environmentId(project.id, environment!);
+        const before = environmentId === undefined ? undefined : snapshot.stateOf(environmentId, resource.key!);
+        if (before !== undefined) {
+          snapshot.setState(project.id, resource.key!, environmentId!, changedState(before, changes));
+          break;
+        }
         const found = await source.stateIn(resource.id, project.id, environment!);
         if (found) snapshot.setState(project.id, resource.key!, found.environmentId, found.state);
         break;
       }
     }
   }
+}
+
+/** A state after an entry's `changes` (a field it does not name kept its value; no row before: disabled). */
+function changedState(before: FlagState | null, changes: Changes): FlagState {
+  const state = { ...(before ?? { enabled: false, rolloutPercentage: null }) };
+  if (changes.enabled) state.enabled = changes.enabled.after as boolean;
+  if (changes.rolloutPercentage) state.rolloutPercentage = changes.rolloutPercentage.after as number | null;
+  return state;
 }

@@ -123,6 +123,8 @@ export function flagOf(f: Omit<Flag, "description"> & { description?: string | n
   return { id, key, name, ...(description != null ? { description } : {}), variants, rules, createdAt, updatedAt };
 }
 
+const UPDATE_FLAG_SQL = "UPDATE flags SET name = ?1, description = ?2, variants = ?3, rules = ?4, updated_at = ?5 WHERE id = ?6";
+
 const STATE_IN_SQL = `SELECT e.id AS environmentId, s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage
   FROM environments e LEFT JOIN flag_states s ON s.environment_id = e.id AND s.flag_id = ?1
   WHERE e.project_id = ?2 AND e.slug = ?3`;
@@ -173,11 +175,8 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
       const written = decide(current);
       if (written.changes.length > 0) {
         const { name, description, variants, rules, updatedAt } = written.result;
-        this.log.store.db
-          .update(flags)
-          .set({ name, description: description ?? null, variants, rules, updatedAt })
-          .where(eq(flags.id, current!.id))
-          .run();
+        // Prepared once: built by drizzle on each call, this update cost a PATCH ~0.2 ms.
+        this.log.store.sqlite.query(UPDATE_FLAG_SQL).run(name, description ?? null, JSON.stringify(variants), JSON.stringify(rules), updatedAt, current!.id);
       }
       return written;
     });
@@ -216,7 +215,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
   projectNow(projectId: string): ProjectData | undefined {
     const { db } = this.log.store;
     if (!db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).get()) return undefined;
-    const environmentIds = db.select({ id: environments.id }).from(environments).where(eq(environments.projectId, projectId)).all().map((e) => e.id);
+    const envs = db.select({ id: environments.id, slug: environments.slug }).from(environments).where(eq(environments.projectId, projectId)).orderBy(sql`rowid`).all();
     const defs = db
       .select({ key: flags.key, variants: flags.variants, rules: flags.rules })
       .from(flags)
@@ -230,7 +229,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
       .where(eq(flags.projectId, projectId))
       .all()
       .map(({ flagKey, environmentId, enabled, rolloutPercentage }) => ({ flagKey, environmentId, state: { enabled, rolloutPercentage } }));
-    return { environmentIds, flags: defs, states };
+    return { environmentIds: envs.map((e) => e.id), environmentSlugs: envs.map((e) => e.slug), flags: defs, states };
   }
 
   projectIdsNow(): string[] {

@@ -64,19 +64,41 @@ const lookups = prepared((db) => ({
     .prepare(),
 }));
 
+/**
+ * Projects are read by every management request and written rarely, only through this store
+ * (the CLI writes none), so the ones read are kept: every write of this store empties the
+ * cache inside its transaction, and its own reads there go to the database. (Several nodes will
+ * empty it on the entries of the others' project and environment writes.)
+ */
 export class SqliteProjectStore implements ProjectStore {
+  private readonly cache = new Map<string, Project>();
+
   constructor(private readonly log: SqliteChangeLog) {}
 
-  /** Synchronous, for what must run inside a transaction. */
+  /** Synchronous: the project as last read (a copy is made by whoever changes it). */
   bySlugNow(slug: string): Project | undefined {
-    const queries = lookups(this.log.store);
-    const project = queries.projectBySlug.get({ slug });
-    if (!project) return undefined;
-    return { ...project, environments: queries.environmentsOf.all({ projectId: project.id }) };
+    const cached = this.cache.get(slug);
+    if (cached !== undefined) return cached;
+    const project = this.read(slug);
+    if (project !== undefined) this.cache.set(slug, project);
+    return project;
   }
 
   async bySlug(slug: string): Promise<Project | undefined> {
     return this.bySlugNow(slug);
+  }
+
+  /** Inside a write's transaction: the cache is emptied, the project read from the database. */
+  private fresh(slug: string): Project | undefined {
+    this.cache.clear();
+    return this.read(slug);
+  }
+
+  private read(slug: string): Project | undefined {
+    const queries = lookups(this.log.store);
+    const project = queries.projectBySlug.get({ slug });
+    if (!project) return undefined;
+    return { ...project, environments: queries.environmentsOf.all({ projectId: project.id }) };
   }
 
   async list(onlyId?: string): Promise<Project[]> {
@@ -107,6 +129,7 @@ export class SqliteProjectStore implements ProjectStore {
 
   /** Inside a transaction (the first start's bootstrap): the project and its environments. */
   insertNow(project: Project): true {
+    this.cache.clear();
     const { db } = this.log.store;
     const { environments: envs, ...row } = project;
     db.insert(projects).values(row).run();
@@ -116,7 +139,7 @@ export class SqliteProjectStore implements ProjectStore {
 
   update(author: Author, slug: string, decide: (current: Project | undefined) => Written<Project>): Promise<Project> {
     return this.log.commit(author, () => {
-      const written = decide(this.bySlugNow(slug));
+      const written = decide(this.fresh(slug));
       const { id, name, updatedAt } = written.result;
       if (written.changes.length > 0) this.log.store.db.update(projects).set({ name, updatedAt }).where(eq(projects.id, id)).run();
       return written;
@@ -125,7 +148,7 @@ export class SqliteProjectStore implements ProjectStore {
 
   remove(author: Author, slug: string, decide: (current: Project | undefined, contents: Contents) => ChangeDraft): Promise<void> {
     return this.log.commit(author, () => {
-      const project = this.bySlugNow(slug);
+      const project = this.fresh(slug);
       const { db } = this.log.store;
       const contents: Contents = project
         ? {
@@ -143,7 +166,7 @@ export class SqliteProjectStore implements ProjectStore {
 
   createEnvironment(author: Author, slug: string, decide: (project: Project | undefined) => Written<Environment>): Promise<Environment> {
     return this.log.commit(author, () => {
-      const project = this.bySlugNow(slug);
+      const project = this.fresh(slug);
       const written = decide(project);
       this.log.store.db.insert(environments).values({ ...written.result, projectId: project!.id }).run();
       return written;
@@ -152,7 +175,7 @@ export class SqliteProjectStore implements ProjectStore {
 
   updateEnvironment(author: Author, slug: string, decide: (project: Project | undefined) => Written<Environment>): Promise<Environment> {
     return this.log.commit(author, () => {
-      const written = decide(this.bySlugNow(slug));
+      const written = decide(this.fresh(slug));
       const { id, name } = written.result;
       if (written.changes.length > 0) this.log.store.db.update(environments).set({ name }).where(eq(environments.id, id)).run();
       return written;
@@ -161,7 +184,7 @@ export class SqliteProjectStore implements ProjectStore {
 
   removeEnvironment(author: Author, slug: string, envSlug: string, decide: (project: Project | undefined, contents: Contents) => Written<Environment>): Promise<void> {
     return this.log.commit(author, () => {
-      const project = this.bySlugNow(slug);
+      const project = this.fresh(slug);
       const env = project?.environments.find((e) => e.slug === envSlug);
       const { db } = this.log.store;
       const contents: Contents = env
