@@ -22,10 +22,13 @@ interface AuthState {
 
 /**
  * The author of a guarded route's write, for its change-log entry: the caller and the request
- * id (`X-Request-Id`, set on the context by the pipeline).
+ * id (`X-Request-Id`, which the pipeline set on the response). Handlers name the parts of the
+ * context they use (`({ principal, set, ... })`): Elysia reads a handler's source, and one that
+ * takes the whole context gets everything parsed for it, cookies included, on every request.
  */
-export function authorOf(c: { principal: Principal }): Author {
-  return { actor: actorOf(c.principal), requestId: (c as unknown as { requestId?: string }).requestId ?? null };
+export function authorOf({ principal, set }: { principal: Principal; set: { headers: Record<string, unknown> } }): Author {
+  const requestId = set.headers["x-request-id"];
+  return { actor: actorOf(principal), requestId: typeof requestId === "string" ? requestId : null };
 }
 
 /** Set by admission on every response (decisions §13). */

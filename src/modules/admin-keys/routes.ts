@@ -23,7 +23,7 @@ export const adminKeysRoutes = (adminKeys: AdminKeyService) =>
     })
     .post(
       "/v1/admin-keys",
-      async (c) => c.status(201, await adminKeys.create(authorOf(c), { name: c.body?.name ?? DEFAULT_ADMIN_KEY_NAME })),
+      async ({ body, principal, set, status }) => status(201, await adminKeys.create(authorOf({ principal, set }), { name: body?.name ?? DEFAULT_ADMIN_KEY_NAME })),
       {
         access: "admin",
         body: NewAdminKeyBody,
@@ -37,9 +37,9 @@ export const adminKeysRoutes = (adminKeys: AdminKeyService) =>
     )
     .delete(
       "/v1/admin-keys/:keyId",
-      async (c) => {
-        await adminKeys.delete(authorOf(c), c.params.keyId);
-        return c.status(204);
+      async ({ params, principal, set, status }) => {
+        await adminKeys.delete(authorOf({ principal, set }), params.keyId);
+        return status(204);
       },
       {
         access: "admin",

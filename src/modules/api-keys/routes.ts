@@ -27,7 +27,7 @@ export const apiKeysRoutes = (apiKeys: ApiKeyService) =>
     })
     .post(
       "/v1/projects/:slug/api-keys",
-      async (c) => c.status(201, await apiKeys.create(authorOf(c), c.principal, c.params.slug, c.body)),
+      async ({ params, body, principal, set, status }) => status(201, await apiKeys.create(authorOf({ principal, set }), principal, params.slug, body)),
       {
         access: "apiKeys",
         params: ProjectParams,
@@ -42,12 +42,12 @@ export const apiKeysRoutes = (apiKeys: ApiKeyService) =>
     )
     .post(
       "/v1/api-keys/:keyId/rotate",
-      (c) => {
-        const raw = c.body as unknown;
+      ({ params, body, principal, set }) => {
+        const raw = body as unknown;
         if (raw !== undefined && raw !== null && (typeof raw !== "object" || Array.isArray(raw))) {
           throw validationError("Invalid request", [{ path: "body", message: "Expected object" }]);
         }
-        return apiKeys.rotate(authorOf(c), c.principal, c.params.keyId, c.body?.gracePeriodSeconds ?? 0);
+        return apiKeys.rotate(authorOf({ principal, set }), principal, params.keyId, body?.gracePeriodSeconds ?? 0);
       },
       {
         access: "apiKeys",
@@ -63,9 +63,9 @@ export const apiKeysRoutes = (apiKeys: ApiKeyService) =>
     )
     .delete(
       "/v1/api-keys/:keyId",
-      async (c) => {
-        await apiKeys.delete(authorOf(c), c.principal, c.params.keyId);
-        return c.status(204);
+      async ({ params, principal, set, status }) => {
+        await apiKeys.delete(authorOf({ principal, set }), principal, params.keyId);
+        return status(204);
       },
       {
         access: "apiKeys",

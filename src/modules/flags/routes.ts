@@ -14,7 +14,7 @@ const DEFINITION = `Variants \`{ key, name?, description?, weight? }\`: keys uni
 export const flagsRoutes = (flags: FlagService) =>
   new Elysia({ name: "flagsvc/flags" })
     .use(accessGuard())
-    .post("/v1/projects/:slug/flags", async (c) => c.status(201, await flags.createFlag(authorOf(c), c.params.slug, c.body)), {
+    .post("/v1/projects/:slug/flags", async ({ params, body, principal, set, status }) => status(201, await flags.createFlag(authorOf({ principal, set }), params.slug, body)), {
       access: "flags",
       params: ProjectParams,
       body: NewFlag,
@@ -42,7 +42,7 @@ export const flagsRoutes = (flags: FlagService) =>
       response: { 200: Flag },
       detail: { tags: FLAGS, summary: "Get a flag", description: `The whole flag, rules included. Unknown project or flag: 404. ${WHO}.` },
     })
-    .patch("/v1/projects/:slug/flags/:key", (c) => flags.updateFlag(authorOf(c), c.params.slug, c.params.key, c.body), {
+    .patch("/v1/projects/:slug/flags/:key", ({ params, body, principal, set }) => flags.updateFlag(authorOf({ principal, set }), params.slug, params.key, body), {
       access: "flags",
       params: FlagParams,
       body: FlagPatch,
@@ -55,9 +55,9 @@ export const flagsRoutes = (flags: FlagService) =>
     })
     .delete(
       "/v1/projects/:slug/flags/:key",
-      async (c) => {
-        await flags.deleteFlag(authorOf(c), c.params.slug, c.params.key);
-        return c.status(204);
+      async ({ params, principal, set, status }) => {
+        await flags.deleteFlag(authorOf({ principal, set }), params.slug, params.key);
+        return status(204);
       },
       {
         access: "flags",
@@ -90,7 +90,7 @@ export const flagsRoutes = (flags: FlagService) =>
         description: `A flag whose state was never set there is disabled: \`{ enabled: false, rolloutPercentage: null }\`, with the flag's createdAt as updatedAt. Unknown project, flag or environment: 404. ${WHO}.`,
       },
     })
-    .put("/v1/projects/:slug/flags/:key/states/:environment", (c) => flags.putState(authorOf(c), c.params.slug, c.params.key, c.params.environment, c.body), {
+    .put("/v1/projects/:slug/flags/:key/states/:environment", ({ params, body, principal, set }) => flags.putState(authorOf({ principal, set }), params.slug, params.key, params.environment, body), {
       access: "flags",
       params: StateParams,
       body: StatePut,

@@ -36,7 +36,7 @@ export const projectsRoutes = (projects: ProjectService) =>
         description: `Ordered by slug, each with its environments (in the order they were added). An API key (mgmt or full) sees only its own project; admin keys and login JWTs (any role) see all.`,
       },
     })
-    .post("/v1/projects", async (c) => c.status(201, await projects.create(authorOf(c), c.body)), {
+    .post("/v1/projects", async ({ body, principal, set, status }) => status(201, await projects.create(authorOf({ principal, set }), body)), {
       access: "projectCreate",
       body: NewProject,
       response: { 201: Project },
@@ -56,7 +56,7 @@ export const projectsRoutes = (projects: ProjectService) =>
         description: `${WHO}. An unknown slug is 404 NOT_FOUND.`,
       },
     })
-    .patch("/v1/projects/:slug", (c) => projects.update(authorOf(c), c.params.slug, c.body), {
+    .patch("/v1/projects/:slug", ({ params, body, principal, set }) => projects.update(authorOf({ principal, set }), params.slug, body), {
       access: "projects",
       params: ProjectParams,
       body: ProjectPatch,
@@ -69,9 +69,9 @@ export const projectsRoutes = (projects: ProjectService) =>
     })
     .delete(
       "/v1/projects/:slug",
-      async (c) => {
-        await projects.delete(authorOf(c), c.params.slug);
-        return c.status(204);
+      async ({ params, principal, set, status }) => {
+        await projects.delete(authorOf({ principal, set }), params.slug);
+        return status(204);
       },
       {
         access: "projects",
@@ -95,7 +95,7 @@ export const projectsRoutes = (projects: ProjectService) =>
         description: `In the order they were added. ${WHO}.`,
       },
     })
-    .post("/v1/projects/:slug/environments", async (c) => c.status(201, await projects.createEnvironment(authorOf(c), c.params.slug, c.body)), {
+    .post("/v1/projects/:slug/environments", async ({ params, body, principal, set, status }) => status(201, await projects.createEnvironment(authorOf({ principal, set }), params.slug, body)), {
       access: "environments",
       params: ProjectParams,
       body: NewEnvironment,
@@ -116,7 +116,7 @@ export const projectsRoutes = (projects: ProjectService) =>
         description: `Unknown project or environment: 404. ${WHO}.`,
       },
     })
-    .patch("/v1/projects/:slug/environments/:environment", (c) => projects.updateEnvironment(authorOf(c), c.params.slug, c.params.environment, c.body), {
+    .patch("/v1/projects/:slug/environments/:environment", ({ params, body, principal, set }) => projects.updateEnvironment(authorOf({ principal, set }), params.slug, params.environment, body), {
       access: "environments",
       params: EnvironmentParams,
       body: EnvironmentPatch,
@@ -129,9 +129,9 @@ export const projectsRoutes = (projects: ProjectService) =>
     })
     .delete(
       "/v1/projects/:slug/environments/:environment",
-      async (c) => {
-        await projects.deleteEnvironment(authorOf(c), c.params.slug, c.params.environment);
-        return c.status(204);
+      async ({ params, principal, set, status }) => {
+        await projects.deleteEnvironment(authorOf({ principal, set }), params.slug, params.environment);
+        return status(204);
       },
       {
         access: "environments",

@@ -19,7 +19,7 @@ export const usersRoutes = (users: UserService) =>
     })
     .post(
       "/v1/users",
-      async (c) => c.status(201, await users.create(authorOf(c), c.body)),
+      async ({ body, principal, set, status }) => status(201, await users.create(authorOf({ principal, set }), body)),
       {
         access: "admin",
         body: NewUser,
@@ -33,7 +33,7 @@ export const usersRoutes = (users: UserService) =>
     )
     .patch(
       "/v1/users/:userId",
-      (c) => users.update(authorOf(c), c.params.userId, c.body),
+      ({ params, body, principal, set }) => users.update(authorOf({ principal, set }), params.userId, body),
       {
         access: "admin",
         params: UserParams,
@@ -51,9 +51,9 @@ export const usersRoutes = (users: UserService) =>
     )
     .delete(
       "/v1/users/:userId",
-      async (c) => {
-        await users.delete(authorOf(c), c.params.userId);
-        return c.status(204);
+      async ({ params, principal, set, status }) => {
+        await users.delete(authorOf({ principal, set }), params.userId);
+        return status(204);
       },
       {
         access: "admin",

@@ -32,7 +32,7 @@ const DELIVERY = `Deliveries: a POST of the event's JSON payload with \`Content-
 export const webhooksRoutes = (webhooks: WebhookService) =>
   new Elysia({ name: "flagsvc/webhooks" })
     .use(accessGuard())
-    .post("/v1/projects/:slug/webhooks", async (c) => c.status(201, await webhooks.create(authorOf(c), c.params.slug, c.body)), {
+    .post("/v1/projects/:slug/webhooks", async ({ params, body, principal, set, status }) => status(201, await webhooks.create(authorOf({ principal, set }), params.slug, body)), {
       access: "webhooks",
       params: ProjectParams,
       body: NewWebhook,
@@ -55,7 +55,7 @@ export const webhooksRoutes = (webhooks: WebhookService) =>
       response: { 200: Webhook },
       detail: { tags: TAGS, summary: "Get a webhook", description: `Never with the secret. Unknown id 404. ${WHO}` },
     })
-    .patch("/v1/webhooks/:webhookId", (c) => webhooks.update(authorOf(c), c.principal, c.params.webhookId, c.body), {
+    .patch("/v1/webhooks/:webhookId", ({ params, body, principal, set }) => webhooks.update(authorOf({ principal, set }), principal, params.webhookId, body), {
       access: "webhooks",
       params: WebhookParams,
       body: WebhookPatch,
@@ -68,9 +68,9 @@ export const webhooksRoutes = (webhooks: WebhookService) =>
     })
     .delete(
       "/v1/webhooks/:webhookId",
-      async (c) => {
-        await webhooks.delete(authorOf(c), c.principal, c.params.webhookId);
-        return c.status(204);
+      async ({ params, principal, set, status }) => {
+        await webhooks.delete(authorOf({ principal, set }), principal, params.webhookId);
+        return status(204);
       },
       {
         access: "webhooks",
