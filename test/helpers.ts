@@ -16,6 +16,7 @@ import type { Role, Scope } from "../src/http/access";
 import { iso } from "../src/lib/clock";
 import { newId } from "../src/lib/ids";
 import { generateSecret } from "../src/lib/secrets";
+import type { ChangeLogRow } from "../src/modules/audit/store";
 import { createApp, createContext, createServices, dispatcher, type App, type Services } from "../src/server";
 
 export function tempDir(prefix = "flagsvc-test-"): string {
@@ -176,3 +177,10 @@ export async function callServer(
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
 }
+
+/** The change log's last position (0 when empty). */
+export const lastPosition = (ctx: AppContext): number => (ctx.sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
+
+/** The change-log rows appended after `position`, in commit order. */
+export const entriesAfter = (ctx: AppContext, position: number): ChangeLogRow[] =>
+  ctx.sqlite.query("SELECT * FROM change_log WHERE position > ? ORDER BY position").all(position) as ChangeLogRow[];

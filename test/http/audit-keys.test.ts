@@ -7,30 +7,17 @@
  */
 import { afterEach, beforeEach, describe, expect, spyOn, test } from "bun:test";
 import { main } from "../../src/main";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import type { ChangeLogRow } from "../../src/modules/audit/store";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition } from "../helpers";
 
 const MASKED = { before: "********", after: "********", changed: true };
 
-interface Row {
-  position: number;
-  actor_type: string;
-  actor_id: string;
-  actor_label: string;
-  request_id: string | null;
-  project_slug: string | null;
-  environment: string | null;
-  resource_type: string;
-  resource_id: string;
-  resource_key: string | null;
-  action: string;
-  changes: string;
-}
 
 let h: TestApp;
 afterEach(() => h.close());
 
-const last = () => (h.ctx.sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
-const since = (position: number) => h.ctx.sqlite.query("SELECT * FROM change_log WHERE position > ? ORDER BY position").all(position) as Row[];
+const last = () => lastPosition(h.ctx);
+const since = (position: number) => entriesAfter(h.ctx, position);
 /** What a refused call must leave as it was: the credentials and the change log. */
 const stored = () => ["api_keys", "admin_keys", "users", "change_log"].map((t) => h.ctx.sqlite.query(`SELECT * FROM ${t} ORDER BY rowid`).all());
 /** Every stored hash of a key or password: none may enter an entry (the fixtures' users hold "x"). */
@@ -43,7 +30,7 @@ const hashes = () =>
  * Runs `call`, expects it to have appended exactly one entry matching `expected`, with none of
  * `secrets` (and no stored hash) in its serialized form; returns the entry's changes.
  */
-async function oneEntry(call: () => Promise<unknown>, expected: Partial<Row>, secrets: () => string[] = () => []): Promise<Record<string, any>> {
+async function oneEntry(call: () => Promise<unknown>, expected: Partial<ChangeLogRow>, secrets: () => string[] = () => []): Promise<Record<string, any>> {
   const before = last();
   const hashesBefore = hashes();
   await call();

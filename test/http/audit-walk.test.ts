@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { cliAuthor, SECRET } from "../../src/changes/entry";
 import { main } from "../../src/main";
 import { newId } from "../../src/lib/ids";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesAfter, lastPosition } from "../helpers";
 
 /**
  * Write routes that append no entry, each with its reason. Pro-only stubs are checked to still
@@ -405,8 +405,6 @@ async function world(): Promise<World> {
   };
 }
 
-const lastPosition = () => (h.ctx.sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
-const entriesAfter = (position: number) => h.ctx.sqlite.query("SELECT * FROM change_log WHERE position > ? ORDER BY position").all(position) as Record<string, any>[];
 
 /** Every table's rows: what a refused call must leave as it was. */
 function dump(): Record<string, unknown[]> {
@@ -482,11 +480,11 @@ for (const [route, c] of Object.entries(CASES)) {
         const w = await world();
         const caller = w.callers[kind];
         const call = c.call(w);
-        const mark = lastPosition();
+        const mark = lastPosition(h.ctx);
         const requestId = `walk-${next()}`;
         const res = await h.request(method, call.path, { headers: { ...caller.headers, "x-request-id": requestId }, body: call.body });
         const answer = await json(res, c.status);
-        const entries = entriesAfter(mark);
+        const entries = entriesAfter(h.ctx, mark);
         const expected = c.expect(w, answer);
         expect(entries.map((e) => `${e.resource_type} ${e.action}`)).toEqual(expected.map((e) => `${e.type} ${e.action}`));
         expected.forEach((x, i) => {
@@ -538,12 +536,12 @@ describe("the CLI", () => {
   const cli = { type: "cli", id: `cli:${cliAuthor().actor.label}`, label: cliAuthor().actor.label };
 
   test("admin create-key: one admin_key created entry by the cli actor, without the key", async () => {
-    const mark = lastPosition();
+    const mark = lastPosition(h.ctx);
     const r = await flagsvc("admin", "create-key", "--name", "from the cli");
     expect(r.code).toBe(0);
     const secret = r.stdout.trim();
     expect(secret).toStartWith("svc_admin_");
-    const entries = entriesAfter(mark);
+    const entries = entriesAfter(h.ctx, mark);
     expect(entries.map((e) => [e.actor_type, e.actor_id, e.actor_label, e.request_id, e.resource_type, e.action, e.project_slug])).toEqual([
       [cli.type, cli.id, cli.label, null, "admin_key", "created", null],
     ]);
@@ -553,10 +551,10 @@ describe("the CLI", () => {
 
   test("admin reset-password: one user updated entry by the cli actor, the password masked; an unknown email appends nothing", async () => {
     const id = insertUser("viewer", "cli-target@example.com");
-    const mark = lastPosition();
+    const mark = lastPosition(h.ctx);
     const r = await flagsvc("admin", "reset-password", "--email", "cli-target@example.com", "--password", PASSWORD);
     expect(r.code).toBe(0);
-    const entries = entriesAfter(mark);
+    const entries = entriesAfter(h.ctx, mark);
     expect(entries.map((e) => [e.actor_type, e.actor_id, e.actor_label, e.resource_type, e.resource_id, e.action])).toEqual([[cli.type, cli.id, cli.label, "user", id, "updated"]]);
     expect(Object.values(JSON.parse(entries[0]!.changes))).toEqual([{ before: SECRET, after: SECRET, changed: true }]);
     for (const s of [PASSWORD, ...storedSecrets()]) expect(JSON.stringify(entries).includes(s)).toBe(false);

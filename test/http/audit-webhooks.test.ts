@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { SYSTEM } from "../../src/changes/entry";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition } from "../helpers";
 
 const SECRET = "first-secret-of-the-webhook-0001";
 const NEW_SECRET = "second-secret-of-the-webhook-002";
@@ -22,35 +22,16 @@ beforeEach(() => {
 });
 afterEach(() => h.close());
 
-interface Row {
-  position: number;
-  id: string;
-  actor_type: string;
-  actor_id: string;
-  actor_label: string;
-  request_id: string | null;
-  project_id: string | null;
-  project_slug: string | null;
-  environment: string | null;
-  resource_type: string;
-  resource_id: string;
-  resource_key: string | null;
-  action: string;
-  changes: string;
-}
 
-const lastPosition = () => (h.ctx.sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
-/** The entries appended after `position`, in order. */
-const entriesAfter = (position: number) => h.ctx.sqlite.query("SELECT * FROM change_log WHERE position > ? ORDER BY position").all(position) as Row[];
 /** Everything stored of webhooks and their deliveries, to compare before and after a refused call. */
 const stored = () => JSON.stringify(h.ctx.sqlite.query("SELECT * FROM webhooks ORDER BY id").all()) + JSON.stringify(h.ctx.sqlite.query("SELECT * FROM webhook_deliveries ORDER BY id").all());
 
 /** The call's response (its status checked) and the entries it appended. */
 async function write(method: string, path: string, body: unknown, status: number, headers = admin) {
-  const before = lastPosition();
+  const before = lastPosition(h.ctx);
   const res = await h.request(method, path, { body, headers });
   const answer = await json(res, status);
-  return { answer, requestId: res.headers.get("x-request-id"), entries: entriesAfter(before) };
+  return { answer, requestId: res.headers.get("x-request-id"), entries: entriesAfter(h.ctx, before) };
 }
 
 const register = (headers = admin, body: Record<string, unknown> = {}) =>
@@ -148,7 +129,7 @@ describe("refused webhook writes append nothing and change nothing", () => {
     const otherKey = bearer(seedApiKey(h.ctx, "mgmt", "other").secret);
     const viewer = await userToken(h.ctx, "viewer");
     const before = stored();
-    const position = lastPosition();
+    const position = lastPosition(h.ctx);
     const refused: [string, string, unknown, number, Record<string, string>][] = [
       ["POST", HOOKS, { url: "http://127.0.0.1:9/x", events: ["flag.created"], secret: "short" }, 400, admin],
       ["POST", HOOKS, { url: URL, events: ["flag.created"], secret: SECRET, environments: ["nowhere"] }, 400, admin],
@@ -164,7 +145,7 @@ describe("refused webhook writes append nothing and change nothing", () => {
       const res = await h.request(method, path, { body, headers });
       expect(`${method} ${path} ${res.status}`).toBe(`${method} ${path} ${status}`);
     }
-    expect(entriesAfter(position)).toEqual([]);
+    expect(entriesAfter(h.ctx, position)).toEqual([]);
     expect(stored()).toBe(before);
   });
 });
@@ -189,7 +170,7 @@ describe("delivery operations are no change of a resource: no entry", () => {
 describe("test sessions and overrides are test data: no entry", () => {
   test("create, override, batch, remove override, destroy: nothing appended", async () => {
     const tester = bearer(seedApiKey(h.ctx, "test").secret);
-    const position = lastPosition();
+    const position = lastPosition(h.ctx);
     const session = await json(await h.request("POST", "/v1/testing/sessions", { body: { projectId: "default", label: "ci" }, headers: tester }), 201);
     const base = `/v1/testing/sessions/${session.id}`;
     await json(await h.request("PUT", `${base}/overrides/f`, { body: { value: true }, headers: tester }), 200);
@@ -197,6 +178,6 @@ describe("test sessions and overrides are test data: no entry", () => {
     await json(await h.request("DELETE", `${base}/overrides/f`, { headers: tester }), 204);
     await json(await h.request("DELETE", base, { headers: tester }), 204);
     expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM test_sessions").get()).toEqual({ n: 0 });
-    expect(entriesAfter(position)).toEqual([]);
+    expect(entriesAfter(h.ctx, position)).toEqual([]);
   });
 });

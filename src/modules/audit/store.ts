@@ -55,7 +55,8 @@ export interface AuditStore {
   prune(cutoff: string, batch: number): Promise<number>;
 }
 
-interface Row {
+/** A `change_log` row as SQLite returns it (tests read the log this way too). */
+export interface ChangeLogRow {
   position: number;
   id: string;
   at: string;
@@ -84,7 +85,7 @@ const COLUMNS: [Exclude<keyof AuditFilter, "before">, string][] = [
   ["until", "at < ?"],
 ];
 
-function entryOf(r: Row): ChangeEntry {
+function entryOf(r: ChangeLogRow): ChangeEntry {
   return {
     position: r.position,
     id: r.id,
@@ -132,10 +133,10 @@ export class SqliteAuditStore implements AuditStore {
     if (filter.resourceKey !== undefined || where.length === 0) {
       // Through the index, or every row a match: the page reads no more than it answers.
       const sql = `SELECT * FROM change_log${indexFor(filter)} WHERE position < ?${conditions} ORDER BY position DESC LIMIT ?`;
-      return { entries: this.sqlite.query<Row, (string | number)[]>(sql).all(before, ...values, limit).map(entryOf), resumeBelow: null };
+      return { entries: this.sqlite.query<ChangeLogRow, (string | number)[]>(sql).all(before, ...values, limit).map(entryOf), resumeBelow: null };
     }
     const sql = `SELECT * FROM (SELECT * FROM change_log WHERE position < ? ORDER BY position DESC LIMIT ${SCAN_WINDOW}) WHERE true${conditions} ORDER BY position DESC LIMIT ?`;
-    const entries = this.sqlite.query<Row, (string | number)[]>(sql).all(before, ...values, limit).map(entryOf);
+    const entries = this.sqlite.query<ChangeLogRow, (string | number)[]>(sql).all(before, ...values, limit).map(entryOf);
     return { entries, resumeBelow: entries.length < limit ? this.windowEnd(before) : null };
   }
 
