@@ -17,6 +17,8 @@ import { iso } from "../src/lib/clock";
 import { newId } from "../src/lib/ids";
 import { generateSecret } from "../src/lib/secrets";
 import type { ChangeLogRow } from "../src/modules/audit/store";
+import { spyOn } from "bun:test";
+import { main } from "../src/main";
 import { createApp, createContext, createServices, dispatcher, type App, type Services } from "../src/server";
 
 export function tempDir(prefix = "flagsvc-test-"): string {
@@ -184,3 +186,20 @@ export const lastPosition = (ctx: AppContext): number => (ctx.sqlite.query("SELE
 /** The change-log rows appended after `position`, in commit order. */
 export const entriesAfter = (ctx: AppContext, position: number): ChangeLogRow[] =>
   ctx.sqlite.query("SELECT * FROM change_log WHERE position > ? ORDER BY position").all(position) as ChangeLogRow[];
+
+/**
+ * Runs `flagsvc ARGS --data-dir DIR` in this process, as the CLI runs beside a server on the same
+ * data dir: its exit code and what it printed on each stream.
+ */
+export async function runCli(dataDir: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = "";
+  let stderr = "";
+  const log = spyOn(console, "log").mockImplementation((...a: unknown[]) => void (stdout += `${a.join(" ")}\n`));
+  const error = spyOn(console, "error").mockImplementation((...a: unknown[]) => void (stderr += `${a.join(" ")}\n`));
+  try {
+    return { code: await main([...args, "--data-dir", dataDir]), stdout, stderr };
+  } finally {
+    log.mockRestore();
+    error.mockRestore();
+  }
+}

@@ -5,9 +5,8 @@
  * `credentials-reload` job, every second) or at the next login. The app's clock is set to the
  * real time, which the command uses.
  */
-import { afterEach, beforeEach, describe, expect, spyOn, test } from "bun:test";
-import { main } from "../../src/main";
-import { bearer, json, seedAdminKey, testApp, type TestApp } from "../helpers";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { bearer, json, seedAdminKey, testApp, type TestApp, runCli } from "../helpers";
 
 const OLD = "the old password";
 
@@ -22,20 +21,7 @@ beforeEach(async () => {
 });
 afterEach(() => h.close());
 
-/** Runs `flagsvc ARGS --data-dir <the app's>`: exit code and what it printed. */
-async function flagsvc(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const log = spyOn(console, "log").mockImplementation((...a: unknown[]) => void (stdout += `${a.join(" ")}\n`));
-  const error = spyOn(console, "error").mockImplementation((...a: unknown[]) => void (stderr += `${a.join(" ")}\n`));
-  try {
-    const code = await main([...args, "--data-dir", h.dir]);
-    return { code, stdout, stderr };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-  }
-}
+const flagsvc = (...args: string[]) => runCli(h.dir, ...args);
 const login = (email: string, password: string) => h.request("POST", "/v1/auth/login", { body: { email, password } });
 const tokenOf = async (password: string) => bearer((await json(await login("ops@example.com", password), 200)).token);
 const me = async (headers: Record<string, string>) => (await h.request("GET", "/v1/auth/me", { headers })).status;

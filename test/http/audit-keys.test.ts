@@ -5,10 +5,9 @@
  * appends nothing and changes nothing. The first start's bootstrap is one `system` commit.
  * Entries are read with SQL (the read API is built beside this).
  */
-import { afterEach, beforeEach, describe, expect, spyOn, test } from "bun:test";
-import { main } from "../../src/main";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { ChangeLogRow } from "../../src/modules/audit/store";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition, runCli } from "../helpers";
 
 const MASKED = { before: "********", after: "********", changed: true };
 
@@ -262,17 +261,8 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
     h.clock.ms = Date.now();
   });
 
-  async function flagsvc(...args: string[]): Promise<{ code: number; stdout: string }> {
-    let stdout = "";
-    const log = spyOn(console, "log").mockImplementation((...a: unknown[]) => void (stdout += `${a.join(" ")}\n`));
-    const error = spyOn(console, "error").mockImplementation(() => {});
-    try {
-      return { code: await main([...args, "--data-dir", h.dir]), stdout };
-    } finally {
-      log.mockRestore();
-      error.mockRestore();
-    }
-  }
+  const flagsvc = (...args: string[]) => runCli(h.dir, ...args);
+
   const cli = { actor_type: "cli", actor_id: expect.stringMatching(/^cli:.+/), request_id: null };
 
   test("create-user, create-key and reset-password each append one entry by the cli actor, which the app notices; no secret in them", async () => {

@@ -9,11 +9,10 @@
  * world of its own (a fresh project with its flags, keys, users, webhook), so that a delete
  * in one call does not take another's subject away. Entries are read with SQL.
  */
-import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cliAuthor, SECRET } from "../../src/changes/entry";
-import { main } from "../../src/main";
 import { newId } from "../../src/lib/ids";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesAfter, lastPosition } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesAfter, lastPosition, runCli } from "../helpers";
 
 /**
  * Write routes that append no entry, each with its reason. Pro-only stubs are checked to still
@@ -519,18 +518,7 @@ for (const [route, c] of Object.entries(CASES)) {
   });
 }
 
-/** Runs `flagsvc ARGS --data-dir <the app's>` in this process, as the CLI runs beside the server: exit code and stdout. */
-async function flagsvc(...args: string[]): Promise<{ code: number; stdout: string }> {
-  let stdout = "";
-  const log = spyOn(console, "log").mockImplementation((...a: unknown[]) => void (stdout += `${a.join(" ")}\n`));
-  const error = spyOn(console, "error").mockImplementation(() => {});
-  try {
-    return { code: await main([...args, "--data-dir", h.dir]), stdout };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-  }
-}
+const flagsvc = (...args: string[]) => runCli(h.dir, ...args);
 
 describe("the CLI", () => {
   const cli = { type: "cli", id: `cli:${cliAuthor().actor.label}`, label: cliAuthor().actor.label };
