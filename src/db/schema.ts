@@ -275,3 +275,58 @@ export const changeLog = sqliteTable(
   },
   (table) => [index("change_log_key").on(table.resourceKey, table.position)],
 );
+
+/**
+ * Installed plugins (decisions §11): one row per install in a project. `enabled` is what the
+ * operator asked for (restarts activate the enabled ones again); `status` and `errorMessage`
+ * are where the host left it. `config` holds secrets in clear (the plugin needs them): the API,
+ * logs and the change log show them as "********". `eventPosition` is the change-log position
+ * of the last change handed to the plugin's `onEvent` (at least once across restarts).
+ */
+export const plugins = sqliteTable(
+  "plugins",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    packageName: text("package_name").notNull(),
+    version: text("version").notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    status: text("status").notNull(),
+    config: text("config", { mode: "json" }).notNull().$type<Record<string, unknown>>(),
+    errorMessage: text("error_message"),
+    eventPosition: integer("event_position").notNull().default(0),
+    eventsHandled: integer("events_handled").notNull().default(0),
+    errors: integer("errors").notNull().default(0),
+    lastEventAt: text("last_event_at"),
+    evaluationsDropped: integer("evaluations_dropped").notNull().default(0),
+    installedAt: text("installed_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (table) => [index("plugins_project").on(table.projectId)],
+);
+
+/** `downloads` of the marketplace: installs of each package on this instance, removed ones included. */
+export const pluginDownloads = sqliteTable("plugin_downloads", {
+  packageName: text("package_name").primaryKey(),
+  installs: integer("installs").notNull(),
+});
+
+/**
+ * The plugins' event queue: the webhook payload (decisions §10) of each flag change of a project
+ * with an enabled plugin, stored in the transaction of the change (at least once across
+ * restarts). `position` (AUTOINCREMENT: never reused) orders it; each plugin's `eventPosition`
+ * says how far it has been handed; rows every plugin of the project is past are pruned.
+ */
+export const pluginEvents = sqliteTable(
+  "plugin_events",
+  {
+    position: integer("position").primaryKey({ autoIncrement: true }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    payload: text("payload").notNull(),
+  },
+  (table) => [index("plugin_events_project").on(table.projectId, table.position)],
+);

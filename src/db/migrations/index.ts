@@ -8,6 +8,7 @@ import m4 from "./0004_testing_sessions.sql" with { type: "text" };
 import m5 from "./0005_webhooks.sql" with { type: "text" };
 import m6 from "./0006_webhook_queue_indexes.sql" with { type: "text" };
 import m7 from "./0007_change_log.sql" with { type: "text" };
+import m8 from "./0008_plugins.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -20,4 +21,5 @@ export const migrationSql: Record<string, string> = {
   "0005_webhooks": m5,
   "0006_webhook_queue_indexes": m6,
   "0007_change_log": m7,
+  "0008_plugins": m8,
 };
