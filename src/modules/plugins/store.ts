@@ -1,0 +1,163 @@
+/**
+ * All SQL of installed plugins behind `PluginStore` (asynchronous at its boundary, synchronous
+ * SQLite inside), and `PluginEventRows`: what the plugins' event queue writes inside every flag
+ * and state write's transaction (events.ts), synchronous as the change log's participants are.
+ * The plugin host's own reads and writes of a running plugin (status, position, counters) are
+ * src/plugins/runtime-store.ts: runtime state, no change-log entry.
+ *
+ * Writes of the API take the author and a pure `decide` of what is stored now (throws to
+ * refuse; no change, nothing written), committed with their change-log entry.
+ */
+import { asc, eq, sql } from "drizzle-orm";
+import type { Author, ChangeDraft } from "../../changes/entry";
+import type { SqliteChangeLog, Written } from "../../changes/sqlite";
+import { plugins, projects } from "../../db/schema";
+import { sortableId } from "../../lib/ids";
+import { eventPayload, type FlagChange } from "../webhooks/events";
+import type { PluginStatus } from "./model";
+
+/** A plugin as stored: its configuration in clear (the API masks its secrets), its project, its counters. */
+export interface StoredPlugin {
+  id: string;
+  projectId: string;
+  projectSlug: string;
+  packageName: string;
+  version: string;
+  /** What the operator asked for; a plugin in `error` is still enabled. */
+  enabled: boolean;
+  status: PluginStatus;
+  config: Record<string, unknown>;
+  errorMessage: string | null;
+  installedAt: string;
+  updatedAt: string;
+  eventsHandled: number;
+  errors: number;
+  lastEventAt: string | null;
+  evaluationsDropped: number;
+}
+
+/** A write of the API: the plugin as it is to be stored, and whether its event feed starts from now. */
+export interface PluginWrite extends StoredPlugin {
+  /** Enabled again (from disabled or error): what was committed while it was off is not handed over. */
+  feedFromNow?: boolean;
+}
+
+export interface PluginStore {
+  find(pluginId: string): Promise<StoredPlugin | undefined>;
+  /** The project's plugins, oldest first. */
+  list(projectId: string): Promise<StoredPlugin[]>;
+  /** What a start activates again: enabled and not in error. */
+  toActivate(): Promise<StoredPlugin[]>;
+  /** Stored with its entry; its package's `downloads` counted; its event feed starts from now. */
+  install(author: Author, plugin: StoredPlugin, change: ChangeDraft): Promise<void>;
+  update(author: Author, pluginId: string, decide: (current: StoredPlugin | undefined) => Written<PluginWrite>): Promise<StoredPlugin>;
+  remove(author: Author, pluginId: string, decide: (current: StoredPlugin | undefined) => ChangeDraft): Promise<void>;
+}
+
+/** In the transaction of a flag or state write: the event queue of the project's plugins. */
+export interface PluginEventRows {
+  /** Whether the project has an enabled plugin (most have none: then nothing more is done). */
+  wantsNow(projectId: string): boolean;
+  recordNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): void;
+}
+
+const COLUMNS = {
+  id: plugins.id,
+  projectId: plugins.projectId,
+  projectSlug: projects.slug,
+  packageName: plugins.packageName,
+  version: plugins.version,
+  enabled: plugins.enabled,
+  status: sql<PluginStatus>`${plugins.status}`,
+  config: plugins.config,
+  errorMessage: plugins.errorMessage,
+  installedAt: plugins.installedAt,
+  updatedAt: plugins.updatedAt,
+  eventsHandled: plugins.eventsHandled,
+  errors: plugins.errors,
+  lastEventAt: plugins.lastEventAt,
+  evaluationsDropped: plugins.evaluationsDropped,
+};
+
+/** The newest position of the event queue (AUTOINCREMENT keeps it in sqlite_sequence, even once pruned). */
+const LATEST_EVENT_SQL = "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'plugin_events'), 0) AS position";
+const WANTS_SQL = "SELECT 1 FROM plugins WHERE project_id = ?1 AND enabled = 1 LIMIT 1";
+const INSERT_EVENT_SQL = "INSERT INTO plugin_events (project_id, payload) VALUES (?1, ?2)";
+const COUNT_DOWNLOAD_SQL =
+  "INSERT INTO plugin_downloads (package_name, installs) VALUES (?1, 1) ON CONFLICT (package_name) DO UPDATE SET installs = installs + 1";
+
+export class SqlitePluginStore implements PluginStore, PluginEventRows {
+  constructor(private readonly log: SqliteChangeLog) {}
+
+  private select() {
+    return this.log.store.db.select(COLUMNS).from(plugins).innerJoin(projects, eq(projects.id, plugins.projectId));
+  }
+
+  private findNow(pluginId: string): StoredPlugin | undefined {
+    return this.select().where(eq(plugins.id, pluginId)).get();
+  }
+
+  private latestEvent(): number {
+    return this.log.sqlite.query<{ position: number }, []>(LATEST_EVENT_SQL).get()!.position;
+  }
+
+  async find(pluginId: string): Promise<StoredPlugin | undefined> {
+    return this.findNow(pluginId);
+  }
+
+  async list(projectId: string): Promise<StoredPlugin[]> {
+    return this.select().where(eq(plugins.projectId, projectId)).orderBy(asc(plugins.installedAt), sql`${plugins}.rowid`).all();
+  }
+
+  async toActivate(): Promise<StoredPlugin[]> {
+    return this.select()
+      .where(sql`${plugins.enabled} = 1 AND ${plugins.status} <> 'error'`)
+      .orderBy(sql`${plugins}.rowid`)
+      .all();
+  }
+
+  async install(author: Author, plugin: StoredPlugin, change: ChangeDraft): Promise<void> {
+    const { projectSlug: _, ...row } = plugin;
+    await this.log.commit(author, () => {
+      this.log.store.db.insert(plugins).values({ ...row, eventPosition: this.latestEvent() }).run();
+      this.log.sqlite.run(COUNT_DOWNLOAD_SQL, [plugin.packageName]);
+      return { result: undefined, changes: [change] };
+    });
+  }
+
+  update(author: Author, pluginId: string, decide: (current: StoredPlugin | undefined) => Written<PluginWrite>): Promise<StoredPlugin> {
+    return this.log.commit(author, () => {
+      const written = decide(this.findNow(pluginId));
+      if (written.changes.length > 0) {
+        const { version, enabled, status, config, errorMessage, updatedAt, feedFromNow } = written.result;
+        this.log.store.db
+          .update(plugins)
+          .set({ version, enabled, status, config, errorMessage, updatedAt, ...(feedFromNow ? { eventPosition: this.latestEvent() } : {}) })
+          .where(eq(plugins.id, pluginId))
+          .run();
+      }
+      const { feedFromNow: _, ...plugin } = written.result;
+      return { result: plugin, changes: written.changes };
+    });
+  }
+
+  remove(author: Author, pluginId: string, decide: (current: StoredPlugin | undefined) => ChangeDraft): Promise<void> {
+    return this.log.commit(author, () => {
+      const change = decide(this.findNow(pluginId));
+      this.log.store.db.delete(plugins).where(eq(plugins.id, pluginId)).run();
+      return { result: undefined, changes: [change] };
+    });
+  }
+
+  // ---- the event queue, inside a flag or state write's transaction ------------------------
+
+  wantsNow(projectId: string): boolean {
+    return this.log.sqlite.query<unknown, [string]>(WANTS_SQL).get(projectId) !== null;
+  }
+
+  recordNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): void {
+    const insert = this.log.sqlite.query(INSERT_EVENT_SQL);
+    const ms = Date.parse(at);
+    for (const c of changes) insert.run(project.id, eventPayload(sortableId("evt", ms), project.slug, c, at));
+  }
+}

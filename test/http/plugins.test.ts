@@ -1,0 +1,254 @@
+/**
+ * The Plugins API (decisions §11) through HTTP, with real plugins running in the host's workers:
+ * a package dropped into DATA_DIR/marketplace/ that reports every hook call to a local receiver.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { SECRET } from "../../src/changes/entry";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { startReceiver, type Receiver } from "../webhook-receiver";
+
+const NAME = "@test/recorder";
+
+/** Every hook posts `{ hook, ... }` to config.url; `failActivate` makes activate throw. */
+const SOURCE = (version: string) => `
+const send = (ctx, body) => ctx.http({ method: "POST", url: ctx.config.url, headers: { "content-type": "application/json", authorization: "Bearer " + ctx.config.token }, body: JSON.stringify({ version: ${JSON.stringify(version)}, ...body }) });
+export async function activate(ctx) {
+  if (ctx.config.failActivate) throw new Error("cannot reach the vendor with token " + ctx.config.token);
+  ctx.log("info", "activated with token " + ctx.config.token);
+  await send(ctx, { hook: "activate" });
+}
+export async function onEvent(event, ctx) { await send(ctx, { hook: "onEvent", event }); }
+export async function onEvaluations(batch, ctx) { await send(ctx, { hook: "onEvaluations", batch }); }
+export async function deactivate(ctx) { await send(ctx, { hook: "deactivate" }); }
+`;
+
+function dropPackage(dataDir: string, version: string, extraProperties: Record<string, unknown> = {}) {
+  const folder = join(dataDir, "marketplace", `recorder-${version}`);
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(join(folder, "index.js"), SOURCE(version));
+  writeFileSync(join(folder, "README.md"), "# Recorder\nReports every hook call.\n");
+  writeFileSync(
+    join(folder, "plugin.json"),
+    JSON.stringify({
+      packageName: NAME,
+      name: "Recorder",
+      description: "Reports every hook call to a URL",
+      category: "monitoring",
+      version,
+      author: "tests",
+      entry: "index.js",
+      hooks: ["activate", "onEvent", "onEvaluations", "deactivate"],
+      configSchema: {
+        type: "object",
+        properties: {
+          url: { type: "string" },
+          token: { type: "string", secret: true },
+          failActivate: { type: "boolean" },
+          ...extraProperties,
+        },
+        required: ["url", "token"],
+        additionalProperties: false,
+      },
+      publishedAt: `2026-11-0${version[0]}T00:00:00.000Z`,
+    }),
+  );
+}
+
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 8_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(25);
+  }
+}
+
+let h: TestApp;
+let admin: Record<string, string>;
+let receiver: Receiver;
+const hooks = (name: string) => receiver.received.filter((r) => r.json.hook === name);
+
+const base = (path = "") => `/v1/projects/default/plugins${path}`;
+const install = (body: unknown) => h.request("POST", base(), { body, headers: admin });
+const status = async (id: string) => json(await h.request("GET", base(`/${id}/status`), { headers: admin }), 200);
+const settled = (id: string) => until(`plugin ${id} to settle`, async () => ((s) => (s.status === "installing" ? undefined : s))(await status(id)));
+
+beforeAll(async () => {
+  receiver = startReceiver();
+  h = testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+  admin = bearer(seedAdminKey(h.ctx));
+  dropPackage(h.dir, "1.0.0");
+  dropPackage(h.dir, "2.0.0", { label: { type: "string" } });
+  await until("the dropped packages", () => h.ctx.catalog.get(NAME, "2.0.0"));
+});
+
+afterAll(async () => {
+  await h.ctx.plugins.stopAll();
+  h.close();
+  receiver.stop();
+});
+
+describe("install", () => {
+  test("201 installing, then active; secrets masked everywhere; activate ran in the sandbox", async () => {
+    const before = lastPosition(h.ctx);
+    const res = await install({ packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "tok-secret-1" } });
+    const body = await json(res, 201);
+    expect(body).toMatchObject({ packageName: NAME, version: "1.0.0", status: "installing", errorMessage: null, config: { url: receiver.url, token: SECRET } });
+    expect(body.id).toMatch(/^plugin_[A-Za-z0-9_-]{22,}$/);
+    const s = await settled(body.id);
+    expect(s).toMatchObject({ id: body.id, status: "active", errorMessage: null, stats: { eventsHandled: 0, errors: 0, lastEventAt: null, evaluationsDropped: 0 } });
+    await receiver.waitFor(1);
+    expect(hooks("activate")[0]!.headers.get("authorization")).toBe("Bearer tok-secret-1");
+    // The log line holds the token: masked before it leaves the worker.
+    expect(s.logs.map((l: { message: string }) => l.message)).toContain(`activated with token ${SECRET}`);
+    const list = await json(await h.request("GET", base(), { headers: admin }), 200);
+    expect(list.plugins.find((p: { id: string }) => p.id === body.id).config.token).toBe(SECRET);
+    const [entry] = entriesAfter(h.ctx, before);
+    expect(entry).toMatchObject({ resource_type: "plugin", resource_id: body.id, resource_key: NAME, action: "created" });
+    expect(JSON.stringify(entry)).not.toContain("tok-secret-1");
+    expect(await json(await h.request("GET", base(`/${body.id}`), { headers: admin }), 200)).toMatchObject({ status: "active" });
+    const downloads = h.ctx.sqlite.query("SELECT installs FROM plugin_downloads WHERE package_name = ?").get(NAME) as { installs: number };
+    expect(downloads.installs).toBeGreaterThanOrEqual(1);
+  });
+
+  test("`latest` (and an omitted version) resolves to the highest version, stored as such", async () => {
+    for (const version of ["latest", undefined]) {
+      const body = await json(await install({ packageName: NAME, ...(version ? { version } : {}), config: { url: receiver.url, token: "t" } }), 201);
+      expect(body.version).toBe("2.0.0");
+      await settled(body.id);
+      expect((await h.request("DELETE", base(`/${body.id}`), { headers: admin })).status).toBe(204);
+    }
+  });
+
+  test("unknown package or version 404; config against configSchema 400 with details per property; unknown fields 400", async () => {
+    const unknownPackage = await json(await install({ packageName: "@test/nope", config: {} }), 404);
+    expect(unknownPackage).toMatchObject({ error: "NOT_FOUND" });
+    const unknownVersion = await json(await install({ packageName: NAME, version: "9.9.9", config: {} }), 404);
+    expect(unknownVersion.message).toContain("9.9.9");
+    const bad = await json(await install({ packageName: NAME, version: "1.0.0", config: { url: 5, extra: true } }), 400);
+    expect(bad.error).toBe("VALIDATION_ERROR");
+    const paths = bad.details.map((d: { path: string }) => d.path);
+    expect(paths).toEqual(expect.arrayContaining(["body.config.url", "body.config.token", "body.config.extra"]));
+    await json(await install({ packageName: NAME, config: {}, color: "red" }), 400);
+    const none = await json(await h.request("GET", base(), { headers: admin }), 200);
+    expect(none.plugins.every((p: { config: { url?: unknown } }) => p.config.url !== 5)).toBe(true);
+  });
+
+  test("a failing activate ends in error with its message (secrets masked); enabled: true tries again", async () => {
+    const body = await json(await install({ packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "tok-fail", failActivate: true } }), 201);
+    const s = await settled(body.id);
+    expect(s.status).toBe("error");
+    expect(s.errorMessage).toContain("cannot reach the vendor");
+    expect(s.errorMessage).not.toContain("tok-fail");
+    const record = await json(await h.request("GET", base(`/${body.id}`), { headers: admin }), 200);
+    expect(record).toMatchObject({ status: "error", errorMessage: s.errorMessage });
+    const fixed = await json(await h.request("PATCH", base(`/${body.id}`), { body: { config: { failActivate: false } }, headers: admin }), 200);
+    expect(fixed.status).toBe("installing");
+    expect((await settled(body.id)).status).toBe("active");
+    await h.request("DELETE", base(`/${body.id}`), { headers: admin });
+  });
+});
+
+describe("lifecycle", () => {
+  let id: string;
+  beforeAll(async () => {
+    id = (await json(await install({ packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "tok-life" } }), 201)).id;
+    await settled(id);
+  });
+
+  test("disable calls deactivate and frees the instance; enable activates again", async () => {
+    const n = hooks("deactivate").length;
+    const off = await json(await h.request("PATCH", base(`/${id}`), { body: { enabled: false }, headers: admin }), 200);
+    expect(off.status).toBe("disabled");
+    await until("deactivate", () => hooks("deactivate").length > n);
+    expect((await status(id)).status).toBe("disabled");
+    const again = await json(await h.request("PATCH", base(`/${id}`), { body: { enabled: false }, headers: admin }), 200);
+    expect(again.updatedAt).toBe(off.updatedAt);
+    const on = await json(await h.request("PATCH", base(`/${id}`), { body: { enabled: true }, headers: admin }), 200);
+    expect(on.status).toBe("installing");
+    expect((await settled(id)).status).toBe("active");
+  });
+
+  test('a PATCH with "********" keeps the secret; a new secret restarts it and is recorded as changed', async () => {
+    const before = lastPosition(h.ctx);
+    const kept = await json(await h.request("PATCH", base(`/${id}`), { body: { config: { token: SECRET } }, headers: admin }), 200);
+    expect(kept.status).toBe("active");
+    expect(entriesAfter(h.ctx, before)).toHaveLength(0);
+    const n = hooks("activate").length;
+    await json(await h.request("PATCH", base(`/${id}`), { body: { config: { token: "tok-new" } }, headers: admin }), 200);
+    await until("the restart", () => hooks("activate").length > n);
+    expect(hooks("activate").at(-1)!.headers.get("authorization")).toBe("Bearer tok-new");
+    const [entry] = entriesAfter(h.ctx, before);
+    expect(JSON.parse(entry!.changes)).toMatchObject({ config: { before: { token: SECRET }, after: { token: SECRET }, changed: true } });
+    expect(JSON.stringify(entry)).not.toContain("tok-new");
+  });
+
+  test("PATCH version upgrades and downgrades; an unknown version 404 changes nothing", async () => {
+    const up = await json(await h.request("PATCH", base(`/${id}`), { body: { version: "2.0.0", config: { label: "x" } }, headers: admin }), 200);
+    expect(up).toMatchObject({ version: "2.0.0", status: "installing" });
+    await settled(id);
+    await until("2.0.0 activated", () => hooks("activate").some((r) => r.json.version === "2.0.0"));
+    // 1.0.0's schema has no `label`: the downgrade must drop it.
+    const refused = await json(await h.request("PATCH", base(`/${id}`), { body: { version: "1.0.0" }, headers: admin }), 400);
+    expect(refused.details[0].path).toBe("body.config.label");
+    const down = await json(await h.request("PATCH", base(`/${id}`), { body: { version: "1.0.0", config: { label: null } }, headers: admin }), 200);
+    expect(down.version).toBe("1.0.0");
+    await json(await h.request("PATCH", base(`/${id}`), { body: { version: "3.0.0" }, headers: admin }), 404);
+    expect((await settled(id)).status).toBe("active");
+  });
+
+  test("onEvent gets the webhook payload of each change of its project", async () => {
+    const n = hooks("onEvent").length;
+    await json(await h.request("POST", "/v1/projects/default/flags", { body: { key: "plugin-seen", name: "Seen", type: "boolean" }, headers: admin }), 201);
+    const events = await until("onEvent", () => (hooks("onEvent").length >= n + 3 ? hooks("onEvent").slice(n) : undefined));
+    expect(events.map((e) => e.json.event.event)).toEqual(["flag.created", "flag.created", "flag.created"]);
+    expect(events[0]!.json.event).toMatchObject({ projectSlug: "default", data: { flagKey: "plugin-seen", previousState: { enabled: false }, currentState: { enabled: false } } });
+    expect(events[0]!.json.event.id).toMatch(/^evt_/);
+    const s = await until("stats", async () => ((s) => (s.stats.eventsHandled >= 3 ? s : undefined))(await status(id)));
+    expect(s.stats.lastEventAt).not.toBeNull();
+  });
+
+  test("onEvaluations gets evaluation records in batches, off the request path", async () => {
+    const key = seedApiKey(h.ctx, "eval");
+    for (let i = 0; i < 3; i++) {
+      const res = await h.request("POST", "/v1/evaluate", { body: { flagKey: "plugin-seen", context: { userId: `u${i}` } }, headers: bearer(key.secret) });
+      expect(res.status).toBe(200);
+    }
+    const batches = await until("onEvaluations", () => (hooks("onEvaluations").length > 0 ? hooks("onEvaluations") : undefined), 5_000);
+    const records = batches.flatMap((b) => b.json.batch);
+    expect(records.length).toBe(3);
+    expect(records[0]).toEqual({ flagKey: "plugin-seen", environment: "development", enabled: false, variant: null, reason: expect.any(String), ruleId: null, userId: "u0", evaluatedAt: expect.any(String) });
+  });
+
+  test("uninstall: 204, deactivate called, gone; every write in the change log", async () => {
+    const n = hooks("deactivate").length;
+    expect((await h.request("DELETE", base(`/${id}`), { headers: admin })).status).toBe(204);
+    await until("deactivate", () => hooks("deactivate").length > n);
+    await json(await h.request("GET", base(`/${id}`), { headers: admin }), 404);
+    await json(await h.request("GET", base(`/${id}/status`), { headers: admin }), 404);
+    const actions = (h.ctx.sqlite.query("SELECT action FROM change_log WHERE resource_id = ? ORDER BY position").all(id) as { action: string }[]).map((r) => r.action);
+    expect(actions[0]).toBe("created");
+    expect(actions.at(-1)).toBe("deleted");
+    expect(actions.filter((a) => a === "updated").length).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe("access", () => {
+  test("admin key and admin JWT only; none 401; unknown project or another project's plugin 404", async () => {
+    const id = (await json(await install({ packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "t" } }), 201)).id;
+    expect((await h.request("GET", base(), { headers: await userToken(h.ctx, "admin") })).status).toBe(200);
+    for (const headers of [await userToken(h.ctx, "editor"), await userToken(h.ctx, "viewer"), bearer(seedApiKey(h.ctx, "full").secret)]) {
+      expect((await json(await h.request("GET", base(), { headers }), 403)).error).toBe("FORBIDDEN");
+    }
+    expect((await h.request("GET", base())).status).toBe(401);
+    await json(await h.request("GET", "/v1/projects/nope/plugins", { headers: admin }), 404);
+    await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "Other" }, headers: admin }), 201);
+    await json(await h.request("GET", `/v1/projects/other/plugins/${id}`, { headers: admin }), 404);
+    await json(await h.request("PATCH", `/v1/projects/other/plugins/${id}`, { body: { enabled: false }, headers: admin }), 404);
+    expect((await settled(id)).status).toBe("active");
+    await h.request("DELETE", base(`/${id}`), { headers: admin });
+  });
+});
