@@ -1,0 +1,201 @@
+/**
+ * Plugins through the compiled binary (issue 22), each figure printed:
+ *  1. evaluation throughput with 10 active plugins subscribed to onEvaluations against none, in
+ *     the same run (two servers, rounds alternating which goes first; the figure is the median
+ *     of the rounds' ratios), and how many records were dropped at that load (target: >= 95 %);
+ *  2. change -> onEvent latency: a state PUT's start to the plugin's ctx.http arriving at a local
+ *     receiver, p50 and p99 (target p99 < 100 ms);
+ *  3. activation time per plugin (install answered -> status active, polled every 2 ms);
+ *  4. RSS per active plugin (server RSS with 10 active plugins against none; target < 5 MB);
+ *  5. while a plugin runs memory bombs again and again (64 MiB cap): the server's peak RSS against
+ *     its base, and evaluation p99 against idle (targets: base + the cap; p99 within 10 %).
+ * The plugins are a counter (onEvaluations adds the batch's length), a forwarder (onEvent posts
+ * the event to the receiver) and a bomb (activate fills arrays until the cap ends it).
+ * Servers on CPU 0 (every thread, plugin workers included), wrk and this process on CPU 1.
+ * Usage: scripts/bench/plugins [--binary PATH] [--rounds N] [--seconds N]
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { apiClient, pool } from "../lib/api";
+import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
+import { ensureWrk, median, pairedRounds, percentile, pinServer, runWrk, type WrkResult } from "../lib/wrk";
+
+const argv = process.argv.slice(2);
+const arg = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
+const ROUNDS = Number(arg("--rounds") ?? 4);
+const SECONDS = Number(arg("--seconds") ?? 8);
+const PLUGINS = 10;
+const FLAGS = 100;
+const ADMIN_KEY = `svc_admin_${"p".repeat(40)}`;
+ensureWrk();
+
+const api = apiClient(ADMIN_KEY);
+const binary = benchBinary(arg("--binary"), "plugins");
+const { dir, live } = benchWorkspace("plugins");
+const flagKey = (i: number) => `flag-${String(i).padStart(4, "0")}`;
+
+const PACKAGES: Record<string, { hooks: string[]; source: string }> = {
+  counter: { hooks: ["onEvaluations"], source: "let seen = 0;\nexport function onEvaluations(batch) { seen += batch.length; }" },
+  forwarder: {
+    hooks: ["onEvent"],
+    source: `export async function onEvent(event, ctx) { await ctx.http({ method: "POST", url: ctx.config.url, body: JSON.stringify({ key: event.data.flagKey, at: event.timestamp }) }); }`,
+  },
+  bomb: { hooks: ["activate"], source: "export function activate() { const a = []; for (;;) a.push(new Array(100000).fill(1)); }" },
+};
+
+function dropPackages(dataDir: string): void {
+  for (const [name, { hooks, source }] of Object.entries(PACKAGES)) {
+    const folder = join(dataDir, "marketplace", name);
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, "index.js"), source);
+    const configSchema = { type: "object", properties: { url: { type: "string" } }, additionalProperties: false };
+    const manifest = { packageName: `@bench/${name}`, name, description: `bench ${name}`, category: "monitoring", version: "1.0.0", author: "bench", entry: "index.js", hooks, configSchema, publishedAt: "2026-11-26T00:00:00.000Z" };
+    writeFileSync(join(folder, "plugin.json"), JSON.stringify(manifest));
+  }
+}
+
+interface Server {
+  pid: number;
+  base: string;
+  evalKey: string;
+}
+
+async function server(name: string): Promise<Server> {
+  const dataDir = join(dir, name);
+  dropPackages(dataDir);
+  const { proc, base } = await launchBinary(binary, dataDir, {
+    SVC_LOG_LEVEL: "warn",
+    SVC_ADMIN_KEY: ADMIN_KEY,
+    SVC_RATE_LIMITS: "eval:100000000,admin:100000000",
+    SVC_OUTBOUND_ALLOWED_HOSTS: "loopback",
+  });
+  live.add(proc);
+  await pool(FLAGS, 8, async (i) => {
+    await api(base, "POST", "/v1/projects/default/flags", { key: flagKey(i), name: `Flag ${i}` });
+    await api(base, "PUT", `/v1/projects/default/flags/${flagKey(i)}/states/production`, { enabled: true, rolloutPercentage: 50 });
+  });
+  const { key } = await api(base, "POST", "/v1/projects/default/api-keys", { name: "bench", scope: "eval", environment: "production" });
+  return { pid: proc.pid, base, evalKey: key };
+}
+
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+const status = (s: Server, id: string) => api(s.base, "GET", `/v1/projects/default/plugins/${id}/status`);
+
+async function install(s: Server, name: string, config: Record<string, unknown> = {}): Promise<{ id: string; ms: number }> {
+  const t0 = performance.now();
+  const { id } = await api(s.base, "POST", "/v1/projects/default/plugins", { packageName: `@bench/${name}`, config });
+  for (;;) {
+    const st = await status(s, id);
+    if (st.status !== "installing") {
+      if (st.status !== "active") throw new Error(`${name}: ${st.status} ${st.errorMessage}`);
+      return { id, ms: performance.now() - t0 };
+    }
+    await Bun.sleep(2);
+  }
+}
+
+async function evaluate(s: Server, seconds: number): Promise<WrkResult> {
+  const body = JSON.stringify({ flagKey: flagKey(50), context: { userId: "user-4711", plan: "pro" } });
+  const r = await runWrk({ url: `${s.base}/v1/evaluate`, seconds, cpu, method: "POST", body, headers: { authorization: `Bearer ${s.evalKey}` } });
+  if (r.non2xx > 0) throw new Error(`${r.non2xx} evaluations were not 2xx`);
+  return r;
+}
+
+const fmt = (r: WrkResult) => `${Math.round(r.rps).toString().padStart(6)} req/s   p99 ${r.p99Ms.toFixed(2)} ms`;
+
+const none = await server("none");
+const ten = await server("ten");
+let cpu: number | undefined;
+for (const s of [none, ten]) cpu = pinServer(s.pid);
+if (cpu !== undefined) Bun.spawnSync(["taskset", "-a", "-cp", String(cpu), String(process.pid)], { stdout: "ignore" });
+console.log(`binary: ${binary}; ${FLAGS} flags; ${cpu === undefined ? "one CPU shared" : `servers on CPU 0, wrk and this process on CPU ${cpu}`}`);
+
+// ---- 3 and 4: activation time, RSS per active plugin ----------------------------------------
+await Bun.sleep(1000);
+Bun.spawnSync(["sync"]);
+const rssBefore = rssMb(ten.pid);
+const activation: number[] = [];
+const counters: string[] = [];
+for (let i = 0; i < PLUGINS; i++) {
+  const { id, ms } = await install(ten, "counter");
+  counters.push(id);
+  activation.push(ms);
+}
+await Bun.sleep(2000);
+const rssAfter = rssMb(ten.pid);
+console.log(`activation per plugin (install -> active): median ${median(activation).toFixed(1)} ms, max ${Math.max(...activation).toFixed(1)} ms over ${PLUGINS}`);
+console.log(`RSS: ${rssBefore.toFixed(1)} MB with none, ${rssAfter.toFixed(1)} MB with ${PLUGINS} active: ${((rssAfter - rssBefore) / PLUGINS).toFixed(2)} MB per plugin (target < 5)`);
+
+// ---- 1: evaluation with 10 onEvaluations plugins against none --------------------------------
+await evaluate(none, 2);
+await evaluate(ten, 2);
+const droppedBefore = await droppedTotal();
+const { a, b, ratio } = await pairedRounds(ROUNDS, () => evaluate(none, SECONDS), () => evaluate(ten, SECONDS));
+for (let r = 0; r < ROUNDS; r++) console.log(`  round ${r + 1}: none ${fmt(a[r]!)}   ${PLUGINS} plugins ${fmt(b[r]!)}   ${((b[r]!.rps / a[r]!.rps) * 100).toFixed(1)} %`);
+await Bun.sleep(6000); // the last batches, and the drop counters' flush (every 5 s)
+const dropped = (await droppedTotal()) - droppedBefore;
+const evaluated = b.reduce((n, r) => n + r.rps * SECONDS, 0);
+console.log(`evaluation with ${PLUGINS} plugins on onEvaluations: ${(ratio * 100).toFixed(1)} % of none (median of ${ROUNDS} rounds; target >= 95 %)`);
+console.log(`records dropped at that load: ${Math.round(dropped)} of ${Math.round(evaluated * PLUGINS)} handed to ${PLUGINS} plugins (${((dropped / (evaluated * PLUGINS)) * 100).toFixed(1)} %)`);
+
+async function droppedTotal(): Promise<number> {
+  let n = 0;
+  for (const id of counters) n += (await status(ten, id)).stats.evaluationsDropped;
+  return n;
+}
+
+// ---- 2: change -> onEvent ---------------------------------------------------------------------
+const arrived = new Map<string, number>();
+const receiver = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(req) {
+    const { key } = (await req.json()) as { key: string };
+    arrived.set(key, performance.now());
+    return new Response("ok");
+  },
+});
+await install(none, "forwarder", { url: `http://127.0.0.1:${receiver.port}/` });
+const started = new Map<string, number>();
+const latencies: number[] = [];
+for (let i = 0; i < 200; i++) {
+  const key = flagKey(i % FLAGS);
+  arrived.delete(key);
+  started.set(key, performance.now());
+  await api(none.base, "PUT", `/v1/projects/default/flags/${key}/states/production`, { enabled: i % 2 === 0 ? false : true });
+  const deadline = performance.now() + 5000;
+  while (!arrived.has(key) && performance.now() < deadline) await Bun.sleep(1);
+  if (!arrived.has(key)) throw new Error(`no onEvent for ${key} within 5 s`);
+  latencies.push(arrived.get(key)! - started.get(key)!);
+  await Bun.sleep(20);
+}
+receiver.stop(true);
+console.log(`change -> onEvent (PUT started -> plugin's request arrived), 200 changes: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms (target p99 < 100)`);
+
+// ---- 5: a memory bomb beside evaluation ------------------------------------------------------
+for (const id of counters) await api(ten.base, "PATCH", `/v1/projects/default/plugins/${id}`, { enabled: false });
+await Bun.sleep(1500);
+const idle = await evaluate(ten, SECONDS);
+const base = rssMb(ten.pid);
+const { id: bomb } = await api(ten.base, "POST", "/v1/projects/default/plugins", { packageName: "@bench/bomb", config: {} });
+let bombing = true;
+let bombs = 0;
+let peak = base;
+const sampler = setInterval(() => (peak = Math.max(peak, rssMb(ten.pid))), 20);
+const rebomb = (async () => {
+  while (bombing) {
+    const st = await status(ten, bomb);
+    if (st.status === "error") {
+      bombs++;
+      await api(ten.base, "PATCH", `/v1/projects/default/plugins/${bomb}`, { enabled: true });
+    }
+    await Bun.sleep(20);
+  }
+})();
+const underBomb = await evaluate(ten, SECONDS);
+bombing = false;
+await rebomb;
+clearInterval(sampler);
+console.log(`memory bomb (cap 64 MiB), ${bombs} bombs during ${SECONDS} s: server RSS base ${base.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (+${(peak - base).toFixed(0)} MB; target <= +64)`);
+console.log(`evaluation p99 idle ${idle.p99Ms.toFixed(2)} ms, beside the bomb ${underBomb.p99Ms.toFixed(2)} ms (${((underBomb.p99Ms / idle.p99Ms - 1) * 100).toFixed(1)} %; target within 10 %); throughput ${fmt(idle)} -> ${fmt(underBomb)}`);
+process.exit(0);
