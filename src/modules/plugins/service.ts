@@ -71,9 +71,6 @@ const maskAll = (config: Record<string, unknown>) => Object.fromEntries(Object.k
 export type PluginService = ReturnType<typeof pluginService>;
 
 export function pluginService({ plugins, projects, catalog, host, runtime, clock, log }: PluginServiceDeps) {
-  /** Running plugins by id, with their project: a deleted project's plugins are stopped. */
-  const running = new Map<string, string>();
-
   const packageOf = (p: { packageName: string; version: string }) => catalog.get(p.packageName, p.version);
   const masked = (p: StoredPlugin): Record<string, unknown> => {
     const pkg = packageOf(p);
@@ -117,12 +114,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
       .map((k) => p.config[k])
       .filter((v): v is string => typeof v === "string" && v.length > 0);
     const run: PluginRun = { id: p.id, projectId: p.projectId, projectSlug: p.projectSlug, packageName: p.packageName, version: p.version, source: pkg.source, config: p.config, secrets };
-    running.set(p.id, p.projectId);
     host.start(run);
-  };
-  const stop = (pluginId: string) => {
-    running.delete(pluginId);
-    return host.stop(pluginId);
   };
 
   const requirePlugin = async (slug: string, pluginId: string): Promise<StoredPlugin> => {
@@ -213,7 +205,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
         target = status === "installing" ? pkg : undefined;
         return { result: next, changes: [change(next, "updated", changes)] };
       });
-      if (!updated.enabled && running.has(pluginId)) void stop(pluginId);
+      if (!updated.enabled) void host.stop(pluginId);
       else if (target) start(updated, target);
       return recordOf(updated);
     },
@@ -225,7 +217,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
         if (!current) throw notFound(`Plugin ${pluginId}`);
         return change(current, "deleted", whole(fieldsOf(current), "deleted"));
       });
-      await stop(pluginId);
+      await host.stop(pluginId);
     },
 
     /** GET .../status: the stored status and counters, with the running instance's logs. */
@@ -256,11 +248,6 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
         started++;
       }
       return started;
-    },
-
-    /** A deleted project's plugins went with it (cascade): their instances are stopped. */
-    projectDeleted(projectId: string): void {
-      for (const [id, project] of running) if (project === projectId) void stop(id);
     },
   };
 }
