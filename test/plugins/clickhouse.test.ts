@@ -1,11 +1,9 @@
 /** @flagsvc/clickhouse against a receiver checking ClickHouse's HTTP interface (INSERT ... FORMAT JSONEachRow). */
 import { afterAll, expect, test } from "bun:test";
-import { startReceiver } from "../webhook-receiver";
-import { evaluation, loadPackage, loadUnchecked, schemaAccepts } from "./harness";
+import { evaluation, loadPackage, loadUnchecked, schemaAccepts, vendor } from "./harness";
 
 const FOLDER = "clickhouse-1.0.0";
-const clickhouse = startReceiver();
-const baseUrl = `http://127.0.0.1:${clickhouse.port}`;
+const { receiver: clickhouse, baseUrl } = vendor();
 afterAll(() => clickhouse.stop());
 
 test("activate refuses a table or database that is no identifier (it goes into the SQL) and a bad baseUrl", async () => {

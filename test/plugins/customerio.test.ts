@@ -1,18 +1,10 @@
 /** @flagsvc/customerio against a receiver checking Customer.io's Track API v2 batch endpoint. */
 import { afterAll, expect, test } from "bun:test";
-import { startReceiver } from "../webhook-receiver";
-import { evaluation, loadPackage, loadUnchecked, schemaAccepts } from "./harness";
+import { evaluation, loadPackage, loadUnchecked, schemaAccepts, vendor } from "./harness";
 
 const FOLDER = "customerio-1.0.0";
-const customerio = startReceiver({ answer: () => Response.json({}) });
-const baseUrl = `http://127.0.0.1:${customerio.port}`;
+const { receiver: customerio, baseUrl, sent } = vendor(() => Response.json({}));
 afterAll(() => customerio.stop());
-
-async function sent(run: () => Promise<unknown>) {
-  const before = customerio.received.length;
-  await run();
-  return customerio.received.slice(before);
-}
 
 test("activate refuses a config without site id or key, or an unknown identifier", async () => {
   for (const bad of [{ apiKey: "k" }, { siteId: "s" }, { siteId: "s", apiKey: "k", identifier: "cio_id" }, { siteId: "s", apiKey: "k", baseUrl: "track.customer.io" }]) {

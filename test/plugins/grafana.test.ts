@@ -1,18 +1,10 @@
 /** @flagsvc/grafana against a receiver checking Grafana's annotations HTTP API. */
 import { afterAll, expect, test } from "bun:test";
-import { startReceiver } from "../webhook-receiver";
-import { changeEvent, loadPackage, loadUnchecked, schemaAccepts } from "./harness";
+import { changeEvent, loadPackage, loadUnchecked, schemaAccepts, vendor } from "./harness";
 
 const FOLDER = "grafana-1.0.0";
-const grafana = startReceiver({ answer: () => Response.json({ message: "Annotation added", id: 1 }) });
-const baseUrl = `http://127.0.0.1:${grafana.port}`;
+const { receiver: grafana, baseUrl, sent } = vendor(() => Response.json({ message: "Annotation added", id: 1 }));
 afterAll(() => grafana.stop());
-
-async function sent(run: () => Promise<unknown>) {
-  const before = grafana.received.length;
-  await run();
-  return grafana.received.slice(before);
-}
 
 test("activate refuses a config without baseUrl or token, or a panelId without a dashboard", async () => {
   for (const bad of [{ token: "glsa_x" }, { baseUrl }, { baseUrl, token: "glsa_x", panelId: 2 }, { baseUrl, token: "glsa_x", tags: "flagsvc" }]) {

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Ajv from "ajv";
 import { loadPlugin, type HttpRequest, type HttpResponse, type LogLevel } from "../../src/plugins/sandbox";
+import { startReceiver, type Answer } from "../webhook-receiver";
 
 export const PLUGINS_DIR = join(import.meta.dir, "../../plugins");
 
@@ -45,7 +46,9 @@ async function localHttp(request: HttpRequest): Promise<HttpResponse> {
   const url = new URL(request.url);
   if (url.hostname !== "127.0.0.1") throw new Error(`the test host only reaches 127.0.0.1, not ${url.hostname}`);
   const response = await fetch(url, { method: request.method, headers: request.headers, body: request.body, redirect: "manual" });
-  return { status: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, key) => void (headers[key] = value));
+  return { status: response.status, headers, body: await response.text() };
 }
 
 /** Loads a package folder's entry into its own sandbox with `config`, which must match its configSchema. */
@@ -61,6 +64,17 @@ export async function loadUnchecked(folder: string, config: unknown) {
   const source = readFileSync(join(PLUGINS_DIR, folder, m.entry), "utf8");
   const sandbox = await loadPlugin(source, config, { log: (level, message) => void logs.push([level, message]), http: localHttp });
   return { sandbox, logs };
+}
+
+/** A local receiver standing in for a vendor's API, and `sent`: the requests one call made to it. */
+export function vendor(answer?: Answer) {
+  const receiver = startReceiver(answer ? { answer } : {});
+  const sent = async (run: () => Promise<unknown>) => {
+    const before = receiver.received.length;
+    await run();
+    return receiver.received.slice(before);
+  };
+  return { receiver, baseUrl: `http://127.0.0.1:${receiver.port}`, sent };
 }
 
 export interface EvaluationRecord {

@@ -1,19 +1,11 @@
 /** @flagsvc/hubspot against a receiver checking HubSpot's CRM v3 contacts batch upsert. */
 import { afterAll, expect, test } from "bun:test";
-import { startReceiver } from "../webhook-receiver";
-import { evaluation, loadPackage, loadUnchecked, schemaAccepts } from "./harness";
+import { evaluation, loadPackage, loadUnchecked, schemaAccepts, vendor } from "./harness";
 
 const FOLDER = "hubspot-1.0.0";
 const ok = () => Response.json({ status: "COMPLETE", results: [] });
-const hubspot = startReceiver({ answer: ok });
-const baseUrl = `http://127.0.0.1:${hubspot.port}`;
+const { receiver: hubspot, baseUrl, sent } = vendor(ok);
 afterAll(() => hubspot.stop());
-
-async function sent(run: () => Promise<unknown>) {
-  const before = hubspot.received.length;
-  await run();
-  return hubspot.received.slice(before);
-}
 
 test("activate refuses a config without token, or property names HubSpot would refuse", async () => {
   for (const bad of [{}, { accessToken: "pat", idProperty: "E-mail" }, { accessToken: "pat", propertyPrefix: "Flag-" }, { accessToken: "pat", environments: "production" }]) {

@@ -1,20 +1,12 @@
 /** @flagsvc/pagerduty against a receiver checking PagerDuty's Events API v2 change events. */
 import { afterAll, expect, test } from "bun:test";
-import { startReceiver } from "../webhook-receiver";
-import { changeEvent, loadPackage, loadUnchecked, schemaAccepts } from "./harness";
+import { changeEvent, loadPackage, loadUnchecked, schemaAccepts, vendor } from "./harness";
 
 const FOLDER = "pagerduty-1.0.0";
 const ROUTING_KEY = "R0123456789abcdef0123456789ABCDE";
 const accepted = () => Response.json({ message: "Change event processed", status: "success" }, { status: 202 });
-const pagerduty = startReceiver({ answer: accepted });
-const baseUrl = `http://127.0.0.1:${pagerduty.port}`;
+const { receiver: pagerduty, baseUrl, sent } = vendor(accepted);
 afterAll(() => pagerduty.stop());
-
-async function sent(run: () => Promise<unknown>) {
-  const before = pagerduty.received.length;
-  await run();
-  return pagerduty.received.slice(before);
-}
 
 test("activate refuses a routing key that is not a 32-character integration key, and a bad baseUrl or linkUrl", async () => {
   for (const bad of [{}, { routingKey: "u+abcdefgh" }, { routingKey: ROUTING_KEY, baseUrl: "events.pagerduty.com" }, { routingKey: ROUTING_KEY, linkUrl: "flags" }]) {

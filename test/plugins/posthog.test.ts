@@ -1,17 +1,9 @@
 /** @flagsvc/posthog 1.0.0 and 1.1.0 against a receiver checking PostHog's capture batch API. */
 import { afterAll, describe, expect, test } from "bun:test";
-import { startReceiver } from "../webhook-receiver";
-import { changeEvent, evaluation, loadPackage, loadUnchecked, schemaAccepts } from "./harness";
+import { changeEvent, evaluation, loadPackage, loadUnchecked, schemaAccepts, vendor } from "./harness";
 
-const posthog = startReceiver();
-const baseUrl = `http://127.0.0.1:${posthog.port}`;
+const { receiver: posthog, baseUrl, sent } = vendor();
 afterAll(() => posthog.stop());
-
-async function sent(run: () => Promise<unknown>) {
-  const before = posthog.received.length;
-  await run();
-  return posthog.received.slice(before);
-}
 
 describe.each(["posthog-1.0.0", "posthog-1.1.0"])("%s", (folder) => {
   test("activate refuses a config without apiKey or with a bad baseUrl, and logs where it sends", async () => {
