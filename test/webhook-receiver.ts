@@ -8,9 +8,14 @@ export interface Received {
   headers: Headers;
   /** The body bytes exactly as received. */
   bytes: Uint8Array;
-  /** The body as UTF-8 text, parsed. */
-  json: Record<string, any>;
+  /** The body as UTF-8 text. */
+  text: string;
+  /** The body parsed as JSON; null when it is not JSON (e.g. newline-delimited rows). */
+  json: any;
+  method: string;
   path: string;
+  /** The query string's parameters. */
+  query: URLSearchParams;
   /** performance.now() when it arrived. */
   at: number;
 }
@@ -60,7 +65,9 @@ export function startReceiver(opts: { port?: number; answer?: Answer } = {}): Re
     idleTimeout: 30,
     async fetch(request) {
       const bytes = new Uint8Array(await request.arrayBuffer());
-      received.push({ headers: request.headers, bytes, json: JSON.parse(new TextDecoder().decode(bytes)), path: new URL(request.url).pathname, at: performance.now() });
+      const text = new TextDecoder().decode(bytes);
+      const url = new URL(request.url);
+      received.push({ headers: request.headers, bytes, text, json: parseJson(text), method: request.method, path: url.pathname, query: url.searchParams, at: performance.now() });
       for (const w of [...waiters]) w();
       return receiver.answer(request, received.length);
     },
@@ -68,6 +75,14 @@ export function startReceiver(opts: { port?: number; answer?: Answer } = {}): Re
   receiver.port = server.port!;
   receiver.url = `http://127.0.0.1:${server.port}/hook`;
   return receiver;
+}
+
+function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }
 
 /** What a receiver does: recompute the signature over the exact bytes and compare in constant time. */
