@@ -19,6 +19,7 @@ import type { SqliteWebhookStore } from "./modules/webhooks/store";
 import type { SqliteAdminKeyStore } from "./modules/admin-keys/store";
 import type { SqliteApiKeyStore } from "./modules/api-keys/store";
 import type { SqliteUserStore } from "./modules/users/store";
+import type { EvaluationRecords } from "./modules/evaluation/records";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -55,6 +56,8 @@ export interface AppContext extends Store {
   testSessions: LiveSessions;
   /** Webhook deliveries: `kick()` after a write that queued some sends them at once. */
   deliveries: Deliveries;
+  /** The evaluation-record stream: what evaluation pushes and plugins (and integrations) read. */
+  records: EvaluationRecords;
   /** Every write's entries, after its commit, to the subscribers. */
   bus: ChangeBus;
   /** Where every store's writes commit, with their change-log entries. */

@@ -47,6 +47,7 @@ import { SqliteChangeLog } from "./changes/sqlite";
 import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
 import { EvaluationService } from "./modules/evaluation/service";
+import { EvaluationRecords } from "./modules/evaluation/records";
 import { proOnlyRoutes } from "./modules/pro-only/routes";
 import { testingRoutes } from "./modules/testing/routes";
 import { loadSessions } from "./modules/testing/live";
@@ -106,7 +107,7 @@ export function createServices(ctx: AppContext) {
     /** What a login reads: the users by email, the token issuer. */
     login: { users: stores.users, credentials: ctx.credentials, clock },
     // Evaluation step 1 reads the test sessions' overrides from memory.
-    evaluation: new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions }),
+    evaluation: new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions, records: ctx.records }),
     users: userService({ users: stores.users, clock }),
     adminKeys: adminKeyService({ adminKeys: stores.adminKeys, clock, lastUsed }),
     apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
@@ -230,6 +231,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const credentials = new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock);
   const testSessions = loadSessions(stores.testSessions, clock.now());
   const outbox = new Outbox(stores.webhooks, deliveries);
+  const records = new EvaluationRecords((e) => log.error("evaluation records: a reader failed", { error: e instanceof Error ? e.message : String(e) }));
   changeLog.participate(outbox.participant);
   bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags));
   bus.subscribe("credentials", credentials.subscriber);
@@ -247,12 +249,14 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     snapshot,
     testSessions,
     deliveries,
+    records,
     bus,
     changeLog,
     stores,
     startedAt: performance.now(),
     close() {
       scheduler.stopAll();
+      records.stop();
       deliveries.stop();
       store.close();
     },

@@ -9,9 +9,11 @@
  *    each other;
  *  - CPU: an interrupt handler ends any synchronous run into the VM (evaluation, a hook call,
  *    its pending jobs, reading its result, whose getters are plugin code) past its slice;
- *  - wall time: a hook that does not settle within its limit (awaiting forever) is ended.
- * Any of these, a stack overflow or an internal error is the plugin's death: the instance is
- * dropped whole and every later call fails at once with `PluginDied`. The host API is exactly
+ *  - wall time: a hook that does not settle within its limit (awaiting forever) fails with a
+ *    `HookTimeout` (decisions §11: "a hook that takes over 5 s is a failure"); the plugin lives
+ *    on, and the host counts the failure like a thrown error.
+ * A memory or CPU cap hit, a stack overflow or an internal error is the plugin's death: the
+ * instance is dropped whole and every later call fails at once with `PluginDied`. The host API is exactly
  * what `SandboxHost` gives: `ctx.log`, `ctx.config`, and `ctx.http` when the host offers it.
  *
  * This file runs plugin code on the thread that loads it: the plugin host runs it inside
@@ -65,8 +67,18 @@ const INITIAL_PAGES = 256; // the QuickJS build's own initial memory: 16 MiB
 const MAX_STACK = 512 * 1024;
 
 let compiled: Promise<WebAssembly.Module> | undefined;
-/** The QuickJS WASM module, compiled once per process (from the file embedded in the binary). */
-const wasmModule = () => (compiled ??= Bun.file(wasmPath).arrayBuffer().then((bytes) => WebAssembly.compile(bytes)));
+/**
+ * The QuickJS WASM module, compiled once per process (from the file embedded in the binary),
+ * unless `provideWasmModule` gave one: the plugin host compiles it once on the main thread and
+ * posts it to each worker (a `WebAssembly.Module` crosses `postMessage`), saving each worker
+ * the compilation (33–100 ms) and its memory.
+ */
+export const wasmModule = () => (compiled ??= Bun.file(wasmPath).arrayBuffer().then((bytes) => WebAssembly.compile(bytes)));
+
+/** Uses `module` (compiled elsewhere, from the same file) instead of compiling it here. */
+export function provideWasmModule(module: WebAssembly.Module): void {
+  compiled ??= Promise.resolve(module);
+}
 
 /**
  * Loads an ES module plugin (`source`) into its own instance and returns it with its hooks: the
@@ -141,14 +153,16 @@ export class Sandbox {
   /**
    * Calls a hook with a JSON argument (and `ctx` after it), awaiting it if it returns a promise;
    * its result as JSON. A hook the plugin does not export: undefined. Throws `PluginDied` when
-   * the call kills the plugin, and the plugin's own error (an `Error`) when the hook throws.
+   * the call kills the plugin, `HookError` when the hook throws, and `HookTimeout` (a HookError)
+   * when it does not settle within the wall limit: its promise is abandoned, whatever it does
+   * later is ignored.
    */
   async call(hook: string, argument?: unknown): Promise<unknown> {
     if (this.death) throw this.death;
     if (!this.hookNames.has(hook)) return undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const wall = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(this.kill(`${hook} did not settle within ${this.limits.wallMs} ms`)), this.limits.wallMs);
+      timer = setTimeout(() => reject(new HookTimeout(`${hook} did not settle within ${this.limits.wallMs} ms`)), this.limits.wallMs);
     });
     try {
       return await Promise.race([this.run(hook, argument), wall]);
@@ -174,7 +188,8 @@ export class Sandbox {
   private async run(hook: string, argument: unknown): Promise<unknown> {
     const returned = this.inside(() => {
       const fn = this.vm.getProp(this.exports!, hook);
-      const args = hook === "activate" ? [this.ctx!] : [this.toVm(argument), this.ctx!];
+      // activate(ctx) and deactivate(ctx); the others take their JSON, then ctx.
+      const args = hook === "activate" || hook === "deactivate" ? [this.ctx!] : [this.toVm(argument), this.ctx!];
       const result = this.vm.callFunction(fn, this.exports!, ...args);
       fn.dispose();
       for (const a of args) if (a !== this.ctx) a.dispose();
@@ -368,3 +383,6 @@ export class Sandbox {
 
 /** A hook threw (or rejected): the plugin's own failure, not its death. */
 export class HookError extends Error {}
+
+/** A hook did not settle within its wall limit: a failure, not the plugin's death. */
+export class HookTimeout extends HookError {}

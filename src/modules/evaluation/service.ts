@@ -10,6 +10,7 @@ import type { EvalContext, EvaluationResult, OverrideSource } from "../../evalua
 import type { Principal } from "../../http/access";
 import { iso, type Clock } from "../../lib/clock";
 import type { BatchRequest, EvaluateRequest } from "./model";
+import type { EvaluationRecords } from "./records";
 
 /** The request header that carries a test-session token. */
 export const SESSION_HEADER = "x-service-session";
@@ -27,6 +28,8 @@ export interface EvaluationServiceDeps {
   clock: Clock;
   /** The test sessions' overrides. */
   overrides: OverrideSource;
+  /** The evaluation-record stream (plugins' onEvaluations): each result is pushed when its project has readers. */
+  records: EvaluationRecords;
 }
 
 export class EvaluationService {
@@ -34,12 +37,14 @@ export class EvaluationService {
   overrides: OverrideSource;
   private readonly snapshot: Snapshot;
   private readonly clock: Clock;
+  private readonly records: EvaluationRecords;
   /** `evaluatedAt` of the last millisecond seen, formatted once. */
   private stampMs = Number.NaN;
   private stampText = "";
 
-  constructor({ snapshot, clock, overrides }: EvaluationServiceDeps) {
+  constructor({ snapshot, clock, overrides, records }: EvaluationServiceDeps) {
     this.snapshot = snapshot;
+    this.records = records;
     this.clock = clock;
     this.overrides = overrides;
   }
@@ -50,7 +55,10 @@ export class EvaluationService {
     const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
     const flagKey = body.flagKey;
     const entry = this.snapshot.environment(key.environmentId)?.get(flagKey);
-    return evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, body.context ?? EMPTY_CONTEXT, this.stamp(now), overrides?.get(flagKey));
+    const context = body.context ?? EMPTY_CONTEXT;
+    const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey));
+    if (this.records.wants(key.projectId)) this.records.add(key.projectId, key.environmentSlug, result, userIdOf(context));
+    return result;
   }
 
   /** One result per distinct key, all with the same `evaluatedAt`. */
@@ -70,6 +78,10 @@ export class EvaluationService {
       const entry = entries?.get(flagKey);
       results[flagKey] = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, evaluatedAt, overrides?.get(flagKey));
     }
+    if (this.records.wants(key.projectId)) {
+      const userId = userIdOf(context);
+      for (const flagKey in results) this.records.add(key.projectId, key.environmentSlug, results[flagKey]!, userId);
+    }
     return { results, evaluatedAt };
   }
 
@@ -80,6 +92,12 @@ export class EvaluationService {
     }
     return this.stampText;
   }
+}
+
+/** The record's `userId`: the context's, as a string (a number in its decimal form, as rollouts read it); else null. */
+function userIdOf(context: EvalContext): string | null {
+  const id = context.userId;
+  return typeof id === "string" ? id : typeof id === "number" ? String(id) : null;
 }
 
 /** The access table admits only API keys to evaluation; anything else is a bug. */

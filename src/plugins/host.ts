@@ -1,0 +1,374 @@
+/**
+ * The plugin host (decisions §11): runs each active plugin in a worker thread of its own
+ * (worker.ts: its QuickJS sandbox, at nice 19), feeds it its project's events and evaluation
+ * records, and settles its status. The main thread never runs plugin code, never waits on a
+ * plugin and never throws into a request because of one:
+ *  - `activate` succeeded: `active`; it failed (threw, or the plugin died in it): `error`
+ *    (`activate failed: …`);
+ *  - the plugin's death (memory cap, CPU slice, stack overflow, crash), the worker thread ending,
+ *    three failing hook calls in a row (a throw, or over the wall limit; a success resets the
+ *    count), or a worker that does not answer within the wall limit + 5 s (the watchdog): `error`
+ *    with the reason, the worker terminated and its instance freed.
+ * Status writes come only from the run that is current for its plugin: a stop or restart in
+ * between wins. Events are handed over at least once: a plugin's position in its project's
+ * queue (`plugins.event_position`) moves when a batch is through, so events of a batch cut short
+ * (a crash, a restart) are handed again. An event whose `onEvent` failed is not retried.
+ */
+import { iso, type Clock } from "../lib/clock";
+import type { Logger } from "../lib/log";
+import type { EvaluationRecords } from "../modules/evaluation/records";
+import { VERSION } from "../version";
+import { maskable, maskSecrets, type FromPluginWorker, type ToPluginWorker } from "./protocol";
+import type { RuntimeStore } from "./runtime-store";
+import { wasmModule, type SandboxLimits } from "./sandbox";
+
+export type { RuntimeStore } from "./runtime-store";
+
+/** Compiled, the worker is an entry point of its own at the root of the binary's file system (scripts/build.ts). */
+const WORKER_URL = import.meta.url.startsWith("file:///$bunfs/") ? "./plugins/worker.ts" : new URL("./worker.ts", import.meta.url).href;
+/** The watchdog: a worker that owes an answer and says nothing for the wall limit plus this is terminated. */
+const WATCHDOG_GRACE_MS = 5000;
+/** `stop`: `deactivate` has its wall limit, then the worker goes whatever it does. */
+const STOP_GRACE_MS = 1000;
+const EVENTS_PER_BATCH = 100;
+const FAILURES_IN_A_ROW = 3;
+const KEEP_LOG_LINES = 100;
+const FLUSH_DROPS_EVERY_MS = 5000;
+
+/** One activation of one installed plugin. */
+export interface PluginRun {
+  id: string;
+  projectId: string;
+  projectSlug: string;
+  packageName: string;
+  version: string;
+  /** The entry module's text. */
+  source: string;
+  /** Real values (secrets in clear). */
+  config: Record<string, unknown>;
+  /** Secret config values, masked as "********" in every log line and error message. */
+  secrets: readonly string[];
+}
+
+export type RunStatus = { status: "active" } | { status: "error"; errorMessage: string };
+
+export interface PluginHostDeps {
+  store: RuntimeStore;
+  records: EvaluationRecords;
+  log: Logger;
+  clock: Clock;
+  /** memoryMb from SVC_PLUGIN_MEMORY_MB. */
+  limits: SandboxLimits;
+  outboundAllowedHosts: readonly string[];
+}
+
+export interface LogLine {
+  timestamp: string;
+  level: string;
+  message: string;
+}
+
+interface Running {
+  run: PluginRun;
+  worker: Worker;
+  secrets: string[];
+  state: "starting" | "active" | "stopping" | "ended";
+  startedAt: number;
+  hooks: ReadonlySet<string>;
+  logs: LogLine[];
+  failures: number;
+  /** Where the plugin is in its project's event queue (as handed to it). */
+  position: number;
+  /** The event batch in flight, and how far the worker got through it. */
+  events: { last: number; handled: number; errors: number } | null;
+  evaluationsBusy: boolean;
+  evaluationsWaiting: { json: string; count: number } | null;
+  /** Records dropped and not yet added to the stored count. */
+  dropped: number;
+  /** Work posted that the worker has not answered yet (the watchdog runs while there is some). */
+  owed: number;
+  watchdog: ReturnType<typeof setTimeout> | undefined;
+  unsubscribe: (() => void) | undefined;
+  onStopped: (() => void) | undefined;
+}
+
+export class PluginHost {
+  private readonly runs = new Map<string, Running>();
+  private readonly dropsTimer: ReturnType<typeof setInterval>;
+
+  constructor(private readonly deps: PluginHostDeps) {
+    this.dropsTimer = setInterval(() => this.flushDrops(), FLUSH_DROPS_EVERY_MS);
+    this.dropsTimer.unref();
+  }
+
+  /** Starts (or restarts) a plugin: worker, sandbox, activate; then feeds it. Settles its status. Never throws, never blocks. */
+  start(run: PluginRun): void {
+    if (this.runs.has(run.id)) void this.stop(run.id);
+    let worker: Worker;
+    try {
+      worker = new Worker(WORKER_URL, { smol: true });
+    } catch (e) {
+      this.settle(run.id, { status: "error", errorMessage: `could not start a worker thread: ${e instanceof Error ? e.message : String(e)}` });
+      return;
+    }
+    const r: Running = {
+      run,
+      worker,
+      secrets: maskable(run.secrets),
+      state: "starting",
+      startedAt: performance.now(),
+      hooks: new Set(),
+      logs: [],
+      failures: 0,
+      position: 0,
+      events: null,
+      evaluationsBusy: false,
+      evaluationsWaiting: null,
+      dropped: 0,
+      owed: 0,
+      watchdog: undefined,
+      unsubscribe: undefined,
+      onStopped: undefined,
+    };
+    this.runs.set(run.id, r);
+    worker.onmessage = (event: MessageEvent<FromPluginWorker>) => {
+      try {
+        this.receive(r, event.data);
+      } catch (e) {
+        // A store write failed (the database is closing): the plugin cannot go on reliably.
+        this.fail(r, `host error: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    };
+    worker.addEventListener("error", (event) => this.fail(r, `worker thread failed: ${(event as ErrorEvent).message}`));
+    worker.addEventListener("close", () => this.fail(r, "worker thread ended unexpectedly"));
+    void this.launch(r);
+  }
+
+  /** `deactivate` (its wall limit at most), then the worker terminated; no status written. Resolves when it is gone. */
+  async stop(id: string): Promise<void> {
+    const r = this.runs.get(id);
+    if (!r) return;
+    this.runs.delete(id);
+    if (r.state === "ended") return;
+    r.state = "stopping";
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((resolve) => {
+      r.onStopped = resolve;
+      timer = setTimeout(resolve, this.deps.limits.wallMs + STOP_GRACE_MS);
+      this.post(r, { kind: "stop" });
+    });
+    clearTimeout(timer);
+    this.end(r);
+  }
+
+  /** New rows in plugin_events for this project (after a commit): its running plugins pull them. */
+  eventsCommitted(projectId: string): void {
+    for (const r of this.runs.values()) if (r.run.projectId === projectId && r.state === "active") this.feed(r);
+  }
+
+  /** What GET .../status shows live: the last 100 log lines and the records dropped (stored + not yet stored). */
+  live(id: string): { logs: LogLine[]; evaluationsDropped: number } | undefined {
+    const r = this.runs.get(id);
+    if (!r) return undefined;
+    return { logs: [...r.logs], evaluationsDropped: this.deps.store.droppedOf(id) + r.dropped };
+  }
+
+  async stopAll(): Promise<void> {
+    clearInterval(this.dropsTimer);
+    await Promise.all([...this.runs.keys()].map((id) => this.stop(id)));
+  }
+
+  private async launch(r: Running): Promise<void> {
+    // Compiled once on this thread and handed to every worker; a worker compiles it if this fails.
+    const wasm = await wasmModule().catch(() => null);
+    if (r.state !== "starting") return;
+    try {
+      r.position = this.deps.store.positionOf(r.run.id);
+    } catch (e) {
+      this.fail(r, `host error: ${e instanceof Error ? e.message : String(e)}`);
+      return;
+    }
+    const { source, config } = r.run;
+    this.post(r, {
+      kind: "start",
+      wasm,
+      source,
+      config,
+      secrets: r.secrets,
+      limits: this.deps.limits,
+      outboundAllowedHosts: this.deps.outboundAllowedHosts,
+      userAgent: `flagsvc-plugins/${VERSION}`,
+    });
+  }
+
+  private receive(r: Running, m: FromPluginWorker): void {
+    if (m.kind === "log") return this.keep(r, m.level, m.message);
+    if (m.kind === "stopped") return r.onStopped?.();
+    if (r.state === "ended") return;
+    switch (m.kind) {
+      case "active": {
+        this.answered(r);
+        if (r.state !== "starting") return;
+        r.state = "active";
+        r.hooks = new Set(m.hooks);
+        this.settle(r.run.id, { status: "active" }, r);
+        this.deps.log.info("plugin active", { pluginId: r.run.id, packageName: r.run.packageName, version: r.run.version, ms: Math.round(performance.now() - r.startedAt) });
+        if (r.hooks.has("onEvaluations")) r.unsubscribe = this.deps.records.subscribe(r.run.projectId, (json, count) => this.offer(r, json, count));
+        this.feed(r);
+        return;
+      }
+      case "dead":
+        this.fail(r, m.message);
+        return;
+      case "hook":
+        this.refresh(r);
+        if (m.position !== undefined && r.events) {
+          r.events.last = m.position;
+          if (m.error === null) r.events.handled++;
+          else r.events.errors++;
+        }
+        if (m.error === null) {
+          r.failures = 0;
+          return;
+        }
+        this.keep(r, "error", `${m.hook} failed: ${m.error}`);
+        if (++r.failures >= FAILURES_IN_A_ROW && r.state === "active") this.fail(r, `${FAILURES_IN_A_ROW} hook calls failed in a row; last: ${m.hook}: ${m.error}`);
+        return;
+      case "done":
+        this.answered(r);
+        if (m.batch === "events") {
+          this.recordEvents(r);
+          if (r.state === "active") this.feed(r);
+        } else {
+          r.evaluationsBusy = false;
+          const waiting = r.evaluationsWaiting;
+          r.evaluationsWaiting = null;
+          if (waiting !== null && r.state === "active") this.sendEvaluations(r, waiting.json);
+        }
+        return;
+    }
+  }
+
+  /** Hands the plugin the next events of its project, one batch in flight at a time. */
+  private feed(r: Running): void {
+    if (r.events || !this.current(r)) return;
+    const { store } = this.deps;
+    if (!r.hooks.has("onEvent")) {
+      // Nothing to hand: the position follows the queue, so that the events can be pruned.
+      for (let rows = store.eventsAfter(r.run.projectId, r.position, EVENTS_PER_BATCH); rows.length > 0; rows = store.eventsAfter(r.run.projectId, r.position, EVENTS_PER_BATCH)) {
+        r.position = rows[rows.length - 1]!.position;
+        store.handed(r.run.id, r.position, { handled: 0, errors: 0, lastEventAt: null });
+      }
+      return;
+    }
+    const events = store.eventsAfter(r.run.projectId, r.position, EVENTS_PER_BATCH);
+    if (events.length === 0) return;
+    r.events = { last: r.position, handled: 0, errors: 0 };
+    this.post(r, { kind: "events", events });
+  }
+
+  /** The batch in flight, as far as the worker got: its position and counters stored. */
+  private recordEvents(r: Running): void {
+    const batch = r.events;
+    r.events = null;
+    if (!batch || batch.last <= r.position) return;
+    r.position = batch.last;
+    const lastEventAt = batch.handled + batch.errors > 0 ? iso(this.deps.clock.now()) : null;
+    this.deps.store.handed(r.run.id, batch.last, { handled: batch.handled, errors: batch.errors, lastEventAt });
+  }
+
+  /** A batch of the project's records: at most one in flight and one waiting; beyond that, dropped and counted. */
+  private offer(r: Running, json: string, count: number): void {
+    if (r.state !== "active") return;
+    if (!r.evaluationsBusy) this.sendEvaluations(r, json);
+    else if (r.evaluationsWaiting === null) r.evaluationsWaiting = { json, count };
+    else r.dropped += count;
+  }
+
+  private sendEvaluations(r: Running, batch: string): void {
+    r.evaluationsBusy = true;
+    this.post(r, { kind: "evaluations", batch });
+  }
+
+  /** Posts to the worker; `owed`: the worker must answer it (the watchdog runs meanwhile). */
+  private post(r: Running, message: ToPluginWorker, owed = message.kind !== "stop"): void {
+    if (owed) {
+      r.owed++;
+      this.refresh(r);
+    }
+    r.worker.postMessage(message);
+  }
+
+  /** A sign of progress: the watchdog starts over (or stops when nothing is owed). */
+  private refresh(r: Running): void {
+    clearTimeout(r.watchdog);
+    r.watchdog = undefined;
+    if (r.owed === 0 || r.state === "ended") return;
+    const ms = this.deps.limits.wallMs + WATCHDOG_GRACE_MS;
+    r.watchdog = setTimeout(() => this.fail(r, `did not answer within ${ms} ms`), ms);
+    r.watchdog.unref();
+  }
+
+  private answered(r: Running): void {
+    r.owed = Math.max(0, r.owed - 1);
+    this.refresh(r);
+  }
+
+  private current(r: Running): boolean {
+    return this.runs.get(r.run.id) === r && r.state !== "ended" && r.state !== "stopping";
+  }
+
+  /** The run's end in `error` (only while it is current); its logs stay readable until the plugin is stopped or started again. */
+  private fail(r: Running, reason: string): void {
+    if (!this.current(r)) return;
+    const errorMessage = maskSecrets(reason, r.secrets);
+    this.end(r);
+    this.keep(r, "error", errorMessage);
+    this.settle(r.run.id, { status: "error", errorMessage }, r);
+    this.deps.log.warn("plugin error", { pluginId: r.run.id, packageName: r.run.packageName, version: r.run.version, error: errorMessage });
+  }
+
+  private settle(id: string, status: RunStatus, r?: Running): void {
+    if (r && this.runs.get(id) !== r) return;
+    try {
+      this.deps.store.setStatus(id, status);
+    } catch (e) {
+      this.deps.log.error("plugin status not stored", { pluginId: id, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  /** Terminates the worker and frees what the run holds; what it got through is stored. */
+  private end(r: Running): void {
+    if (r.state === "ended") return;
+    r.state = "ended";
+    clearTimeout(r.watchdog);
+    r.unsubscribe?.();
+    r.worker.terminate();
+    try {
+      this.recordEvents(r);
+      this.flushDropsOf(r);
+    } catch (e) {
+      this.deps.log.error("plugin counters not stored", { pluginId: r.run.id, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  private keep(r: Running, level: string, message: string): void {
+    r.logs.push({ timestamp: iso(this.deps.clock.now()), level, message });
+    if (r.logs.length > KEEP_LOG_LINES) r.logs.shift();
+  }
+
+  private flushDrops(): void {
+    try {
+      for (const r of this.runs.values()) this.flushDropsOf(r);
+    } catch (e) {
+      this.deps.log.error("dropped evaluation counts not stored", { error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  private flushDropsOf(r: Running): void {
+    if (r.dropped === 0) return;
+    const count = r.dropped;
+    r.dropped = 0;
+    this.deps.store.addDropped(r.run.id, count);
+  }
+}

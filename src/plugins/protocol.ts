@@ -1,0 +1,48 @@
+/** Messages between the plugin host (host.ts, main thread) and one plugin's worker (worker.ts). */
+import type { SandboxLimits } from "./sandbox";
+
+export type ToPluginWorker =
+  /**
+   * First message: load the plugin and call `activate`. `wasm`: the QuickJS module compiled on
+   * the main thread (null: the worker compiles it itself).
+   */
+  | {
+      kind: "start";
+      wasm: WebAssembly.Module | null;
+      source: string;
+      config: Record<string, unknown>;
+      secrets: readonly string[];
+      limits: SandboxLimits;
+      outboundAllowedHosts: readonly string[];
+      userAgent: string;
+    }
+  /** `onEvent` once per payload (webhook payload JSON texts), in order. */
+  | { kind: "events"; events: { position: number; payload: string }[] }
+  /** `onEvaluations` with one batch (the JSON text of the records' array). */
+  | { kind: "evaluations"; batch: string }
+  /** `deactivate`, then answer `stopped`. */
+  | { kind: "stop" };
+
+export type FromPluginWorker =
+  /** `activate` succeeded (or the plugin has none): the hooks it exports. */
+  | { kind: "active"; hooks: string[] }
+  /** The plugin cannot run on: a failed `activate`, or its death (a cap hit, a crash). Masked. */
+  | { kind: "dead"; message: string }
+  /** One hook call ended: `error` null when it succeeded, else its (masked) failure. */
+  | { kind: "hook"; hook: string; error: string | null; position?: number }
+  /** A batch of `events` or `evaluations` is through. */
+  | { kind: "done"; batch: "events" | "evaluations" }
+  /** A line of `ctx.log`, rate-limited, masked and cut to length in the worker. */
+  | { kind: "log"; level: string; message: string }
+  | { kind: "stopped" };
+
+const MASK = "********";
+
+/** `text` with every secret value replaced by "********"; `secrets` sorted longest first, none empty. */
+export function maskSecrets(text: string, secrets: readonly string[]): string {
+  for (const secret of secrets) text = text.replaceAll(secret, MASK);
+  return text;
+}
+
+/** Secret values as `maskSecrets` takes them: longest first, so a secret that contains another is masked whole. */
+export const maskable = (secrets: readonly string[]): string[] => secrets.filter((s) => s !== "").sort((a, b) => b.length - a.length);

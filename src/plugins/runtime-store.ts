@@ -1,0 +1,87 @@
+/**
+ * What the plugin host reads and writes of the tables `plugins` and `plugin_events`: where each
+ * plugin is in its project's event queue, its counters, the status it settled in. Synchronous
+ * SQLite (each a single short statement on the main connection). These are the host's runtime
+ * bookkeeping, not changes of a resource: no change-log entries (the plugins API writes those).
+ */
+import type { Database } from "bun:sqlite";
+import type { RunStatus } from "./host";
+
+export interface HandedStats {
+  handled: number;
+  errors: number;
+  lastEventAt: string | null;
+}
+
+export interface RuntimeStore {
+  /** Ignores a row that is gone or no longer enabled (a disable or removal won the race). */
+  setStatus(id: string, s: RunStatus): void;
+  /** The plugin's stored position in its project's event queue (0 for a row that is gone). */
+  positionOf(id: string): number;
+  /** The evaluation records dropped for the plugin so far, as stored. */
+  droppedOf(id: string): number;
+  eventsAfter(projectId: string, position: number, limit: number): { position: number; payload: string }[];
+  /** The position only moves forward; the counters are added. */
+  handed(id: string, position: number, stats: HandedStats): void;
+  addDropped(id: string, count: number): void;
+  /** Removes the events every enabled plugin of their project is past, and all events of projects with none. */
+  pruneEvents(): void;
+}
+
+export class SqliteRuntimeStore implements RuntimeStore {
+  private readonly statusQuery;
+  private readonly positionQuery;
+  private readonly droppedQuery;
+  private readonly eventsQuery;
+  private readonly handedQuery;
+  private readonly droppedUpdate;
+  private readonly pruneQuery;
+
+  constructor(sqlite: Database) {
+    this.statusQuery = sqlite.query<unknown, [string, string | null, string]>("UPDATE plugins SET status = ?, error_message = ? WHERE id = ? AND enabled = 1");
+    this.positionQuery = sqlite.query<{ p: number }, [string]>("SELECT event_position AS p FROM plugins WHERE id = ?");
+    this.droppedQuery = sqlite.query<{ d: number }, [string]>("SELECT evaluations_dropped AS d FROM plugins WHERE id = ?");
+    this.eventsQuery = sqlite.query<{ position: number; payload: string }, [string, number, number]>(
+      "SELECT position, payload FROM plugin_events WHERE project_id = ? AND position > ? ORDER BY position LIMIT ?",
+    );
+    this.handedQuery = sqlite.query<unknown, [number, number, number, string | null, string]>(
+      `UPDATE plugins SET event_position = max(event_position, ?), events_handled = events_handled + ?, errors = errors + ?,
+         last_event_at = coalesce(?, last_event_at) WHERE id = ?`,
+    );
+    this.droppedUpdate = sqlite.query<unknown, [number, string]>("UPDATE plugins SET evaluations_dropped = evaluations_dropped + ? WHERE id = ?");
+    // A project without an enabled plugin: min() is NULL and every row of it goes.
+    this.pruneQuery = sqlite.query(
+      `DELETE FROM plugin_events WHERE position <= coalesce(
+         (SELECT min(p.event_position) FROM plugins p WHERE p.project_id = plugin_events.project_id AND p.enabled = 1),
+         9223372036854775807)`,
+    );
+  }
+
+  setStatus(id: string, s: RunStatus): void {
+    this.statusQuery.run(s.status, s.status === "error" ? s.errorMessage : null, id);
+  }
+
+  positionOf(id: string): number {
+    return this.positionQuery.get(id)?.p ?? 0;
+  }
+
+  droppedOf(id: string): number {
+    return this.droppedQuery.get(id)?.d ?? 0;
+  }
+
+  eventsAfter(projectId: string, position: number, limit: number): { position: number; payload: string }[] {
+    return this.eventsQuery.all(projectId, position, limit);
+  }
+
+  handed(id: string, position: number, stats: HandedStats): void {
+    this.handedQuery.run(position, stats.handled, stats.errors, stats.lastEventAt, id);
+  }
+
+  addDropped(id: string, count: number): void {
+    if (count > 0) this.droppedUpdate.run(count, id);
+  }
+
+  pruneEvents(): void {
+    this.pruneQuery.run();
+  }
+}
