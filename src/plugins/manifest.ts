@@ -53,6 +53,13 @@ const ISO_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d
 const TEXT_LIMITS = { name: 100, description: 2000, author: 200 } as const;
 const FIELDS = new Set(["packageName", "name", "description", "category", "version", "author", "entry", "hooks", "configSchema", "publishedAt", "homepage"]);
 
+/** ISO 8601 with a zone, and a real calendar date (Date.parse takes February 31st as March 3rd). */
+const isTimestamp = (v: string): boolean => {
+  if (!ISO_TIMESTAMP.test(v) || Number.isNaN(Date.parse(v))) return false;
+  const [y, mo, d] = v.slice(0, 10).split("-").map(Number) as [number, number, number];
+  return new Date(Date.UTC(y, mo - 1, d)).getUTCDate() === d;
+};
+
 const isUrl = (value: string, protocols: readonly string[]): boolean => {
   try {
     return protocols.includes(new URL(value).protocol);
@@ -71,7 +78,7 @@ ajv.addKeyword({ keyword: "secret", schemaType: "boolean" });
 ajv.addFormat("uri", (v) => URL.canParse(v));
 ajv.addFormat("email", /^[^\s@]+@[^\s@]+\.[^\s@]+$/);
 ajv.addFormat("hostname", /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i);
-ajv.addFormat("date-time", (v) => ISO_TIMESTAMP.test(v) && !Number.isNaN(Date.parse(v)));
+ajv.addFormat("date-time", isTimestamp);
 ajv.addFormat("uuid", /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
 
 /** Compiled validators by schema object: a package's schema is compiled once, when it is read. */
@@ -132,7 +139,7 @@ export function checkManifest(m: unknown): PluginManifest {
   if (!Array.isArray(hooks) || hooks.length === 0 || new Set(hooks).size !== hooks.length || !hooks.every((h) => HOOKS.includes(h))) {
     fail(`${MANIFEST}: "hooks" must be a non-empty list of distinct hook names among ${HOOKS.join(", ")}`);
   }
-  if (typeof publishedAt !== "string" || !ISO_TIMESTAMP.test(publishedAt) || Number.isNaN(Date.parse(publishedAt))) {
+  if (typeof publishedAt !== "string" || !isTimestamp(publishedAt)) {
     fail(`${MANIFEST}: "publishedAt" must be an ISO 8601 timestamp (e.g. 2026-11-20T00:00:00.000Z)`);
   }
   if (homepage !== undefined && (typeof homepage !== "string" || !isUrl(homepage, ["http:", "https:"]))) fail(`${MANIFEST}: "homepage" must be an http or https URL`);
