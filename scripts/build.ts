@@ -11,6 +11,9 @@ const outfile = resolve(root, i > 0 ? process.argv[i + 1]! : "dist/flagsvc");
 mkdirSync(dirname(outfile), { recursive: true });
 
 const started = performance.now();
+// The first-party plugins as they are in plugins/ now (a contributor may not have re-run it).
+const embed = Bun.spawnSync([process.execPath, "scripts/embed-plugins.ts"], { cwd: root, stdout: "inherit", stderr: "inherit" });
+if (embed.exitCode !== 0) process.exit(embed.exitCode ?? 1);
 const proc = Bun.spawnSync(
   [
     // Whitespace and syntax only: renamed identifiers break Elysia, which recognises TypeBox's

@@ -39,6 +39,8 @@ export interface Config {
   webhookRetryDelays: number[];
   webhookTimeoutMs: number;
   outboundAllowedHosts: string[];
+  /** The memory cap of each plugin's sandbox (its whole WebAssembly memory), in MiB. */
+  pluginMemoryMb: number;
   /** Days an audit-log entry is kept; 0: forever. */
   auditRetentionDays: number;
   rateLimits: Record<RateLimitKind, number>;
@@ -251,6 +253,12 @@ export const OPTIONS = [
       if (entries.length === 0) throw new Invalid("must name at least one entry");
       return entries.map(outboundEntry);
     },
+  }),
+  opt({
+    key: "pluginMemoryMb", env: "SVC_PLUGIN_MEMORY_MB", flag: "--plugin-memory-mb", defaultText: "64",
+    description: "Memory cap of each active plugin's sandbox, in MiB (its whole QuickJS WebAssembly memory; 17 to 4096)",
+    fallback: () => 64,
+    parse: (raw) => integer(raw, 17, 4096, "a whole number of MiB"),
   }),
   opt({
     key: "rateLimits", env: "SVC_RATE_LIMITS", flag: "--rate-limits",

@@ -20,6 +20,8 @@ import type { SqliteAdminKeyStore } from "./modules/admin-keys/store";
 import type { SqliteApiKeyStore } from "./modules/api-keys/store";
 import type { SqliteUserStore } from "./modules/users/store";
 import type { EvaluationRecords } from "./modules/evaluation/records";
+import type { SqliteDownloadStore } from "./modules/marketplace/store";
+import type { Catalog } from "./plugins/catalog";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -31,6 +33,7 @@ export interface Stores {
   adminKeys: SqliteAdminKeyStore;
   apiKeys: SqliteApiKeyStore;
   audit: SqliteAuditStore;
+  pluginDownloads: SqliteDownloadStore;
 }
 
 /**
@@ -63,6 +66,8 @@ export interface AppContext extends Store {
   /** Where every store's writes commit, with their change-log entries. */
   changeLog: SqliteChangeLog;
   stores: Stores;
+  /** The plugin packages: built in, and DATA_DIR/marketplace/ (watched). */
+  catalog: Catalog;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** Stops the jobs, closes the database and releases the data-dir lock. */

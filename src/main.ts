@@ -1,9 +1,9 @@
 /**
  * The `flagsvc` command line: serve (default), migrate, backup, admin (create-user,
- * create-key, reset-password), healthcheck, version, help.
+ * create-key, reset-password), plugins (add, check, list), healthcheck, version, help.
  * Exit codes: 0 success, 1 failure at run time, 2 bad usage or configuration.
  */
-import { closeSync, existsSync, openSync, rmSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ConfigError, describeOptions, isBooleanConfigFlag, isConfigFlag, loadConfig, type Config } from "./config";
 import { DB_FILE, openDatabase } from "./db/client";
@@ -14,6 +14,7 @@ import { OperatorError } from "./lib/errors";
 import { adminKeyService, validateNewAdminKey } from "./modules/admin-keys/service";
 import { generatePassword, userService, validateNewUser, validatePasswordReset } from "./modules/users/service";
 import { createLogger } from "./lib/log";
+import { addPackage, checkPackage, listPackages } from "./plugins/cli";
 import { createStores, openStore, StartupError, startServer, type RunningServer } from "./server";
 import { ChangeBus } from "./changes/bus";
 import { cliAuthor } from "./changes/entry";
@@ -71,6 +72,42 @@ const ADMIN_COMMANDS: Record<string, Command> = {
   },
 };
 
+const PLUGINS_COMMANDS: Record<string, Command> = {
+  add: {
+    usage: "flagsvc plugins add PATH [--data-dir DIR]",
+    summary: "Check a plugin package (a folder or a .tgz) and copy it into DATA_DIR/marketplace/ (unverified); a running server picks it up",
+    config: ["dataDir"],
+    run: async (args, config) => {
+      console.log(await addPackage(onePath(args, "plugins add"), config(), cliLogger()));
+      return 0;
+    },
+  },
+  check: {
+    usage: "flagsvc plugins check PATH [--config JSON | --config-file FILE] [options]",
+    summary: "Check a plugin package and a config for it, then run its activate in the sandbox, printing its log lines",
+    config: ["pluginMemoryMb", "outboundAllowedHosts"],
+    options: {
+      "--config": "The plugin's config as JSON (default {}); secrets in it are masked in the output",
+      "--config-file": "A file holding the plugin's config as JSON",
+    },
+    run: async (args, config, options) => {
+      const path = onePath(args, "plugins check");
+      await checkPackage(path, pluginConfig(options), config(), (line) => console.log(line));
+      return 0;
+    },
+  },
+  list: {
+    usage: "flagsvc plugins list [--data-dir DIR]",
+    summary: "List the catalog: every package version, built in (verified) and in DATA_DIR/marketplace/ (unverified)",
+    config: ["dataDir"],
+    run: (args, config) => {
+      noPositionals(args);
+      for (const line of listPackages(config(), cliLogger())) console.log(line);
+      return 0;
+    },
+  },
+};
+
 const COMMANDS: Record<string, Command> = {
   serve: {
     usage: "flagsvc [serve] [options]",
@@ -106,6 +143,15 @@ const COMMANDS: Record<string, Command> = {
     subcommands: ADMIN_COMMANDS,
     run: () => {
       throw new UsageError(`admin needs a sub-command: ${Object.keys(ADMIN_COMMANDS).join(", ")}`);
+    },
+  },
+  plugins: {
+    usage: "flagsvc plugins SUB-COMMAND [options]",
+    summary: "Plugin packages: add (air-gapped install into DATA_DIR/marketplace/), check (run activate in the sandbox), list",
+    config: false,
+    subcommands: PLUGINS_COMMANDS,
+    run: () => {
+      throw new UsageError(`plugins needs a sub-command: ${Object.keys(PLUGINS_COMMANDS).join(", ")}`);
     },
   },
   healthcheck: {
@@ -146,6 +192,34 @@ const COMMANDS: Record<string, Command> = {
 
 function noPositionals(args: string[]) {
   if (args.length > 0) throw new UsageError(`unexpected argument "${args[0]}"`);
+}
+
+function onePath(args: string[], command: string): string {
+  if (args.length !== 1 || args[0]!.trim() === "") throw new UsageError(`${command} needs exactly one PATH argument (a package folder or .tgz)`);
+  return args[0]!;
+}
+
+/** Warnings of a CLI command (a skipped catalog folder) on stderr, as text. */
+const cliLogger = () => createLogger({ level: "warn", format: "pretty", write: (chunk) => process.stderr.write(chunk) });
+
+/** `--config JSON` or `--config-file FILE` (default {}): not JSON is a usage error. */
+function pluginConfig(options: Options): unknown {
+  const inline = options.get("--config");
+  const file = options.get("--config-file");
+  if (inline !== undefined && file !== undefined) throw new UsageError("give --config or --config-file, not both");
+  let text = inline ?? "{}";
+  if (file !== undefined) {
+    try {
+      text = readFileSync(resolve(file), "utf8");
+    } catch (e) {
+      throw new UsageError(`--config-file: cannot read ${resolve(file)}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+    }
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`${file !== undefined ? "--config-file" : "--config"}: not valid JSON (${(e as Error).message})`);
+  }
 }
 
 function mainHelp(): string {

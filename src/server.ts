@@ -62,6 +62,10 @@ import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
 import { SqliteWebhookStore } from "./modules/webhooks/store";
 import { OutboundPolicy } from "./lib/outbound";
+import { marketplaceRoutes } from "./modules/marketplace/routes";
+import { marketplaceService } from "./modules/marketplace/service";
+import { SqliteDownloadStore } from "./modules/marketplace/store";
+import { Catalog } from "./plugins/catalog";
 import { configuredTls, loadTls, TLS12_CIPHERS, type TlsMaterial } from "./tls";
 
 /**
@@ -112,6 +116,7 @@ export function createServices(ctx: AppContext) {
     adminKeys: adminKeyService({ adminKeys: stores.adminKeys, clock, lastUsed }),
     apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
     audit: auditService({ audit: stores.audit, projects: stores.projects }),
+    marketplace: marketplaceService({ catalog: ctx.catalog, downloads: stores.pluginDownloads }),
   };
 }
 
@@ -139,6 +144,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(evaluationRoutes(services.evaluation))
     .use(testingRoutes(services.testing, config))
     .use(auditRoutes(services.audit))
+    .use(marketplaceRoutes(services.marketplace, config))
     .use(proOnlyRoutes(config));
 }
 
@@ -201,6 +207,7 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     webhooks: new SqliteWebhookStore(changeLog),
     testSessions: new SqliteTestSessionStore(changeLog.store),
     audit: new SqliteAuditStore(changeLog.store),
+    pluginDownloads: new SqliteDownloadStore(changeLog.store),
   };
 }
 
@@ -237,6 +244,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   bus.subscribe("credentials", credentials.subscriber);
   bus.subscribe("test sessions", testSessions.subscriber);
   bus.subscribe("webhook sender", outbox.subscriber);
+  const catalog = new Catalog({ dataDir: config.dataDir, log }).watch();
   return {
     ...store,
     config,
@@ -253,8 +261,10 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     bus,
     changeLog,
     stores,
+    catalog,
     startedAt: performance.now(),
     close() {
+      catalog.close();
       scheduler.stopAll();
       records.stop();
       deliveries.stop();

@@ -1,8 +1,8 @@
 /**
- * The Integrations and Marketplace APIs (Pro: decisions §9, §11, §12) are not built yet. What the
- * contract fixes for the Community Edition is: each of their endpoints answers, after the access
+ * The Integrations API (Pro: decisions §9, §12) is not built yet. What the
+ * contract fixes for the Community Edition is: each of its endpoints answers, after the access
  * decision (admin key or admin login, decisions §4), 403 PRO_EDITION_REQUIRED. On Pro these paths
- * are not routed (404) until the APIs exist. The CE document lists them with that answer.
+ * are not routed (404) until the API exists. The CE document lists them with that answer.
  */
 import { Elysia, t } from "elysia";
 import type { Config } from "../../config";
@@ -24,16 +24,13 @@ export const proOnlyRoutes = (config: Pick<Config, "edition">) => {
   });
   // A body schema that takes anything: the edition answers before any body is judged.
   const withBody = (tag: string, summary: string) => ({ ...gate(tag, summary), body: t.Unknown() });
-  const [integrations, marketplace] = ["Integrations (Pro)", "Marketplace (Pro)"];
+  const integrations = "Integrations (Pro)";
   return plugin
     .get("/v1/integrations/types", gated, gate(integrations, "List integration types and their config schemas"))
     .get("/v1/projects/:slug/integrations", gated, gate(integrations, "List a project's integrations"))
     .post("/v1/projects/:slug/integrations", gated, withBody(integrations, "Configure an integration"))
     .patch("/v1/projects/:slug/integrations/:integrationId", gated, withBody(integrations, "Update an integration"))
-    .delete("/v1/projects/:slug/integrations/:integrationId", gated, gate(integrations, "Remove an integration"))
-    .get("/v1/marketplace/plugins", gated, gate(marketplace, "Browse the plugin marketplace"))
-    .get("/v1/marketplace/plugins/:packageName", gated, gate(marketplace, "A marketplace plugin's details"))
-    .get("/v1/marketplace/plugins/:packageName/versions", gated, gate(marketplace, "A marketplace plugin's versions"));
+    .delete("/v1/projects/:slug/integrations/:integrationId", gated, gate(integrations, "Remove an integration"));
 };
 
 const WHO = "Who: admin keys and login JWTs of role admin; any other credential is 403 FORBIDDEN, none 401.";

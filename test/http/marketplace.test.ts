@@ -1,0 +1,184 @@
+/**
+ * The marketplace (Pro; decisions §4, §9, §11) through app.handle on a real database: packages
+ * dropped into DATA_DIR/marketplace/ (test/fixtures/plugins) picked up by the running catalog,
+ * downloads from the real plugin_downloads table. The first-party packages embedded in the
+ * binary are listed too: assertions look at the fixtures' entries only.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { cpSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, userToken } from "../helpers";
+
+const FIXTURES = join(import.meta.dir, "../fixtures/plugins");
+const OURS = new Set(["@acme/echo", "failing", "@acme/tracker"]);
+
+async function until<T>(what: string, fn: () => T | undefined, ms = 5_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+/** Drops the fixtures (and a third package, @acme/tracker) into the marketplace folder and waits for the catalog. */
+async function dropFixtures(h: TestApp) {
+  const market = join(h.dir, "marketplace");
+  for (const folder of ["echo-1.0.0", "echo-1.1.0", "failing-0.1.0"]) cpSync(join(FIXTURES, folder), join(market, folder), { recursive: true });
+  const tracker = join(market, "tracker");
+  cpSync(join(FIXTURES, "echo-1.0.0"), tracker, { recursive: true });
+  const manifest = JSON.parse(await Bun.file(join(tracker, "plugin.json")).text());
+  writeFileSync(
+    join(tracker, "plugin.json"),
+    JSON.stringify({ ...manifest, packageName: "@acme/tracker", name: "Tracker", description: "Sends ECHO-like events to a CRM", category: "crm", version: "2.0.0", publishedAt: "2026-11-20T00:00:00Z", homepage: undefined }),
+  );
+  await until("the catalog to pick the packages up", () => h.ctx.catalog.get("@acme/tracker", "latest") && h.ctx.catalog.get("failing", "0.1.0") && h.ctx.catalog.get("@acme/echo", "1.1.0"));
+}
+
+const ours = (plugins: Record<string, any>[]) => plugins.filter((p) => OURS.has(p.packageName));
+
+describe("Pro", () => {
+  let h: TestApp;
+  let admin: Record<string, string>;
+  beforeAll(async () => {
+    h = testApp({ SVC_EDITION: "pro" });
+    admin = bearer(seedAdminKey(h.ctx));
+    await dropFixtures(h);
+    // Installs counted by the plugins module: rows of the real table.
+    h.ctx.sqlite.run("INSERT INTO plugin_downloads (package_name, installs) VALUES ('failing', 7), ('@acme/tracker', 3)");
+  });
+  afterAll(() => h.close());
+
+  const get = async (path: string, headers = admin, status = 200) => json(await h.request("GET", path, { headers }), status);
+
+  test("list: the latest version of each package, by name by default, with downloads and verified", async () => {
+    const { plugins } = await get("/v1/marketplace/plugins");
+    expect(ours(plugins)).toEqual([
+      { packageName: "@acme/echo", name: "Echo", description: "Test fixture: logs its config and posts to a URL on activate", category: "analytics", version: "1.1.0", author: "flagsvc tests", downloads: 0, verified: false },
+      { packageName: "failing", name: "Failing", description: "Test fixture: its activate throws", category: "monitoring", version: "0.1.0", author: "flagsvc tests", downloads: 7, verified: false },
+      { packageName: "@acme/tracker", name: "Tracker", description: "Sends ECHO-like events to a CRM", category: "crm", version: "2.0.0", author: "flagsvc tests", downloads: 3, verified: false },
+    ]);
+    const names = plugins.map((p: { name: string }) => p.name.toLowerCase());
+    expect(names).toEqual([...names].sort());
+    // First-party packages (built into the binary) are the verified ones.
+    for (const p of plugins) expect(p.verified).toBe(h.ctx.catalog.get(p.packageName, "latest")!.folder.startsWith("plugins/"));
+  });
+
+  test("filters: category exact, q case-insensitive on name or description", async () => {
+    const names = async (query: string) => ours((await get(`/v1/marketplace/plugins?${query}`)).plugins).map((p) => p.packageName);
+    expect(await names("category=crm")).toEqual(["@acme/tracker"]);
+    expect(await names("category=monitoring")).toEqual(["failing"]);
+    expect(await names("q=ECHO")).toEqual(["@acme/echo", "@acme/tracker"]); // name Echo; tracker's description
+    expect(await names("q=activate%20THROWS")).toEqual(["failing"]);
+    expect(await names("q=nothing-matches-this")).toEqual([]);
+    expect(await names("category=crm&q=echo")).toEqual(["@acme/tracker"]);
+  });
+
+  test("sorts: popular (downloads), newest (publishedAt), name", async () => {
+    const names = async (sort: string) => ours((await get(`/v1/marketplace/plugins?sort=${sort}`)).plugins).map((p) => p.packageName);
+    expect(await names("popular")).toEqual(["failing", "@acme/tracker", "@acme/echo"]);
+    expect(await names("newest")).toEqual(["@acme/tracker", "@acme/echo", "failing"]);
+    expect(await names("name")).toEqual(["@acme/echo", "failing", "@acme/tracker"]);
+  });
+
+  test("unknown query values or parameters: 400 VALIDATION_ERROR with details", async () => {
+    for (const [query, path] of [["sort=downloads", "query.sort"], ["category=chat", "query.category"], ["limit=3", "query.limit"], [`q=${"x".repeat(201)}`, "query.q"]] as const) {
+      const body = await get(`/v1/marketplace/plugins?${query}`, admin, 400);
+      expect({ query, error: body.error, paths: body.details.map((d: { path: string }) => d.path) }).toEqual({ query, error: "VALIDATION_ERROR", paths: [path] });
+    }
+  });
+
+  test("details of a scoped package by its URL-encoded name: the latest version, readme, configSchema, homepage, versions", async () => {
+    const body = await get("/v1/marketplace/plugins/%40acme%2Fecho");
+    expect(body).toEqual({
+      packageName: "@acme/echo",
+      name: "Echo",
+      description: "Test fixture: logs its config and posts to a URL on activate",
+      category: "analytics",
+      version: "1.1.0",
+      author: "flagsvc tests",
+      downloads: 0,
+      verified: false,
+      readme: "# Echo\n\nA test fixture.\n",
+      configSchema: JSON.parse(await Bun.file(join(FIXTURES, "echo-1.1.0/plugin.json")).text()).configSchema,
+      homepage: "https://example.com/echo",
+      versions: [
+        { version: "1.1.0", publishedAt: "2026-11-15T00:00:00.000Z" },
+        { version: "1.0.0", publishedAt: "2026-11-01T00:00:00.000Z" },
+      ],
+    });
+    // Lower-case escapes and an unscoped name.
+    expect((await get("/v1/marketplace/plugins/%40acme%2fecho")).version).toBe("1.1.0");
+    const failing = await get("/v1/marketplace/plugins/failing");
+    expect({ homepage: failing.homepage, readme: failing.readme, downloads: failing.downloads }).toEqual({ homepage: null, readme: "", downloads: 7 });
+  });
+
+  test("versions: newest first", async () => {
+    expect(await get("/v1/marketplace/plugins/%40acme%2Fecho/versions")).toEqual({
+      packageName: "@acme/echo",
+      versions: [
+        { version: "1.1.0", publishedAt: "2026-11-15T00:00:00.000Z" },
+        { version: "1.0.0", publishedAt: "2026-11-01T00:00:00.000Z" },
+      ],
+    });
+  });
+
+  test("unknown package: 404 NOT_FOUND; a malformed escape in the name: 400", async () => {
+    for (const path of ["/v1/marketplace/plugins/%40acme%2Fnope", "/v1/marketplace/plugins/nope/versions", "/v1/marketplace/plugins/%2540acme%252Fecho"]) {
+      expect((await get(path, admin, 404)).error).toBe("NOT_FOUND");
+    }
+    expect((await get("/v1/marketplace/plugins/%E0%A4%A", admin, 400)).details).toEqual([{ path: "params.packageName", message: "Expected string" }]);
+  });
+
+  test("access: admin key and admin JWT yes; editor JWT and project keys 403; none 401", async () => {
+    const rows: [string, Record<string, string>, number][] = [
+      ["admin key", admin, 200],
+      ["admin JWT", await userToken(h.ctx, "admin"), 200],
+      ["editor JWT", await userToken(h.ctx, "editor"), 403],
+      ["mgmt key", bearer(seedApiKey(h.ctx, "mgmt").secret), 403],
+      ["full key", bearer(seedApiKey(h.ctx, "full").secret), 403],
+      ["none", {}, 401],
+    ];
+    for (const path of ["/v1/marketplace/plugins", "/v1/marketplace/plugins/failing", "/v1/marketplace/plugins/failing/versions"]) {
+      for (const [who, headers, status] of rows) {
+        const res = await h.request("GET", path, { headers });
+        expect({ path, who, status: res.status }).toEqual({ path, who, status });
+      }
+    }
+  });
+
+  test("the API document describes the endpoints under Marketplace (Pro)", async () => {
+    const doc = (await (await h.request("GET", "/v1/openapi.json")).json()) as { paths: Record<string, Record<string, { tags?: string[]; description?: string }>> };
+    for (const path of ["/v1/marketplace/plugins", "/v1/marketplace/plugins/{packageName}", "/v1/marketplace/plugins/{packageName}/versions"]) {
+      const op = doc.paths[path]?.get;
+      expect({ path, tags: op?.tags, edition: op?.description?.includes("403 PRO_EDITION_REQUIRED") }).toEqual({ path, tags: ["Marketplace (Pro)"], edition: true });
+    }
+    expect(doc.paths["/v1/marketplace/plugins"]!.get!.description).toContain("`name` (the default");
+  });
+});
+
+describe("CE", () => {
+  let h: TestApp;
+  beforeAll(async () => {
+    h = testApp();
+    await dropFixtures(h);
+  });
+  afterAll(() => h.close());
+
+  test("an admin: 403 PRO_EDITION_REQUIRED, after the access check (editor 403 FORBIDDEN, none 401)", async () => {
+    const cases: [Record<string, string>, number, string][] = [
+      [bearer(seedAdminKey(h.ctx)), 403, "PRO_EDITION_REQUIRED"],
+      [await userToken(h.ctx, "admin"), 403, "PRO_EDITION_REQUIRED"],
+      [await userToken(h.ctx, "editor"), 403, "FORBIDDEN"],
+      [bearer(seedApiKey(h.ctx, "mgmt").secret), 403, "FORBIDDEN"],
+      [{}, 401, "UNAUTHORIZED"],
+    ];
+    for (const path of ["/v1/marketplace/plugins?sort=bogus", "/v1/marketplace/plugins/%40acme%2Fecho", "/v1/marketplace/plugins/failing/versions"]) {
+      for (const [headers, status, error] of cases) {
+        const res = await h.request("GET", path, { headers });
+        expect({ path, status: res.status, error: ((await res.json()) as { error: string }).error }).toEqual({ path, status, error });
+      }
+    }
+  });
+});

@@ -1,0 +1,251 @@
+/**
+ * Plugin packages (src/plugins/manifest.ts) and the catalog (src/plugins/catalog.ts): every way a
+ * plugin.json can be wrong, configSchema through ajv, configs and their secrets, semver order,
+ * duplicates, malformed folders skipped with one log line, and the watched marketplace folder.
+ * Real folders in a temp dir; the fixtures are test/fixtures/plugins.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { Catalog } from "../../src/plugins/catalog";
+import { createLogger } from "../../src/lib/log";
+import { keepSecrets, maskConfig, maskText, readPackage, secretKeys, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
+import { INDEX_FILE, renderPluginIndex } from "../../scripts/embed-plugins";
+import { tempDir } from "../helpers";
+
+const FIXTURES = join(import.meta.dir, "../fixtures/plugins");
+const ECHO = JSON.parse(readFileSync(join(FIXTURES, "echo-1.0.0/plugin.json"), "utf8")) as PluginManifest;
+const SOURCE = "export function activate(ctx) {}";
+
+/** A package's files in memory, as the embedded first-party ones are. */
+const files = (manifest: unknown, extra: Record<string, string> = { "index.js": SOURCE }) => ({ "plugin.json": typeof manifest === "string" ? manifest : JSON.stringify(manifest), ...extra });
+const read = (f: Record<string, string>) => () => readPackage((p) => f[p]);
+const problem = (manifest: unknown, extra?: Record<string, string>) => {
+  try {
+    read(files(manifest, extra))();
+    return "accepted";
+  } catch (e) {
+    return (e as Error).message;
+  }
+};
+
+/** Every file of a fixture folder, as the generated plugins/index.ts holds it. */
+function folderFiles(dir: string, root = dir): Record<string, string> {
+  return Object.assign(
+    {},
+    ...readdirSync(dir).map((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? folderFiles(path, root) : { [relative(root, path)]: readFileSync(path, "utf8") };
+    }),
+  );
+}
+
+describe("plugin.json", () => {
+  test("a fixture reads whole: entry normalised, publishedAt as ISO UTC with milliseconds, readme", () => {
+    const pkg = readPackage((p) => folderFiles(join(FIXTURES, "echo-1.0.0"))[p]);
+    expect({ entry: pkg.entry, publishedAt: pkg.publishedAt, readme: pkg.readme, source: pkg.source.includes("export async function activate") }).toEqual({
+      entry: "index.js",
+      publishedAt: "2026-11-01T00:00:00.000Z",
+      readme: "# Echo\n\nA test fixture.\n",
+      source: true,
+    });
+    const other = readPackage((p) => files({ ...ECHO, entry: "./lib/main.js", publishedAt: "2026-11-01T01:00:00+01:00", homepage: undefined }, { "lib/main.js": SOURCE })[p as "plugin.json"]);
+    expect({ entry: other.entry, publishedAt: other.publishedAt, readme: other.readme, homepage: other.homepage }).toEqual({ entry: "lib/main.js", publishedAt: "2026-11-01T00:00:00.000Z", readme: "", homepage: undefined });
+  });
+
+  test("each malformed field: one line naming it", () => {
+    const cases: [unknown, string][] = [
+      ["{not json", "plugin.json: not valid JSON"],
+      [[], "plugin.json: must be a JSON object"],
+      [{ ...ECHO, extra: 1 }, 'plugin.json: unknown field "extra"'],
+      [{ ...ECHO, packageName: "Acme/Echo" }, 'plugin.json: "packageName" must be an npm package name'],
+      [{ ...ECHO, packageName: `a${"b".repeat(214)}` }, '"packageName" must be an npm package name'],
+      [{ ...ECHO, packageName: undefined }, '"packageName" must be'],
+      [{ ...ECHO, name: "" }, 'plugin.json: "name" must be a non-empty string of at most 100 characters'],
+      [{ ...ECHO, description: 3 }, '"description" must be a non-empty string'],
+      [{ ...ECHO, author: undefined }, '"author" must be a non-empty string'],
+      [{ ...ECHO, category: "chat" }, 'plugin.json: "category" must be one of analytics, monitoring, crm'],
+      [{ ...ECHO, version: "1.0" }, 'plugin.json: "version" must be a semver version (e.g. 1.2.0)'],
+      [{ ...ECHO, version: "v1.0.0" }, '"version" must be a semver version'],
+      [{ ...ECHO, entry: "../outside.js" }, 'plugin.json: "entry" must be a relative path inside the package, without ".."'],
+      [{ ...ECHO, entry: "/etc/passwd" }, '"entry" must be a relative path inside the package'],
+      [{ ...ECHO, entry: 5 }, '"entry" must be a relative path'],
+      [{ ...ECHO, entry: "main.js" }, "entry main.js (from plugin.json): no such file in the package"],
+      [{ ...ECHO, hooks: [] }, 'plugin.json: "hooks" must be a non-empty list of distinct hook names among activate, onEvent, onEvaluations, deactivate'],
+      [{ ...ECHO, hooks: ["activate", "onInstall"] }, '"hooks" must be a non-empty list'],
+      [{ ...ECHO, hooks: ["activate", "activate"] }, '"hooks" must be a non-empty list'],
+      [{ ...ECHO, publishedAt: "yesterday" }, 'plugin.json: "publishedAt" must be an ISO 8601 timestamp'],
+      [{ ...ECHO, publishedAt: "2026-02-31T00:00:00Z" }, '"publishedAt" must be an ISO 8601 timestamp'],
+      [{ ...ECHO, homepage: "javascript:alert(1)" }, 'plugin.json: "homepage" must be an http or https URL'],
+      [{ ...ECHO, configSchema: undefined }, 'plugin.json: "configSchema" must be a JSON Schema object'],
+      [{ ...ECHO, configSchema: { type: "array" } }, 'plugin.json: "configSchema" must describe an object ("type": "object")'],
+    ];
+    for (const [manifest, expected] of cases) expect({ manifest, message: problem(manifest) }).toEqual({ manifest, message: expect.stringContaining(expected) });
+    expect(problem(ECHO, {})).toBe("entry index.js (from plugin.json): no such file in the package");
+    expect(() => readPackage(() => undefined)).toThrow("plugin.json: missing");
+  });
+
+  test("configSchema is judged by ajv (JSON Schema 2020-12, strict, with the secret keyword)", () => {
+    const schema = (s: Record<string, unknown>) => problem({ ...ECHO, configSchema: { type: "object", ...s } });
+    expect(schema({ properties: { a: { type: "strin" } } })).toStartWith('plugin.json: "configSchema" is not valid JSON Schema: configSchema/properties/a/type must be equal to one of the allowed values');
+    expect(schema({ properties: { a: { type: "string", secret: "yes" } } })).toStartWith('plugin.json: "configSchema" is not valid JSON Schema');
+    expect(schema({ properties: { a: { type: "string", sekret: true } } })).toBe('plugin.json: "configSchema" is not valid JSON Schema: strict mode: unknown keyword: "sekret"');
+    expect(schema({ properties: { a: { type: "string", format: "colour" } } })).toBe('plugin.json: "configSchema" is not valid JSON Schema: unknown format "colour" ignored in schema at path "#/properties/a"');
+    expect(schema({ required: ["token"] })).toContain('strict mode: required property "token" is not defined');
+    expect(schema({ properties: { a: { $ref: "#/$defs/missing" } } })).toContain("can't resolve reference #/$defs/missing");
+    expect(schema({ properties: { url: { type: "string", format: "uri" }, n: { type: "integer", minimum: 1 } }, $id: "https://example.com/s" })).toBe("accepted");
+    // The same `$id` in two packages (two versions of one) is no conflict.
+    expect(schema({ properties: {}, $id: "https://example.com/s" })).toBe("accepted");
+  });
+});
+
+describe("configs", () => {
+  const pkg = readPackage((p) => folderFiles(join(FIXTURES, "echo-1.0.0"))[p]);
+
+  test("validateConfig: one detail per failing property, at config.<name>", () => {
+    expect(validateConfig(pkg, { apiKey: "k", url: "https://example.com", batchSize: 10 })).toEqual([]);
+    expect(validateConfig(pkg, { url: "not a url", batchSize: 0, colour: "red", extra: 1 })).toEqual([
+      { path: "config.apiKey", message: "Required" },
+      { path: "config.colour", message: "Unknown property" },
+      { path: "config.extra", message: "Unknown property" },
+      { path: "config.url", message: 'Must match format "uri"' },
+      { path: "config.batchSize", message: "Must be >= 1" },
+    ]);
+    expect(validateConfig(pkg, { apiKey: 5, batchSize: 1.5 })).toEqual([
+      { path: "config.apiKey", message: "Must be string" },
+      { path: "config.batchSize", message: "Must be integer" },
+    ]);
+    expect(validateConfig(pkg, "key")).toEqual([{ path: "config", message: "Must be object" }]);
+  });
+
+  test("secrets: named by the schema, masked in configs and log lines, kept when sent back masked", () => {
+    expect(secretKeys(pkg)).toEqual(["apiKey"]);
+    expect(maskConfig(pkg, { apiKey: "k-123", url: "https://e.com" })).toEqual({ apiKey: "********", url: "https://e.com" });
+    expect(maskConfig(pkg, { url: "https://e.com" })).toEqual({ url: "https://e.com" });
+    expect(keepSecrets(pkg, { apiKey: "k-123", url: "https://a.com" }, { apiKey: "********", url: "https://b.com" })).toEqual({ apiKey: "k-123", url: "https://b.com" });
+    expect(keepSecrets(pkg, { apiKey: "k-123" }, { apiKey: "k-456" })).toEqual({ apiKey: "k-456" });
+    // Nothing stored to keep: dropped, so a required secret is reported missing rather than "********" taken for it.
+    expect(keepSecrets(pkg, {}, { apiKey: "********" })).toEqual({});
+    expect(maskText(pkg, { apiKey: "k-123" }, "sent k-123 twice: k-123")).toBe("sent ******** twice: ********");
+    expect(maskText(pkg, {}, "nothing secret")).toBe("nothing secret");
+  });
+});
+
+describe("the catalog", () => {
+  let dir: string;
+  let catalog: Catalog | undefined;
+  let written = "";
+  const log = createLogger({ level: "info", format: "json", write: (chunk) => (written += chunk) });
+  const warnings = () => {
+    log.flush();
+    return written.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { level: string; msg: string; folder: string; reason: string });
+  };
+  const open = (firstParty: Record<string, Record<string, string>> = {}) => (catalog = new Catalog({ dataDir: dir, log, firstParty }));
+  const market = (name: string) => join(dir, "marketplace", name);
+  /** A marketplace folder holding the echo fixture with these manifest fields changed. */
+  const drop = (name: string, fields: Record<string, unknown> = {}, manifest?: string) => {
+    cpSync(join(FIXTURES, "echo-1.0.0"), market(name), { recursive: true });
+    writeFileSync(join(market(name), "plugin.json"), manifest ?? JSON.stringify({ ...ECHO, ...fields }));
+  };
+
+  const setUp = () => {
+    dir = tempDir();
+    written = "";
+  };
+  afterEach(() => {
+    catalog?.close();
+    catalog = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("first-party packages are verified, marketplace ones not; latest is the highest in semver order", () => {
+    setUp();
+    mkdirSync(join(dir, "marketplace"));
+    for (const v of ["1.9.0", "1.10.0", "1.10.0-beta.1"]) drop(`echo-${v}`, { version: v });
+    const c = open({ "echo-1.0.0": folderFiles(join(FIXTURES, "echo-1.0.0")), "failing-0.1.0": folderFiles(join(FIXTURES, "failing-0.1.0")) });
+    expect(c.versions("@acme/echo").map((p) => [p.version, p.verified, p.folder])).toEqual([
+      ["1.10.0", false, market("echo-1.10.0")],
+      ["1.10.0-beta.1", false, market("echo-1.10.0-beta.1")],
+      ["1.9.0", false, market("echo-1.9.0")],
+      ["1.0.0", true, "plugins/echo-1.0.0"],
+    ]);
+    expect(c.packages().map((p) => [p.packageName, p.version])).toEqual([
+      ["@acme/echo", "1.10.0"],
+      ["failing", "0.1.0"],
+    ]);
+    expect(c.get("@acme/echo", "latest")!.version).toBe("1.10.0");
+    expect(c.get("@acme/echo", "1.0.0")!.verified).toBe(true);
+    expect(c.get("failing", "latest")!.source).toContain("cannot reach the vendor");
+    expect([c.get("@acme/echo", "2.0.0"), c.get("nope", "latest"), c.versions("nope")]).toEqual([undefined, undefined, []]);
+    expect(warnings()).toEqual([]);
+  });
+
+  test("the marketplace folder is created when missing", () => {
+    setUp();
+    open();
+    expect(statSync(join(dir, "marketplace")).isDirectory()).toBe(true);
+    expect(catalog!.packages()).toEqual([]);
+  });
+
+  test("malformed folders and duplicates are skipped, each with one warning naming the folder and why", () => {
+    setUp();
+    mkdirSync(join(dir, "marketplace"));
+    drop("a-bad-version", { version: "one" });
+    drop("b-bad-schema", { configSchema: { type: "object", properties: { a: { type: "nope" } } } });
+    drop("c-no-entry", { entry: "missing.js" });
+    drop("d-not-json", {}, "{");
+    mkdirSync(market("e-empty"));
+    drop("f-duplicate-of-first-party", {});
+    drop("g-echo-2", { version: "2.0.0" });
+    drop("h-echo-2-again", { version: "2.0.0" });
+    writeFileSync(market("stray-file.txt"), "not a package");
+    mkdirSync(market(".staging"));
+    const c = open({ "echo-1.0.0": folderFiles(join(FIXTURES, "echo-1.0.0")) });
+    expect(c.versions("@acme/echo").map((p) => [p.version, p.folder])).toEqual([
+      ["2.0.0", market("g-echo-2")],
+      ["1.0.0", "plugins/echo-1.0.0"],
+    ]);
+    const lines = warnings();
+    expect(lines.map((l) => [l.level, l.folder, l.reason])).toEqual([
+      ["warn", market("a-bad-version"), 'plugin.json: "version" must be a semver version (e.g. 1.2.0)'],
+      ["warn", market("b-bad-schema"), expect.stringContaining('plugin.json: "configSchema" is not valid JSON Schema')],
+      ["warn", market("c-no-entry"), "entry missing.js (from plugin.json): no such file in the package"],
+      ["warn", market("d-not-json"), expect.stringContaining("plugin.json: not valid JSON")],
+      ["warn", market("e-empty"), "plugin.json: missing"],
+      ["warn", market("f-duplicate-of-first-party"), "duplicate of @acme/echo 1.0.0 (already in plugins/echo-1.0.0)"],
+      ["warn", market("h-echo-2-again"), `duplicate of @acme/echo 2.0.0 (already in ${market("g-echo-2")})`],
+    ]);
+    expect(lines[0]!.msg).toBe(`plugin package skipped: ${market("a-bad-version")}: plugin.json: "version" must be a semver version (e.g. 1.2.0)`);
+  });
+
+  test("watched: a folder dropped in appears, a removed one goes, a fixed one comes back; nothing else is read again", async () => {
+    setUp();
+    const c = open().watch();
+    const until = async (what: string, ok: () => boolean) => {
+      const end = Date.now() + 5_000;
+      while (!ok()) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+        await Bun.sleep(20);
+      }
+    };
+    drop("echo");
+    await until("the dropped package", () => c.get("@acme/echo", "1.0.0") !== undefined);
+    drop("echo-2", { version: "2.0.0", publishedAt: "not a date" });
+    await until("the warning", () => warnings().length === 1);
+    expect(warnings()[0]!.folder).toBe(market("echo-2"));
+    writeFileSync(join(market("echo-2"), "plugin.json"), JSON.stringify({ ...ECHO, version: "2.0.0" }));
+    await until("the fixed package", () => c.get("@acme/echo", "latest")?.version === "2.0.0");
+    const before = c.get("@acme/echo", "1.0.0");
+    rmSync(market("echo-2"), { recursive: true });
+    await until("the removal", () => c.get("@acme/echo", "latest")?.version === "1.0.0");
+    // The untouched folder was not read again: the same object.
+    expect(c.get("@acme/echo", "1.0.0")).toBe(before!);
+    rmSync(market("echo"), { recursive: true });
+    await until("the last removal", () => c.packages().length === 0);
+    expect(warnings().length).toBe(1);
+  });
+});
+
+test("plugins/index.ts embeds the package folders of plugins/ as they are (else: bun scripts/embed-plugins.ts)", () => {
+  expect(readFileSync(INDEX_FILE, "utf8")).toBe(renderPluginIndex());
+});
