@@ -22,6 +22,9 @@ import type { SqliteUserStore } from "./modules/users/store";
 import type { EvaluationRecords } from "./modules/evaluation/records";
 import type { SqliteDownloadStore } from "./modules/marketplace/store";
 import type { Catalog } from "./plugins/catalog";
+import type { PluginHost } from "./plugins/host";
+import type { SqliteRuntimeStore } from "./plugins/runtime-store";
+import type { SqlitePluginStore } from "./modules/plugins/store";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -34,6 +37,9 @@ export interface Stores {
   apiKeys: SqliteApiKeyStore;
   audit: SqliteAuditStore;
   pluginDownloads: SqliteDownloadStore;
+  plugins: SqlitePluginStore;
+  /** What the plugin host writes of a running plugin (status, position, counters): runtime state, no entries. */
+  pluginRuntime: SqliteRuntimeStore;
 }
 
 /**
@@ -68,6 +74,8 @@ export interface AppContext extends Store {
   stores: Stores;
   /** The plugin packages: built in, and DATA_DIR/marketplace/ (watched). */
   catalog: Catalog;
+  /** The running plugins, each in its own worker. */
+  plugins: PluginHost;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** Stops the jobs, closes the database and releases the data-dir lock. */

@@ -66,6 +66,13 @@ import { marketplaceRoutes } from "./modules/marketplace/routes";
 import { marketplaceService } from "./modules/marketplace/service";
 import { SqliteDownloadStore } from "./modules/marketplace/store";
 import { Catalog } from "./plugins/catalog";
+import { PluginHost } from "./plugins/host";
+import { SqliteRuntimeStore } from "./plugins/runtime-store";
+import { DEFAULT_LIMITS } from "./plugins/sandbox";
+import { PluginEventQueue } from "./modules/plugins/events";
+import { pluginsRoutes } from "./modules/plugins/routes";
+import { pluginService } from "./modules/plugins/service";
+import { SqlitePluginStore } from "./modules/plugins/store";
 import { configuredTls, loadTls, TLS12_CIPHERS, type TlsMaterial } from "./tls";
 
 /**
@@ -117,6 +124,7 @@ export function createServices(ctx: AppContext) {
     apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
     audit: auditService({ audit: stores.audit, projects: stores.projects }),
     marketplace: marketplaceService({ catalog: ctx.catalog, downloads: stores.pluginDownloads }),
+    plugins: pluginService({ plugins: stores.plugins, projects: stores.projects, catalog: ctx.catalog, host: ctx.plugins, runtime: stores.pluginRuntime, clock, log: ctx.log }),
   };
 }
 
@@ -144,6 +152,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(evaluationRoutes(services.evaluation))
     .use(testingRoutes(services.testing, config))
     .use(auditRoutes(services.audit))
+    .use(pluginsRoutes(services.plugins))
     .use(marketplaceRoutes(services.marketplace, config))
     .use(proOnlyRoutes(config));
 }
@@ -208,6 +217,8 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     testSessions: new SqliteTestSessionStore(changeLog.store),
     audit: new SqliteAuditStore(changeLog.store),
     pluginDownloads: new SqliteDownloadStore(changeLog.store),
+    plugins: new SqlitePluginStore(changeLog),
+    pluginRuntime: new SqliteRuntimeStore(changeLog.sqlite),
   };
 }
 
@@ -230,7 +241,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const deliveries = deps.background
     ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
     : new DeliveryDispatcher({ ...store, clock, log, config });
-  // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender.
+  // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender, plugins.
   const bus = new ChangeBus(log);
   const changeLog = new SqliteChangeLog(store, bus, clock);
   const stores = createStores(changeLog);
@@ -239,12 +250,26 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const testSessions = loadSessions(stores.testSessions, clock.now());
   const outbox = new Outbox(stores.webhooks, deliveries);
   const records = new EvaluationRecords((e) => log.error("evaluation records: a reader failed", { error: e instanceof Error ? e.message : String(e) }));
+  const catalog = new Catalog({ dataDir: config.dataDir, log }).watch();
+  const plugins = new PluginHost({
+    store: stores.pluginRuntime,
+    records,
+    log,
+    clock,
+    limits: { ...DEFAULT_LIMITS, memoryMb: config.pluginMemoryMb },
+    outboundAllowedHosts: config.outboundAllowedHosts,
+  });
+  const pluginEvents = new PluginEventQueue(stores.plugins, stores.webhooks, plugins);
   changeLog.participate(outbox.participant);
+  changeLog.participate(pluginEvents.participant);
   bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags));
   bus.subscribe("credentials", credentials.subscriber);
   bus.subscribe("test sessions", testSessions.subscriber);
   bus.subscribe("webhook sender", outbox.subscriber);
-  const catalog = new Catalog({ dataDir: config.dataDir, log }).watch();
+  bus.subscribe("plugins", (entries) => {
+    pluginEvents.subscriber();
+    for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") plugins.stopProject(e.resource.id);
+  });
   return {
     ...store,
     config,
@@ -262,10 +287,12 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     changeLog,
     stores,
     catalog,
+    plugins,
     startedAt: performance.now(),
     close() {
       catalog.close();
       scheduler.stopAll();
+      plugins.close();
       records.stop();
       deliveries.stop();
       store.close();
@@ -333,6 +360,11 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     scheduleWebhookJobs(ctx);
     // Expired test sessions: removed now, then every hour (they are ignored from expiry on anyway).
     await scheduleSessionSweep(ctx.scheduler, services.testing);
+    // Plugins that were enabled are activated again (each in its own worker: nothing waits for them);
+    // every minute, the events every plugin of a project is past are pruned.
+    const activated = await services.plugins.activateAll();
+    if (activated > 0) log.info("activating plugins", { plugins: activated });
+    ctx.scheduler.every("plugin-events-prune", "0 * * * * *", () => ctx.stores.pluginRuntime.pruneEvents());
     // Audit-log retention: daily, on the background thread when there is one (a test's injected clock keeps it here).
     ctx.scheduler.every("audit-retention", "0 47 3 * * *", () => {
       if (ctx.deliveries instanceof BackgroundThread) ctx.deliveries.pruneAuditLog();
@@ -353,6 +385,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
           await server.stop(true);
         }
         ctx.credentials.flushLastUsed();
+        await ctx.plugins.stopAll();
         await ctx.deliveries.stop();
         ctx.sqlite.run("PRAGMA optimize");
         ctx.close();

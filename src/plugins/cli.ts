@@ -11,8 +11,8 @@ import type { Logger } from "../lib/log";
 import { randomBase62 } from "../lib/ids";
 import { OutboundPolicy } from "../lib/outbound";
 import { Catalog, readPackageFolder } from "./catalog";
-import { pluginHttp } from "./http";
-import { maskText, PackageError, readPackage, validateConfig, MANIFEST, type PluginPackage } from "./manifest";
+import { pluginHttp, USER_AGENT } from "./http";
+import { maskSecrets, PackageError, readPackage, secretValues, validateConfig, MANIFEST, type PluginPackage } from "./manifest";
 import { DEFAULT_LIMITS, loadPlugin, type Sandbox } from "./sandbox";
 
 /** A package given on the command line: checked, with what it takes to copy it. */
@@ -110,9 +110,10 @@ export async function checkPackage(path: string, pluginConfig: unknown, config: 
     throw new OperatorError(`the config does not match the configSchema of ${pkg.packageName} ${pkg.version}: ${problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`);
   }
   const cfg = pluginConfig as Record<string, unknown>;
-  const mask = (text: string) => maskText(pkg, cfg, text);
+  const secrets = secretValues(pkg, cfg);
+  const mask = (text: string) => maskSecrets(text, secrets);
   print(`${pkg.packageName} ${pkg.version}: plugin.json, entry ${pkg.entry} and config are valid`);
-  const host = { log: (level: string, message: string) => print(`[${level}] ${mask(message)}`), http: pluginHttp(new OutboundPolicy(config.outboundAllowedHosts)) };
+  const host = { log: (level: string, message: string) => print(`[${level}] ${mask(message)}`), http: pluginHttp(new OutboundPolicy(config.outboundAllowedHosts), USER_AGENT) };
   let sandbox: Sandbox | undefined;
   try {
     sandbox = await loadPlugin(pkg.source, cfg, host, { ...DEFAULT_LIMITS, memoryMb: config.pluginMemoryMb });

@@ -17,8 +17,8 @@
 import { iso, type Clock } from "../lib/clock";
 import type { Logger } from "../lib/log";
 import type { EvaluationRecords } from "../modules/evaluation/records";
-import { VERSION } from "../version";
-import { maskable, maskSecrets, type FromPluginWorker, type ToPluginWorker } from "./protocol";
+import { maskSecrets } from "./manifest";
+import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import type { RuntimeStore } from "./runtime-store";
 import { wasmModule, type SandboxLimits } from "./sandbox";
 
@@ -46,7 +46,7 @@ export interface PluginRun {
   source: string;
   /** Real values (secrets in clear). */
   config: Record<string, unknown>;
-  /** Secret config values, masked as "********" in every log line and error message. */
+  /** Secret config values as `secretValues` (manifest.ts) gives them: masked as "********" in every log line and error message. */
   secrets: readonly string[];
 }
 
@@ -71,7 +71,6 @@ export interface LogLine {
 interface Running {
   run: PluginRun;
   worker: Worker;
-  secrets: string[];
   state: "starting" | "active" | "stopping" | "ended";
   startedAt: number;
   hooks: ReadonlySet<string>;
@@ -114,7 +113,6 @@ export class PluginHost {
     const r: Running = {
       run,
       worker,
-      secrets: maskable(run.secrets),
       state: "starting",
       startedAt: performance.now(),
       hooks: new Set(),
@@ -173,9 +171,22 @@ export class PluginHost {
     return { logs: [...r.logs], evaluationsDropped: this.deps.store.droppedOf(id) + r.dropped };
   }
 
+  /** A deleted project's plugins (their rows went with it): stopped. */
+  stopProject(projectId: string): void {
+    for (const [id, r] of this.runs) if (r.run.projectId === projectId) void this.stop(id);
+  }
+
+  /** A graceful stop of every plugin (`deactivate` each), before the database closes. */
   async stopAll(): Promise<void> {
     clearInterval(this.dropsTimer);
     await Promise.all([...this.runs.keys()].map((id) => this.stop(id)));
+  }
+
+  /** At once: every worker terminated, what each got through stored (the database is about to close). */
+  close(): void {
+    clearInterval(this.dropsTimer);
+    for (const r of this.runs.values()) this.end(r);
+    this.runs.clear();
   }
 
   private async launch(r: Running): Promise<void> {
@@ -194,10 +205,9 @@ export class PluginHost {
       wasm,
       source,
       config,
-      secrets: r.secrets,
+      secrets: r.run.secrets,
       limits: this.deps.limits,
       outboundAllowedHosts: this.deps.outboundAllowedHosts,
-      userAgent: `flagsvc-plugins/${VERSION}`,
     });
   }
 
@@ -321,7 +331,7 @@ export class PluginHost {
   /** The run's end in `error` (only while it is current); its logs stay readable until the plugin is stopped or started again. */
   private fail(r: Running, reason: string): void {
     if (!this.current(r)) return;
-    const errorMessage = maskSecrets(reason, r.secrets);
+    const errorMessage = maskSecrets(reason, r.run.secrets);
     this.end(r);
     this.keep(r, "error", errorMessage);
     this.settle(r.run.id, { status: "error", errorMessage }, r);

@@ -12,6 +12,7 @@
 import { posix } from "node:path";
 import Ajv2020, { type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
 import semver from "semver";
+import { SECRET } from "../changes/entry";
 
 export const CATEGORIES = ["analytics", "monitoring", "crm"] as const;
 export type Category = (typeof CATEGORIES)[number];
@@ -44,7 +45,6 @@ export class PackageError extends Error {}
 
 export const MANIFEST = "plugin.json";
 export const README = "README.md";
-export const MASK = "********";
 
 // npm's rule for package names (validate-npm-package-name, new packages): lower case, scoped allowed.
 const PACKAGE_NAME = /^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/;
@@ -222,7 +222,7 @@ export function secretKeys(pkg: WithSchema): string[] {
 /** The config as shown anywhere outside the plugin: each secret present is "********". */
 export function maskConfig(pkg: WithSchema, config: Record<string, unknown>): Record<string, unknown> {
   const masked = { ...config };
-  for (const k of secretKeys(pkg)) if (Object.hasOwn(masked, k)) masked[k] = MASK;
+  for (const k of secretKeys(pkg)) if (Object.hasOwn(masked, k)) masked[k] = SECRET;
   return masked;
 }
 
@@ -234,7 +234,7 @@ export function maskConfig(pkg: WithSchema, config: Record<string, unknown>): Re
 export function keepSecrets(pkg: WithSchema, stored: Record<string, unknown>, incoming: Record<string, unknown>): Record<string, unknown> {
   const merged = { ...incoming };
   for (const k of secretKeys(pkg)) {
-    if (merged[k] !== MASK) continue;
+    if (merged[k] !== SECRET) continue;
     if (Object.hasOwn(stored, k)) merged[k] = stored[k];
     else delete merged[k];
   }
@@ -250,9 +250,8 @@ export function secretValues(pkg: WithSchema, config: Record<string, unknown>): 
     .sort((a, b) => b.length - a.length);
 }
 
-/** A log line with every secret value of the config replaced by "********". */
-export function maskText(pkg: WithSchema, config: Record<string, unknown>, text: string): string {
-  let out = text;
-  for (const v of secretValues(pkg, config)) out = out.split(v).join(MASK);
-  return out;
+/** `text` with every secret value replaced by "********"; `secrets` as `secretValues` gives them (longest first, none empty). */
+export function maskSecrets(text: string, secrets: readonly string[]): string {
+  for (const secret of secrets) text = text.replaceAll(secret, SECRET);
+  return text;
 }

@@ -14,7 +14,6 @@ export type ToPluginWorker =
       secrets: readonly string[];
       limits: SandboxLimits;
       outboundAllowedHosts: readonly string[];
-      userAgent: string;
     }
   /** `onEvent` once per payload (webhook payload JSON texts), in order. */
   | { kind: "events"; events: { position: number; payload: string }[] }
@@ -35,14 +34,3 @@ export type FromPluginWorker =
   /** A line of `ctx.log`, rate-limited, masked and cut to length in the worker. */
   | { kind: "log"; level: string; message: string }
   | { kind: "stopped" };
-
-const MASK = "********";
-
-/** `text` with every secret value replaced by "********"; `secrets` sorted longest first, none empty. */
-export function maskSecrets(text: string, secrets: readonly string[]): string {
-  for (const secret of secrets) text = text.replaceAll(secret, MASK);
-  return text;
-}
-
-/** Secret values as `maskSecrets` takes them: longest first, so a secret that contains another is masked whole. */
-export const maskable = (secrets: readonly string[]): string[] => secrets.filter((s) => s !== "").sort((a, b) => b.length - a.length);

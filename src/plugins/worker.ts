@@ -7,9 +7,11 @@
  */
 import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
-import { guardedFetch, OutboundBlockedError, OutboundPolicy } from "../lib/outbound";
-import { maskable, maskSecrets, type FromPluginWorker, type ToPluginWorker } from "./protocol";
-import { loadPlugin, PluginDied, provideWasmModule, type HttpRequest, type HttpResponse, type LogLevel, type Sandbox } from "./sandbox";
+import { OutboundPolicy } from "../lib/outbound";
+import { pluginHttp, USER_AGENT } from "./http";
+import { maskSecrets } from "./manifest";
+import type { FromPluginWorker, ToPluginWorker } from "./protocol";
+import { loadPlugin, PluginDied, provideWasmModule, type LogLevel, type Sandbox } from "./sandbox";
 
 declare const self: Worker;
 
@@ -17,11 +19,6 @@ declare const self: Worker;
 const LOG_BURST = 100;
 const LOG_PER_SECOND = 20;
 const MAX_LINE = 2000;
-/** `ctx.http` (decisions: plugins). */
-const HTTP_METHODS: readonly string[] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
-const HTTP_TIMEOUT_MS = 10_000;
-const HTTP_MAX_BYTES = 1024 * 1024;
-const HTTP_CONCURRENCY = 4;
 
 const send = (message: FromPluginWorker) => self.postMessage(message);
 
@@ -35,7 +32,7 @@ try {
 let sandbox: Sandbox | undefined;
 let dead = false;
 let stopping = false;
-let secrets: string[] = [];
+let secrets: readonly string[] = [];
 /** Work for the sandbox, run one item at a time: hook calls never interleave. */
 const queue: (() => Promise<void>)[] = [];
 let draining = false;
@@ -66,81 +63,6 @@ function log(level: LogLevel, message: string): void {
   // Masked before it is cut: a cut could leave part of a secret unmasked.
   send({ kind: "log", level, message: mask(message).slice(0, MAX_LINE) });
 }
-
-// ---- ctx.http ---------------------------------------------------------------------------------
-
-let policy: OutboundPolicy;
-let userAgent = "";
-let inFlight = 0;
-const waitingForSlot: (() => void)[] = [];
-
-/** The request as the plugin gave it, checked; throws what the plugin sees as the rejection. */
-function checked(request: HttpRequest): { method: string; url: string; headers: Headers; body: string | undefined } {
-  if (typeof request !== "object" || request === null) throw new Error("ctx.http takes { method, url, headers, body }");
-  const method = typeof request.method === "string" ? request.method.toUpperCase() : request.method === undefined ? "GET" : "";
-  if (!HTTP_METHODS.includes(method)) throw new Error(`method must be one of ${HTTP_METHODS.join(", ")}`);
-  if (typeof request.url !== "string") throw new Error("url must be a string");
-  const headers = new Headers();
-  if (request.headers !== undefined) {
-    if (typeof request.headers !== "object" || request.headers === null || Array.isArray(request.headers)) throw new Error("headers must be an object of strings");
-    for (const [name, value] of Object.entries(request.headers)) {
-      if (typeof value !== "string") throw new Error(`header ${name} must be a string`);
-      try {
-        headers.set(name, value);
-      } catch {
-        throw new Error(`header ${name} is not a valid header`);
-      }
-    }
-  }
-  if (!headers.has("user-agent")) headers.set("user-agent", userAgent);
-  const body = request.body;
-  if (body !== undefined && body !== null) {
-    if (typeof body !== "string") throw new Error("body must be a string (JSON.stringify it)");
-    if (method === "GET" || method === "HEAD") throw new Error(`a ${method} request has no body`);
-    if (Buffer.byteLength(body) > HTTP_MAX_BYTES) throw new Error("body over 1 MiB");
-  }
-  return { method, url: request.url, headers, body: body ?? undefined };
-}
-
-async function http(request: HttpRequest): Promise<HttpResponse> {
-  const { method, url, headers, body } = checked(request);
-  if (inFlight >= HTTP_CONCURRENCY) await new Promise<void>((resolve) => waitingForSlot.push(resolve));
-  inFlight++;
-  const signal = AbortSignal.timeout(HTTP_TIMEOUT_MS);
-  try {
-    const response = await guardedFetch(url, { method, headers, body, signal }, policy);
-    return { status: response.status, headers: response.headers.toJSON(), body: await cappedText(response) };
-  } catch (e) {
-    if (e instanceof OutboundBlockedError || e instanceof HttpFailure) throw e;
-    if (signal.aborted) throw new Error(`no answer within ${HTTP_TIMEOUT_MS / 1000} s`);
-    throw new Error(`request failed: ${messageOf(e)}`);
-  } finally {
-    inFlight--;
-    waitingForSlot.shift()?.();
-  }
-}
-
-/** The response body as text, reading no more than the cap (beyond it, the request is aborted). */
-async function cappedText(response: Response): Promise<string> {
-  if (!response.body) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > HTTP_MAX_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw new HttpFailure("response over 1 MiB");
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-/** A failure whose message the plugin sees as it is. */
-class HttpFailure extends Error {}
 
 // ---- hooks ------------------------------------------------------------------------------------
 
@@ -178,9 +100,8 @@ async function drain(): Promise<void> {
 }
 
 async function start(message: Extract<ToPluginWorker, { kind: "start" }>): Promise<void> {
-  secrets = maskable(message.secrets);
-  policy = new OutboundPolicy(message.outboundAllowedHosts);
-  userAgent = message.userAgent;
+  secrets = message.secrets;
+  const http = pluginHttp(new OutboundPolicy(message.outboundAllowedHosts), USER_AGENT);
   if (message.wasm) provideWasmModule(message.wasm);
   try {
     sandbox = await loadPlugin(message.source, message.config, { log, http }, message.limits);

@@ -153,7 +153,7 @@ describe("the hostile suite, through the binary", () => {
   test("a hook that never settles is a failure each time; three in a row: error; the good plugin got the events", async () => {
     const id = await install(srv, "never");
     expect((await settled(srv, id)).status).toBe("active");
-    const flag = await api(srv, "POST", "/v1/projects/default/flags", { key: "hostile-never", name: "Never", type: "boolean" });
+    const flag = await api(srv, "POST", "/v1/projects/default/flags", { key: "hostile-never", name: "Never" });
     expect(flag.status).toBe(201);
     const s = await until("error", async () => ((st) => (st.status === "error" ? st : undefined))(await statusOf(srv, id)), 30_000);
     expect(s.errorMessage).toMatch(/3 hook calls failed in a row/);
@@ -229,7 +229,7 @@ export function activate() {}`,
     const id = await install(srv, "forwarder", { url: receiver.url });
     expect((await settled(srv, id)).status).toBe("active");
     const keys = ["alo-1", "alo-2", "alo-3", "alo-4"];
-    for (const key of keys) expect((await api(srv, "POST", "/v1/projects/default/flags", { key, name: key, type: "boolean" })).status).toBe(201);
+    for (const key of keys) expect((await api(srv, "POST", "/v1/projects/default/flags", { key, name: key })).status).toBe(201);
     await receiver.waitFor(1, 10_000);
     srv.proc.kill("SIGKILL");
     await srv.proc.exited;

@@ -112,6 +112,7 @@ describe("install", () => {
     expect(await json(await h.request("GET", base(`/${body.id}`), { headers: admin }), 200)).toMatchObject({ status: "active" });
     const downloads = h.ctx.sqlite.query("SELECT installs FROM plugin_downloads WHERE package_name = ?").get(NAME) as { installs: number };
     expect(downloads.installs).toBeGreaterThanOrEqual(1);
+    expect((await h.request("DELETE", base(`/${body.id}`), { headers: admin })).status).toBe(204);
   });
 
   test("`latest` (and an omitted version) resolves to the highest version, stored as such", async () => {
@@ -202,7 +203,7 @@ describe("lifecycle", () => {
 
   test("onEvent gets the webhook payload of each change of its project", async () => {
     const n = hooks("onEvent").length;
-    await json(await h.request("POST", "/v1/projects/default/flags", { body: { key: "plugin-seen", name: "Seen", type: "boolean" }, headers: admin }), 201);
+    await json(await h.request("POST", "/v1/projects/default/flags", { body: { key: "plugin-seen", name: "Seen" }, headers: admin }), 201);
     const events = await until("onEvent", () => (hooks("onEvent").length >= n + 3 ? hooks("onEvent").slice(n) : undefined));
     expect(events.map((e) => e.json.event.event)).toEqual(["flag.created", "flag.created", "flag.created"]);
     expect(events[0]!.json.event).toMatchObject({ projectSlug: "default", data: { flagKey: "plugin-seen", previousState: { enabled: false }, currentState: { enabled: false } } });

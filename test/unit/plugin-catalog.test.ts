@@ -9,7 +9,7 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFi
 import { join, relative } from "node:path";
 import { Catalog } from "../../src/plugins/catalog";
 import { createLogger } from "../../src/lib/log";
-import { keepSecrets, maskConfig, maskText, readPackage, secretKeys, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
+import { keepSecrets, maskConfig, maskSecrets, readPackage, secretValues, secretKeys, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
 import { INDEX_FILE, renderPluginIndex } from "../../scripts/embed-plugins";
 import { tempDir } from "../helpers";
 
@@ -126,8 +126,8 @@ describe("configs", () => {
     expect(keepSecrets(pkg, { apiKey: "k-123" }, { apiKey: "k-456" })).toEqual({ apiKey: "k-456" });
     // Nothing stored to keep: dropped, so a required secret is reported missing rather than "********" taken for it.
     expect(keepSecrets(pkg, {}, { apiKey: "********" })).toEqual({});
-    expect(maskText(pkg, { apiKey: "k-123" }, "sent k-123 twice: k-123")).toBe("sent ******** twice: ********");
-    expect(maskText(pkg, {}, "nothing secret")).toBe("nothing secret");
+    expect(maskSecrets("sent k-123 twice: k-123", secretValues(pkg, { apiKey: "k-123" }))).toBe("sent ******** twice: ********");
+    expect(maskSecrets("nothing secret", secretValues(pkg, {}))).toBe("nothing secret");
   });
 });
 

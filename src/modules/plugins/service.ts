@@ -21,7 +21,7 @@ import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import type { Logger } from "../../lib/log";
 import type { Catalog, CatalogPackage } from "../../plugins/catalog";
-import { keepSecrets, maskConfig, secretKeys, validateConfig } from "../../plugins/manifest";
+import { keepSecrets, maskConfig, secretValues, validateConfig } from "../../plugins/manifest";
 import type { PluginHost, PluginRun } from "../../plugins/host";
 import type { RuntimeStore } from "../../plugins/runtime-store";
 import { requireProject } from "../projects/service";
@@ -110,9 +110,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
   };
 
   const start = (p: StoredPlugin, pkg: CatalogPackage) => {
-    const secrets = secretKeys(pkg)
-      .map((k) => p.config[k])
-      .filter((v): v is string => typeof v === "string" && v.length > 0);
+    const secrets = secretValues(pkg, p.config);
     const run: PluginRun = { id: p.id, projectId: p.projectId, projectSlug: p.projectSlug, packageName: p.packageName, version: p.version, source: pkg.source, config: p.config, secrets };
     host.start(run);
   };
