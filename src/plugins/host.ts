@@ -50,7 +50,7 @@ export interface PluginRun {
   secrets: readonly string[];
 }
 
-export type RunStatus = { status: "active" } | { status: "error"; errorMessage: string };
+export type RunStatus = { status: "installing" | "active" } | { status: "error"; errorMessage: string };
 
 export interface PluginHostDeps {
   store: RuntimeStore;
@@ -129,6 +129,8 @@ export class PluginHost {
       onStopped: undefined,
     };
     this.runs.set(run.id, r);
+    // A start after a restart: the stored status says what the last run was until this one settles.
+    this.settle(run.id, { status: "installing" }, r);
     worker.onmessage = (event: MessageEvent<FromPluginWorker>) => {
       try {
         this.receive(r, event.data);

@@ -91,7 +91,7 @@ const PROBE = `export async function activate(ctx) {
   }
 }`;
 
-const FLOOD = `export function activate(ctx) { for (let i = 0; i < 100000; i++) ctx.log("info", "flood " + i); }`;
+const FLOOD = `export function activate(ctx) { for (let i = 0; i < 10000; i++) ctx.log("info", "flood " + i); }`;
 const NEVER = `export function activate() {}
 export function onEvent() { return new Promise(() => {}); }`;
 
@@ -119,7 +119,7 @@ describe("the hostile suite, through the binary", () => {
       const s = await settled(srv, ids[name]!, 30_000);
       expect({ name, status: s.status }).toEqual({ name, status: "error" });
       expect(s.errorMessage).toMatch(error);
-      const health = await callServer(srv.url, "GET", "/health");
+      const health = await callServer(srv.url, "GET", "/v1/health");
       expect(health.status).toBe(200);
     }
     expect((await statusOf(srv, ids.good!)).status).toBe("active");
@@ -161,7 +161,7 @@ describe("the hostile suite, through the binary", () => {
     const good = await statusOf(srv, ids.good!);
     expect(good.status).toBe("active");
     expect(good.logs.map((l: { message: string }) => l.message)).toEqual(expect.arrayContaining(["event flag.created hostile-never development", "event flag.created hostile-never production"]));
-    expect((await callServer(srv.url, "GET", "/health")).status).toBe(200);
+    expect((await callServer(srv.url, "GET", "/v1/health")).status).toBe(200);
   }, 60_000);
 });
 
@@ -238,9 +238,9 @@ export function activate() {}`,
 
     srv = await startBinary({ dataDir, env });
     try {
-      await receiver.waitFor(keys.length * 3, 30_000);
-      const seen = new Set(receiver.received.map((r) => `${r.json.data.flagKey}/${r.json.environment}`));
-      for (const key of keys) for (const env of ["development", "staging", "production"]) expect(seen.has(`${key}/${env}`)).toBe(true);
+      const seen = () => new Set(receiver.received.map((r) => `${r.json.data.flagKey}/${r.json.environment}`));
+      await until("every event", async () => seen().size === keys.length * 3, 30_000);
+      for (const key of keys) for (const env of ["development", "staging", "production"]) expect(seen().has(`${key}/${env}`)).toBe(true);
       // At least once: an event in flight at the kill may come twice, with the same id.
       const ids = receiver.received.map((r) => r.json.id);
       expect(new Set(ids).size).toBe(keys.length * 3);
