@@ -19,10 +19,10 @@ import type { Logger } from "../lib/log";
 import type { EvaluationRecords } from "../modules/evaluation/records";
 import { maskSecrets } from "./manifest";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
-import type { RuntimeStore } from "./runtime-store";
+import type { RunStatus, RuntimeStore } from "./runtime-store";
 import { wasmModule, type SandboxLimits } from "./sandbox";
 
-export type { RuntimeStore } from "./runtime-store";
+export type { RunStatus, RuntimeStore } from "./runtime-store";
 
 /** Compiled, the worker is an entry point of its own at the root of the binary's file system (scripts/build.ts). */
 const WORKER_URL = import.meta.url.startsWith("file:///$bunfs/") ? "./plugins/worker.ts" : new URL("./worker.ts", import.meta.url).href;
@@ -50,7 +50,6 @@ export interface PluginRun {
   secrets: readonly string[];
 }
 
-export type RunStatus = { status: "installing" | "active" } | { status: "error"; errorMessage: string };
 
 export interface PluginHostDeps {
   store: RuntimeStore;

@@ -5,13 +5,15 @@
  * bookkeeping, not changes of a resource: no change-log entries (the plugins API writes those).
  */
 import type { Database } from "bun:sqlite";
-import type { RunStatus } from "./host";
 
 export interface HandedStats {
   handled: number;
   errors: number;
   lastEventAt: string | null;
 }
+
+/** What the host settles: `installing` at each start, then `active` or `error`. */
+export type RunStatus = { status: "installing" | "active" } | { status: "error"; errorMessage: string };
 
 export interface RuntimeStore {
   /** Ignores a row that is gone or no longer enabled (a disable or removal won the race). */

@@ -60,6 +60,8 @@ interface World {
   webhookId: string;
   userId: string;
   adminKeyId: string;
+  /** A disabled plugin (@flagsvc/posthog): its worker is not kept running across the walk. */
+  pluginId: string;
 }
 
 interface Call {
@@ -94,6 +96,10 @@ interface Case {
 }
 
 const WEBHOOK_SECRET = "walk-webhook-secret-0123456789";
+const PLUGIN = "@flagsvc/posthog";
+const PLUGIN_SECRET = "phc_walk_plugin_secret_0123456789";
+/** A plugin's config in an entry: its secret masked on both sides. */
+const maskedConfig = (before: unknown, after: unknown) => (c: Record<string, any>) => expect(c.config).toMatchObject({ before, after });
 const PASSWORD = "walk password of some length";
 let serial = 0;
 const next = () => ++serial;
@@ -279,6 +285,35 @@ const CASES: Record<string, Case> = {
     expect: (w) => [{ type: "webhook", action: "deleted", project: w.slug, resourceId: w.webhookId, changes: deleted("url", "https://hooks.example.com/walk") }],
     rejected: [{ why: "unknown webhook", status: 404, call: () => ({ path: "/v1/webhooks/wh_nowhere" }) }],
   },
+  "POST /v1/projects/{slug}/plugins": {
+    kinds: ADMIN,
+    call: (w) => ({ path: `/v1/projects/${w.slug}/plugins`, body: { packageName: PLUGIN, version: "1.0.0", config: { apiKey: `${PLUGIN_SECRET}-${next()}` } } }),
+    status: 201,
+    expect: (w, a) => [{ type: "plugin", action: "created", project: w.slug, key: PLUGIN, resourceId: a.id, changes: maskedConfig(null, { apiKey: SECRET }) }],
+    rejected: [
+      { why: "unknown package", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/plugins`, body: { packageName: "@flagsvc/nope", config: {} } }) },
+      { why: "config against the schema", status: 400, call: (w) => ({ path: `/v1/projects/${w.slug}/plugins`, body: { packageName: PLUGIN, config: { apiKey: 5 } } }) },
+      { why: "mgmt key", status: 403, call: (w) => ({ path: `/v1/projects/${w.slug}/plugins`, body: { packageName: PLUGIN, config: {} }, headers: w.callers["mgmt key"].headers }) },
+    ],
+  },
+  "PATCH /v1/projects/{slug}/plugins/{pluginId}": {
+    kinds: ADMIN,
+    call: (w) => ({ path: `/v1/projects/${w.slug}/plugins/${w.pluginId}`, body: { config: { apiKey: `${PLUGIN_SECRET}-new` }, enabled: false } }),
+    status: 200,
+    expect: (w) => [{ type: "plugin", action: "updated", project: w.slug, key: PLUGIN, resourceId: w.pluginId, changes: (c) => expect(c).toEqual({ config: { before: { apiKey: SECRET }, after: { apiKey: SECRET }, changed: true } }) }],
+    rejected: [
+      { why: "unknown plugin", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/plugins/plugin_nowhere`, body: { enabled: true } }) },
+      { why: "unknown version", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/plugins/${w.pluginId}`, body: { version: "9.9.9" } }) },
+      { why: "unknown field", status: 400, call: (w) => ({ path: `/v1/projects/${w.slug}/plugins/${w.pluginId}`, body: { enable: true } }) },
+    ],
+  },
+  "DELETE /v1/projects/{slug}/plugins/{pluginId}": {
+    kinds: ADMIN,
+    call: (w) => ({ path: `/v1/projects/${w.slug}/plugins/${w.pluginId}` }),
+    status: 204,
+    expect: (w) => [{ type: "plugin", action: "deleted", project: w.slug, key: PLUGIN, resourceId: w.pluginId, changes: deleted("packageName", PLUGIN) }],
+    rejected: [{ why: "unknown plugin", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/plugins/plugin_nowhere` }) }],
+  },
   "POST /v1/users": {
     kinds: ADMIN,
     call: () => ({ path: "/v1/users", body: { email: `made-${next()}@example.com`, password: PASSWORD, role: "viewer" } }),
@@ -390,6 +425,8 @@ async function world(): Promise<World> {
   await send("POST", `/v1/projects/${slug}/flags`, { key: "doomed", name: "Doomed" });
   await send("PUT", `/v1/projects/${slug}/flags/kept/states/production`, { enabled: true }, 200);
   const webhook = await send("POST", `/v1/projects/${slug}/webhooks`, { url: "https://hooks.example.com/walk", events: ["flag.updated"], secret: WEBHOOK_SECRET, enabled: false });
+  const plugin = await send("POST", `/v1/projects/${slug}/plugins`, { packageName: PLUGIN, config: { apiKey: PLUGIN_SECRET } });
+  await send("PATCH", `/v1/projects/${slug}/plugins/${plugin.id}`, { enabled: false }, 200);
   const userId = insertUser("viewer", `${slug}@example.com`);
   const spare = adminKeyCaller(`spare ${slug}`);
   return {
@@ -401,6 +438,7 @@ async function world(): Promise<World> {
     webhookId: webhook.id,
     userId,
     adminKeyId: spare.actor.id,
+    pluginId: plugin.id,
   };
 }
 
@@ -408,7 +446,9 @@ async function world(): Promise<World> {
 /** Every table's rows: what a refused call must leave as it was. */
 function dump(): Record<string, unknown[]> {
   const tables = h.ctx.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name").all() as { name: string }[];
-  return Object.fromEntries(tables.map(({ name }) => [name, h.ctx.sqlite.query(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
+  // A plugin's status, position and counters are the host's runtime state, settled off the request.
+  const columns = (name: string) => (name === "plugins" ? "id, project_id, package_name, version, enabled, config, installed_at, updated_at" : "*");
+  return Object.fromEntries(tables.map(({ name }) => [name, h.ctx.sqlite.query(`SELECT ${columns(name)} FROM "${name}" ORDER BY rowid`).all()]));
 }
 
 /** Every secret the database holds (hashes, webhook secrets): none may appear in an entry. */
@@ -420,6 +460,7 @@ function storedSecrets(): string[] {
     ...q("SELECT key_hash AS s FROM admin_keys"),
     ...q("SELECT password_hash AS s FROM users"),
     ...q("SELECT secret AS s FROM webhooks"),
+    ...q("SELECT json_extract(config, '$.apiKey') AS s FROM plugins"),
   ];
 }
 
@@ -428,6 +469,8 @@ function sentSecrets(body: unknown, answer: Record<string, any>): string[] {
   const found: string[] = [];
   const b = (body ?? {}) as Record<string, unknown>;
   for (const f of ["password", "secret"]) if (typeof b[f] === "string") found.push(b[f] as string);
+  const apiKey = (b.config as { apiKey?: unknown } | undefined)?.apiKey;
+  if (typeof apiKey === "string") found.push(apiKey);
   if (typeof answer.key === "string" && answer.key.startsWith("svc_")) found.push(answer.key);
   return found;
 }
@@ -436,7 +479,10 @@ beforeAll(() => {
   h = testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
   setup = bearer(seedAdminKey(h.ctx, "walk setup"));
 });
-afterAll(() => h.close());
+afterAll(async () => {
+  await h.ctx.plugins.stopAll();
+  h.close();
+});
 
 describe("the document's write routes", () => {
   test("every write route has a case or an excluded reason; Pro-only stubs answer 403 PRO_EDITION_REQUIRED in CE and write nothing", async () => {

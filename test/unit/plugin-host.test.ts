@@ -239,10 +239,10 @@ describe("ctx.log", () => {
     await settled(h, run.id);
     const first = h.host.live(run.id)!.logs;
     expect(first).toHaveLength(100);
-    // The burst, plus what refilled while the loop ran (a line or two).
+    // The burst, plus what refilled while the loop ran (20 a second: a few lines on a busy machine).
     const accepted = Number(first.at(-1)!.message.slice(5)) + 1;
     expect(accepted).toBeGreaterThanOrEqual(100);
-    expect(accepted).toBeLessThan(105);
+    expect(accepted).toBeLessThan(120);
     await Bun.sleep(100);
     commitEvents(h, "p1", ["e1"]);
     await until("the line after the flood", () => messages(h, run.id).includes("after e1"));
@@ -402,15 +402,15 @@ describe("onEvaluations", () => {
     h.host.start(fast);
     await settled(h, slow.id);
     await settled(h, fast.id);
-    // 500 records every 10 ms: the fast plugin keeps up, the slow one (200 ms a batch) cannot.
-    for (let n = 0; n < 20; n++) {
+    // A batch of 500 as soon as the fast plugin took the last one: it keeps up (whatever the
+    // machine's load), the slow one (200 ms a batch) cannot.
+    for (let n = 1; n <= 20; n++) {
       for (let i = 0; i < 500; i++) h.records.add("p1", "production", result("f"), null);
-      await Bun.sleep(10);
+      await until("the fast plugin's batch", () => messages(h, fast.id).includes(String(n * 500)));
     }
-    await until("the fast plugin's records", () => messages(h, fast.id).includes("10000"));
     expect(h.host.live(fast.id)!.evaluationsDropped).toBe(0);
     const dropped = h.host.live(slow.id)!.evaluationsDropped;
-    expect(dropped).toBeGreaterThanOrEqual(5000);
+    expect(dropped).toBeGreaterThanOrEqual(2000);
     expect(dropped % 500).toBe(0);
     await h.host.stop(slow.id);
     expect(row(h, slow.id).evaluations_dropped).toBe(dropped);
