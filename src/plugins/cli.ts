@@ -12,7 +12,8 @@ import { randomBase62 } from "../lib/ids";
 import { OutboundPolicy } from "../lib/outbound";
 import { Catalog, readPackageFolder } from "./catalog";
 import { pluginHttp, USER_AGENT } from "./http";
-import { maskSecrets, PackageError, readPackage, secretValues, validateConfig, MANIFEST, type PluginPackage } from "./manifest";
+import { PackageError, readPackage, secretValues, validateConfig, MANIFEST, type PluginPackage } from "./manifest";
+import { maskSecrets } from "./secrets";
 import { DEFAULT_LIMITS, loadPlugin, type Sandbox } from "./sandbox";
 
 /** A package given on the command line: checked, with what it takes to copy it. */

@@ -17,7 +17,7 @@
 import { iso, type Clock } from "../lib/clock";
 import type { Logger } from "../lib/log";
 import type { EvaluationRecords } from "../modules/evaluation/records";
-import { maskSecrets } from "./manifest";
+import { maskSecrets } from "./secrets";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import type { RunStatus, RuntimeStore } from "./runtime-store";
 import { wasmModule, type SandboxLimits } from "./sandbox";

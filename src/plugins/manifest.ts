@@ -249,9 +249,3 @@ export function secretValues(pkg: WithSchema, config: Record<string, unknown>): 
     .map((v) => (typeof v === "string" ? v : JSON.stringify(v)))
     .sort((a, b) => b.length - a.length);
 }
-
-/** `text` with every secret value replaced by "********"; `secrets` as `secretValues` gives them (longest first, none empty). */
-export function maskSecrets(text: string, secrets: readonly string[]): string {
-  for (const secret of secrets) text = text.replaceAll(secret, SECRET);
-  return text;
-}

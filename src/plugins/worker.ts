@@ -9,7 +9,7 @@ import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
 import { OutboundPolicy } from "../lib/outbound";
 import { pluginHttp, USER_AGENT } from "./http";
-import { maskSecrets } from "./manifest";
+import { maskSecrets } from "./secrets";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import { loadPlugin, PluginDied, provideWasmModule, type LogLevel, type Sandbox } from "./sandbox";
 

@@ -9,7 +9,8 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFi
 import { join, relative } from "node:path";
 import { Catalog } from "../../src/plugins/catalog";
 import { createLogger } from "../../src/lib/log";
-import { keepSecrets, maskConfig, maskSecrets, readPackage, secretValues, secretKeys, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
+import { keepSecrets, maskConfig, readPackage, secretValues, secretKeys, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
+import { maskSecrets } from "../../src/plugins/secrets";
 import { INDEX_FILE, renderPluginIndex } from "../../scripts/embed-plugins";
 import { tempDir } from "../helpers";
 
