@@ -203,3 +203,17 @@ export async function runCli(dataDir: string, ...args: string[]): Promise<{ code
     error.mockRestore();
   }
 }
+
+/**
+ * Polls `probe` (every 20 ms) until it gives a value other than undefined or false, and resolves
+ * to it; throws "timed out waiting for WHAT" after `timeoutMs`.
+ */
+export async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value as T;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}

@@ -11,14 +11,15 @@
  *     its base, and evaluation p99 against idle (targets: base + the cap; p99 within 10 %).
  * The plugins are a counter (onEvaluations adds the batch's length), a forwarder (onEvent posts
  * the event to the receiver) and a bomb (activate fills arrays until the cap ends it).
- * Servers on CPU 0 (every thread, plugin workers included), wrk and this process on CPU 1.
+ * Servers on CPU 0 (every thread, plugin workers included), wrk and this process on CPU 1; the
+ * throughput comparison is run again with the request thread alone on CPU 0.
  * Usage: scripts/bench/plugins [--binary PATH] [--rounds N] [--seconds N]
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { apiClient, pool } from "../lib/api";
 import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
-import { ensureWrk, median, pairedRounds, percentile, pinServer, runWrk, type WrkResult } from "../lib/wrk";
+import { ensureWrk, median, pairedRounds, percentile, pinRequestThread, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 
 const argv = process.argv.slice(2);
 const arg = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
@@ -129,14 +130,22 @@ console.log(`RSS: ${rssBefore.toFixed(1)} MB with none, ${rssAfter.toFixed(1)} M
 // ---- 1: evaluation with 10 onEvaluations plugins against none --------------------------------
 await evaluate(none, 2);
 await evaluate(ten, 2);
-const droppedBefore = await droppedTotal();
-const { a, b, ratio } = await pairedRounds(ROUNDS, () => evaluate(none, SECONDS), () => evaluate(ten, SECONDS));
-for (let r = 0; r < ROUNDS; r++) console.log(`  round ${r + 1}: none ${fmt(a[r]!)}   ${PLUGINS} plugins ${fmt(b[r]!)}   ${((b[r]!.rps / a[r]!.rps) * 100).toFixed(1)} %`);
-await Bun.sleep(6000); // the last batches, and the drop counters' flush (every 5 s)
-const dropped = (await droppedTotal()) - droppedBefore;
-const evaluated = b.reduce((n, r) => n + r.rps * SECONDS, 0);
-console.log(`evaluation with ${PLUGINS} plugins on onEvaluations: ${(ratio * 100).toFixed(1)} % of none (median of ${ROUNDS} rounds; target >= 95 %)`);
-console.log(`records dropped at that load: ${Math.round(dropped)} of ${Math.round(evaluated * PLUGINS)} handed to ${PLUGINS} plugins (${((dropped / (evaluated * PLUGINS)) * 100).toFixed(1)} %)`);
+await throughput(`every server thread on CPU 0 (a one-core server: plugins share the request core)`);
+// Then as on a machine with a core to spare: the request thread alone on CPU 0, the server's other
+// threads (the plugin workers, the background thread) on CPU 1 beside wrk.
+if (cpu !== undefined && [none, ten].every((s) => pinRequestThread(s.pid, cpu!))) await throughput(`the request thread alone on CPU 0, the other threads with wrk on CPU ${cpu}`);
+
+async function throughput(where: string): Promise<void> {
+  const droppedBefore = await droppedTotal();
+  const { a, b, ratio } = await pairedRounds(ROUNDS, () => evaluate(none, SECONDS), () => evaluate(ten, SECONDS));
+  console.log(`${where}:`);
+  for (let r = 0; r < ROUNDS; r++) console.log(`  round ${r + 1}: none ${fmt(a[r]!)}   ${PLUGINS} plugins ${fmt(b[r]!)}   ${((b[r]!.rps / a[r]!.rps) * 100).toFixed(1)} %`);
+  await Bun.sleep(6000); // the last batches, and the drop counters' flush (every 5 s)
+  const dropped = (await droppedTotal()) - droppedBefore;
+  const evaluated = b.reduce((n, r) => n + r.rps * SECONDS, 0);
+  console.log(`  evaluation with ${PLUGINS} plugins on onEvaluations: ${(ratio * 100).toFixed(1)} % of none (median of ${ROUNDS} rounds; target >= 95 %)`);
+  console.log(`  records dropped at that load: ${Math.round(dropped)} of ${Math.round(evaluated * PLUGINS)} handed to ${PLUGINS} plugins (${((dropped / (evaluated * PLUGINS)) * 100).toFixed(1)} %)`);
+}
 
 async function droppedTotal(): Promise<number> {
   let n = 0;
@@ -176,6 +185,20 @@ console.log(`change -> onEvent (PUT started -> plugin's request arrived), ${late
 // ---- 5: a memory bomb beside evaluation ------------------------------------------------------
 for (const id of counters) await api(ten.base, "PATCH", `/v1/projects/default/plugins/${id}`, { enabled: false });
 await Bun.sleep(1500);
+// One bomb on an idle server, to its death at the cap.
+{
+  const base = rssMb(ten.pid);
+  let peak = base;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(ten.pid))), 10);
+  const t0 = performance.now();
+  const { id } = await api(ten.base, "POST", "/v1/projects/default/plugins", { packageName: "@bench/bomb", config: {} });
+  let st = await status(ten, id);
+  while (st.status === "installing") st = await status(ten, (await Bun.sleep(10), id));
+  clearInterval(sampler);
+  console.log(`memory bomb on an idle server: ${st.status} after ${(performance.now() - t0).toFixed(0)} ms (${st.errorMessage}); RSS base ${base.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (+${(peak - base).toFixed(0)} MB; target <= +64)`);
+  await api(ten.base, "DELETE", `/v1/projects/default/plugins/${id}`);
+  await Bun.sleep(1000);
+}
 const idle = await evaluate(ten, SECONDS);
 const base = rssMb(ten.pid);
 const { id: bomb } = await api(ten.base, "POST", "/v1/projects/default/plugins", { packageName: "@bench/bomb", config: {} });
@@ -197,6 +220,6 @@ const underBomb = await evaluate(ten, SECONDS);
 bombing = false;
 await rebomb;
 clearInterval(sampler);
-console.log(`memory bomb (cap 64 MiB), ${bombs} bombs during ${SECONDS} s: server RSS base ${base.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (+${(peak - base).toFixed(0)} MB; target <= +64)`);
+console.log(`memory bombs beside evaluation (cap 64 MiB; the plugin at nice 19 gets little CPU under load): ${bombs} reached the cap in ${SECONDS} s; server RSS base ${base.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (+${(peak - base).toFixed(0)} MB; target <= +64)`);
 console.log(`evaluation p99 idle ${idle.p99Ms.toFixed(2)} ms, beside the bomb ${underBomb.p99Ms.toFixed(2)} ms (${((underBomb.p99Ms / idle.p99Ms - 1) * 100).toFixed(1)} %; target within 10 %); throughput ${fmt(idle)} -> ${fmt(underBomb)}`);
 process.exit(0);

@@ -111,6 +111,8 @@ async function start(message: Extract<ToPluginWorker, { kind: "start" }>): Promi
     return;
   }
   send({ kind: "active", hooks: [...sandbox.hooks] });
+  // Loading left its garbage (the module's text, the compile); this thread lives long and idles: collect it once.
+  Bun.gc(true);
 }
 
 self.onmessage = (event: MessageEvent<ToPluginWorker>) => {

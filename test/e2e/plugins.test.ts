@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { callServer } from "../helpers";
+import { callServer, until } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 import { binaryPath, cleanup, startBinary, tempDir, type RunningBinary } from "./binary";
 
@@ -50,16 +50,7 @@ const install = async (srv: RunningBinary, name: string, config: Record<string, 
 };
 const statusOf = async (srv: RunningBinary, id: string) => (await api(srv, "GET", `/v1/projects/default/plugins/${id}/status`)).body;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
-const settled = (srv: RunningBinary, id: string, timeoutMs?: number) =>
+const settled = (srv: RunningBinary, id: string, timeoutMs = 20_000) =>
   until(`plugin ${id} settled`, async () => ((s) => (s.status === "installing" ? undefined : s))(await statusOf(srv, id)), timeoutMs);
 
 const GOOD = `export function activate(ctx) { ctx.log("info", "good plugin up"); }

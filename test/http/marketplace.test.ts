@@ -7,20 +7,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, userToken } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, until, userToken } from "../helpers";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/plugins");
 const OURS = new Set(["@acme/echo", "failing", "@acme/tracker"]);
-
-async function until<T>(what: string, fn: () => T | undefined, ms = 5_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
 
 /** Drops the fixtures (and a third package, @acme/tracker) into the marketplace folder and waits for the catalog. */
 async function dropFixtures(h: TestApp) {

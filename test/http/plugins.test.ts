@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SECRET } from "../../src/changes/entry";
-import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, until, userToken, type TestApp } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 const NAME = "@test/recorder";
@@ -54,16 +54,6 @@ function dropPackage(dataDir: string, version: string, extraProperties: Record<s
       publishedAt: `2026-11-0${version[0]}T00:00:00.000Z`,
     }),
   );
-}
-
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 8_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(25);
-  }
 }
 
 let h: TestApp;

@@ -12,7 +12,7 @@ import { createLogger } from "../../src/lib/log";
 import { keepSecrets, maskConfig, readPackage, secretValues, secretKeys, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
 import { maskSecrets } from "../../src/plugins/secrets";
 import { INDEX_FILE, renderPluginIndex } from "../../scripts/embed-plugins";
-import { tempDir } from "../helpers";
+import { tempDir, until } from "../helpers";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/plugins");
 const ECHO = JSON.parse(readFileSync(join(FIXTURES, "echo-1.0.0/plugin.json"), "utf8")) as PluginManifest;
@@ -222,13 +222,6 @@ describe("the catalog", () => {
   test("watched: a folder dropped in appears, a removed one goes, a fixed one comes back; nothing else is read again", async () => {
     setUp();
     const c = open().watch();
-    const until = async (what: string, ok: () => boolean) => {
-      const end = Date.now() + 5_000;
-      while (!ok()) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-        await Bun.sleep(20);
-      }
-    };
     drop("echo");
     await until("the dropped package", () => c.get("@acme/echo", "1.0.0") !== undefined);
     drop("echo-2", { version: "2.0.0", publishedAt: "not a date" });

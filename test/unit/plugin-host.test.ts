@@ -15,7 +15,7 @@ import { PluginHost, type PluginRun } from "../../src/plugins/host";
 import { SqliteRuntimeStore } from "../../src/plugins/runtime-store";
 import type { SandboxLimits } from "../../src/plugins/sandbox";
 import type { EvaluationResult } from "../../src/evaluation/types";
-import { tempDir } from "../helpers";
+import { tempDir, until } from "../helpers";
 
 const LIMITS: SandboxLimits = { memoryMb: 32, cpuMs: 300, wallMs: 1000 };
 const NOW = "2026-11-22T10:00:00.000Z";
@@ -95,16 +95,6 @@ function install(h: Harness, source: string, opts: { projectId?: string; config?
 
 type Row = { status: string; error_message: string | null; event_position: number; events_handled: number; errors: number; last_event_at: string | null; evaluations_dropped: number };
 const row = (h: Harness, id: string) => h.store.sqlite.query<Row, [string]>("SELECT * FROM plugins WHERE id = ?").get(id)!;
-
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
 
 const settled = (h: Harness, id: string, timeoutMs?: number) =>
   until(`${id} to settle`, () => (row(h, id).status !== "installing" ? row(h, id) : undefined), timeoutMs);
