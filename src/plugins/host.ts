@@ -1,6 +1,6 @@
 /**
  * The plugin host (decisions §11): runs each active plugin in a worker thread of its own
- * (worker.ts: its QuickJS sandbox, at nice 19), feeds it its project's events and evaluation
+ * (worker.ts: its QuickJS sandbox, at the lowest CPU priority), feeds it its project's events and evaluation
  * records, and settles its status. The main thread never runs plugin code, never waits on a
  * plugin and never throws into a request because of one:
  *  - `activate` succeeded: `active`; it failed (threw, or the plugin died in it): `error`
@@ -17,6 +17,7 @@
 import { iso, type Clock } from "../lib/clock";
 import type { Logger } from "../lib/log";
 import type { EvaluationRecords } from "../modules/evaluation/records";
+import { runnableTimer } from "./scheduling";
 import { maskSecrets } from "./secrets";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import type { RunStatus, RuntimeStore } from "./runtime-store";
@@ -85,7 +86,12 @@ interface Running {
   dropped: number;
   /** Work posted that the worker has not answered yet (the watchdog runs while there is some). */
   owed: number;
-  watchdog: ReturnType<typeof setTimeout> | undefined;
+  /** Cancels the watchdog's timer (none while nothing is owed). */
+  watchdog: (() => void) | undefined;
+  /** The worker thread's kernel id: the watchdog does not count the time it waited for a CPU. */
+  tid: number | null;
+  /** The CPU priority the worker thread got (scheduling.ts): idle, nice 19, or normal. */
+  priority: string;
   unsubscribe: (() => void) | undefined;
   onStopped: (() => void) | undefined;
 }
@@ -124,6 +130,8 @@ export class PluginHost {
       dropped: 0,
       owed: 0,
       watchdog: undefined,
+      tid: null,
+      priority: "normal",
       unsubscribe: undefined,
       onStopped: undefined,
     };
@@ -214,6 +222,11 @@ export class PluginHost {
 
   private receive(r: Running, m: FromPluginWorker): void {
     if (m.kind === "log") return this.keep(r, m.level, m.message);
+    if (m.kind === "thread") {
+      r.tid = m.tid;
+      r.priority = m.priority;
+      return;
+    }
     if (m.kind === "stopped") return r.onStopped?.();
     if (r.state === "ended") return;
     switch (m.kind) {
@@ -223,7 +236,7 @@ export class PluginHost {
         r.state = "active";
         r.hooks = new Set(m.hooks);
         this.settle(r.run.id, { status: "active" }, r);
-        this.deps.log.info("plugin active", { pluginId: r.run.id, packageName: r.run.packageName, version: r.run.version, ms: Math.round(performance.now() - r.startedAt) });
+        this.deps.log.info("plugin active", { pluginId: r.run.id, packageName: r.run.packageName, version: r.run.version, ms: Math.round(performance.now() - r.startedAt), priority: r.priority });
         if (r.hooks.has("onEvaluations")) r.unsubscribe = this.deps.records.subscribe(r.run.projectId, (json, count) => this.offer(r, json, count));
         this.feed(r);
         return;
@@ -312,12 +325,11 @@ export class PluginHost {
 
   /** A sign of progress: the watchdog starts over (or stops when nothing is owed). */
   private refresh(r: Running): void {
-    clearTimeout(r.watchdog);
+    r.watchdog?.();
     r.watchdog = undefined;
     if (r.owed === 0 || r.state === "ended") return;
     const ms = this.deps.limits.wallMs + WATCHDOG_GRACE_MS;
-    r.watchdog = setTimeout(() => this.fail(r, `did not answer within ${ms} ms`), ms);
-    r.watchdog.unref();
+    r.watchdog = runnableTimer(ms, () => this.fail(r, `did not answer within ${ms} ms`), r.tid);
   }
 
   private answered(r: Running): void {
@@ -352,7 +364,7 @@ export class PluginHost {
   private end(r: Running): void {
     if (r.state === "ended") return;
     r.state = "ended";
-    clearTimeout(r.watchdog);
+    r.watchdog?.();
     r.unsubscribe?.();
     r.worker.terminate();
     try {

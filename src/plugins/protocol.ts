@@ -23,6 +23,8 @@ export type ToPluginWorker =
   | { kind: "stop" };
 
 export type FromPluginWorker =
+  /** First message: the worker thread's kernel id (for the watchdog) and the priority it got. */
+  | { kind: "thread"; tid: number | null; priority: string }
   /** `activate` succeeded (or the plugin has none): the hooks it exports. */
   | { kind: "active"; hooks: string[] }
   /** The plugin cannot run on: a failed `activate`, or its death (a cap hit, a crash). Masked. */

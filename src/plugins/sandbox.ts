@@ -21,6 +21,7 @@
  */
 import releaseSync from "@jitl/quickjs-wasmfile-release-sync";
 import wasmPath from "@jitl/quickjs-wasmfile-release-sync/wasm" with { type: "file" };
+import { runnableTimer } from "./scheduling";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten-core";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -171,14 +172,15 @@ export class Sandbox {
   async call(hook: string, argument?: unknown): Promise<unknown> {
     if (this.death) throw this.death;
     if (!this.hookNames.has(hook)) return undefined;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    // Time the thread waited for a CPU does not count (a plugin thread runs at the lowest priority).
+    let cancel = () => {};
     const wall = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new HookTimeout(`${hook} did not settle within ${this.limits.wallMs} ms`)), this.limits.wallMs);
+      cancel = runnableTimer(this.limits.wallMs, () => reject(new HookTimeout(`${hook} did not settle within ${this.limits.wallMs} ms`)));
     });
     try {
       return await Promise.race([this.run(hook, argument), wall]);
     } finally {
-      clearTimeout(timer);
+      cancel();
     }
   }
 

@@ -1,14 +1,13 @@
 /**
  * One active plugin's thread (started and watched by host.ts): its QuickJS sandbox, the host
  * side of `ctx.log` and `ctx.http`, and its hook calls, one at a time in the order they came.
- * The thread runs at the lowest OS priority (nice 19), so plugins never take CPU from request
- * serving. Every text that leaves it (log lines, failures) has the plugin's secret config
+ * The thread runs at the lowest CPU priority (SCHED_IDLE, else nice 19: scheduling.ts), so plugins
+ * never take CPU from request serving. Every text that leaves it (log lines, failures) has the plugin's secret config
  * values replaced by "********".
  */
-import { readlinkSync } from "node:fs";
-import { setPriority } from "node:os";
 import { OutboundPolicy } from "../lib/outbound";
 import { pluginHttp, USER_AGENT } from "./http";
+import { lowestPriority, threadId } from "./scheduling";
 import { maskSecrets } from "./secrets";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import { loadPlugin, PluginDied, provideWasmModule, type LogLevel, type Sandbox } from "./sandbox";
@@ -22,12 +21,9 @@ const MAX_LINE = 2000;
 
 const send = (message: FromPluginWorker) => self.postMessage(message);
 
-// Best effort: Linux gives each thread its own nice value; elsewhere the worker runs at the default.
-try {
-  setPriority(Number(readlinkSync("/proc/thread-self").split("/").pop()), 19);
-} catch {
-  // Not Linux, or not permitted: the plugin competes at normal priority.
-}
+// Plugins run on CPU time nothing else wants; the host learns this thread's id for its watchdog.
+const priority = lowestPriority();
+self.postMessage({ kind: "thread", tid: threadId(), priority } satisfies FromPluginWorker);
 
 let sandbox: Sandbox | undefined;
 let dead = false;
