@@ -8,7 +8,9 @@
  *  3. activation time per plugin (install answered -> status active, polled every 2 ms);
  *  4. RSS per active plugin (server RSS with 10 active plugins against none; target < 5 MB);
  *  5. while a plugin runs memory bombs again and again (64 MiB cap): the server's peak RSS against
- *     its base, and evaluation p99 against idle (targets: base + the cap; p99 within 10 %).
+ *     its base, and evaluation p99 against idle (targets: base + the cap; p99 within 10 %);
+ *  6. the request thread's CPU per evaluation record with 10 readers (in this process, the real
+ *     record stream and host: a figure the VM's noise does not blur).
  * The plugins are a counter (onEvaluations adds the batch's length), a forwarder (onEvent posts
  * the event to the receiver) and a bomb (activate fills arrays until the cap ends it).
  * Servers on CPU 0 (every thread, plugin workers included), wrk and this process on CPU 1; the
@@ -17,6 +19,14 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { openDatabase } from "../../src/db/client";
+import { migrate } from "../../src/db/migrate";
+import { systemClock } from "../../src/lib/clock";
+import { createLogger } from "../../src/lib/log";
+import { EvaluationRecords } from "../../src/modules/evaluation/records";
+import { PluginHost } from "../../src/plugins/host";
+import { SqliteRuntimeStore } from "../../src/plugins/runtime-store";
+import { DEFAULT_LIMITS } from "../../src/plugins/sandbox";
 import { apiClient, pool } from "../lib/api";
 import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
 import { ensureWrk, median, pairedRounds, percentile, pinRequestThread, pinServer, runWrk, type WrkResult } from "../lib/wrk";
@@ -212,14 +222,20 @@ async function besideBombs(): Promise<WrkResult> {
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(ten.pid))), 20);
   const rebomb = (async () => {
     await api(ten.base, "PATCH", `/v1/projects/default/plugins/${bomb}`, { enabled: true });
-    while (bombing) {
+    const beside = async () => {
+      await Bun.sleep(20); // its worker has started (on the request thread's CPU, as threads it starts do)
       if (cpu !== undefined) pinRequestThread(ten.pid, cpu);
+    };
+    await beside();
+    while (bombing) {
       const st = await status(ten, bomb);
       if (st.status === "error") {
         bombs++;
+        await Bun.sleep(100); // the dead one's thread is gone
         await api(ten.base, "PATCH", `/v1/projects/default/plugins/${bomb}`, { enabled: true });
+        await beside();
       }
-      await Bun.sleep(20);
+      await Bun.sleep(50);
     }
     await api(ten.base, "PATCH", `/v1/projects/default/plugins/${bomb}`, { enabled: false });
   })();
@@ -233,4 +249,40 @@ const paired = await pairedRounds(ROUNDS, () => evaluate(ten, SECONDS), besideBo
 const p99Ratio = median(paired.b.map((r, i) => r.p99Ms / paired.a[i]!.p99Ms));
 console.log(`memory bombs beside evaluation, ${ROUNDS} paired rounds: ${bombs} bombs reached the cap (64 MiB); server RSS base ${base.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (+${(peak - base).toFixed(0)} MB; target <= +64)`);
 console.log(`  evaluation p99 beside the bombs: ${((p99Ratio - 1) * 100).toFixed(1)} % against alone (median of the rounds' ratios; target within 10 %); throughput ${(paired.ratio * 100).toFixed(1)} %`);
+// ---- 6: what the record stream costs the request thread, in this process ---------------------
+// The real stream and host (10 counters in their workers) over a scratch database: CPU time of
+// this thread per record added, with 10 readers against none (one map lookup, nothing added).
+{
+  const store = openDatabase(join(dir, "stream.db"));
+  migrate(store.sqlite);
+  const at = new Date().toISOString();
+  store.sqlite.run("INSERT INTO projects (id, slug, name, created_at, updated_at) VALUES ('p', 'p', 'p', ?, ?)", [at, at]);
+  const runtime = new SqliteRuntimeStore(store.sqlite);
+  const records = new EvaluationRecords();
+  const log = createLogger({ level: "warn", format: "json", write: () => {} });
+  const host = new PluginHost({ store: runtime, records, log, clock: systemClock, limits: DEFAULT_LIMITS, outboundAllowedHosts: ["external"] });
+  const result = { flagKey: "flag-0001", enabled: true, variant: null, reason: "PERCENTAGE_ROLLOUT" as const, ruleId: null, evaluatedAt: at };
+  const cpuUs = () => ((u) => u.user + u.system)((process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage());
+  const feed = async (project: string) => {
+    const t0 = cpuUs();
+    for (let n = 0; n < 400; n++) {
+      for (let i = 0; i < 500; i++) if (records.wants(project)) records.add(project, "production", result, "user-4711");
+      await Bun.sleep(1); // the messages to and from the workers are handled meanwhile, as in the server
+    }
+    return (cpuUs() - t0) / 200_000;
+  };
+  const baseline = await feed("nobody");
+  for (let i = 0; i < PLUGINS; i++) {
+    const id = `plugin_${i}`;
+    store.sqlite.run("INSERT INTO plugins (id, project_id, package_name, version, enabled, status, config, installed_at, updated_at) VALUES (?, 'p', '@bench/counter', '1.0.0', 1, 'installing', '{}', ?, ?)", [id, at, at]);
+    host.start({ id, projectId: "p", projectSlug: "p", packageName: "@bench/counter", version: "1.0.0", source: PACKAGES.counter!.source, config: {}, secrets: [] });
+  }
+  while ((store.sqlite.query("SELECT count(*) AS n FROM plugins WHERE status = 'active'").get() as { n: number }).n < PLUGINS) await Bun.sleep(10);
+  const withReaders = await feed("p");
+  console.log(`request-thread CPU per evaluation record: ${(withReaders - baseline).toFixed(2)} µs with ${PLUGINS} plugins reading (add, batch JSON, hand-over, answers), against ${baseline.toFixed(2)} µs of this loop alone`);
+  host.close();
+  records.stop();
+  store.sqlite.close();
+}
+
 process.exit(0);
