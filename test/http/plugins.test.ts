@@ -3,7 +3,7 @@
  * a package dropped into DATA_DIR/marketplace/ that reports every hook call to a local receiver.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SECRET } from "../../src/changes/entry";
 import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, until, userToken, type TestApp } from "../helpers";
@@ -241,5 +241,29 @@ describe("access", () => {
     await json(await h.request("PATCH", `/v1/projects/other/plugins/${id}`, { body: { enabled: false }, headers: admin }), 404);
     expect((await settled(id)).status).toBe("active");
     await h.request("DELETE", base(`/${id}`), { headers: admin });
+  });
+});
+
+describe("a package that left the catalog", () => {
+  test("at start its plugin goes to error, every config value masked; it can still be disabled and removed", async () => {
+    const folder = join(h.dir, "marketplace", "gone");
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, "index.js"), "export function activate() {}");
+    const configSchema = { type: "object", properties: { region: { type: "string" } }, additionalProperties: false };
+    const manifest = { packageName: "@test/gone", name: "Gone", description: "d", category: "crm", version: "1.0.0", author: "t", entry: "index.js", hooks: ["activate"], configSchema, publishedAt: "2026-11-01T00:00:00.000Z" };
+    writeFileSync(join(folder, "plugin.json"), JSON.stringify(manifest));
+    await until("the package", () => h.ctx.catalog.get("@test/gone", "1.0.0"));
+    const id = (await json(await install({ packageName: "@test/gone", config: { region: "eu" } }), 201)).id;
+    expect((await settled(id)).status).toBe("active");
+    await h.ctx.plugins.stop(id);
+    rmSync(folder, { recursive: true, force: true });
+    await until("the package gone", () => h.ctx.catalog.get("@test/gone", "1.0.0") === undefined);
+    await h.services.plugins.activateAll();
+    const s = await status(id);
+    expect(s).toMatchObject({ status: "error", errorMessage: "package @test/gone 1.0.0 is no longer in the catalog" });
+    expect((await json(await h.request("GET", base(`/${id}`), { headers: admin }), 200)).config).toEqual({ region: SECRET });
+    expect((await json(await h.request("PATCH", base(`/${id}`), { body: { enabled: false }, headers: admin }), 200)).status).toBe("disabled");
+    await json(await h.request("PATCH", base(`/${id}`), { body: { enabled: true }, headers: admin }), 404);
+    expect((await h.request("DELETE", base(`/${id}`), { headers: admin })).status).toBe(204);
   });
 });

@@ -15,7 +15,7 @@
  * Secrets (configSchema properties with `"secret": true`) show as "********" in every record,
  * log line and change-log entry; a PATCH that sends "********" keeps the stored value.
  */
-import { diff, whole, type Author, type ChangeDraft } from "../../changes/entry";
+import { diff, SECRET, whole, type Author, type ChangeDraft } from "../../changes/entry";
 import { notFound, validationError, type ErrorDetail } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
@@ -66,7 +66,7 @@ export interface PluginServiceDeps {
 const LATEST = "latest";
 
 /** Every value of a plugin whose package is gone is masked: which ones are secret is unknown. */
-const maskAll = (config: Record<string, unknown>) => Object.fromEntries(Object.keys(config).map((k) => [k, "********"]));
+const maskAll = (config: Record<string, unknown>) => Object.fromEntries(Object.keys(config).map((k) => [k, SECRET]));
 
 export type PluginService = ReturnType<typeof pluginService>;
 
