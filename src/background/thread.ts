@@ -8,14 +8,14 @@
  * without bound. Deliveries are rows in the database: a worker that dies loses none, and the
  * one started after it picks up what is due.
  */
+import { workerUrl } from "../lib/worker-url";
 import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
 import type { Logger } from "../lib/log";
 import type { Deliveries } from "../modules/webhooks/dispatcher";
 import type { FromWorker, ToWorker } from "./protocol";
 
-/** Compiled, the worker is an entry point of its own at the root of the binary's file system. */
-const WORKER_URL = import.meta.url.startsWith("file:///$bunfs/") ? "./background/worker.ts" : new URL("./worker.ts", import.meta.url).href;
+const WORKER_URL = workerUrl(import.meta.url, "background/worker.ts");
 const RESTART_AFTER_MS = 1000;
 const STOP_TIMEOUT_MS = 3000;
 /** A write waits this long at most for the worker to take its kick (it never should). */

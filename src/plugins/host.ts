@@ -14,6 +14,7 @@
  * queue (`plugins.event_position`) moves when a batch is through, so events of a batch cut short
  * (a crash, a restart) are handed again. An event whose `onEvent` failed is not retried.
  */
+import { workerUrl } from "../lib/worker-url";
 import { iso, type Clock } from "../lib/clock";
 import type { Logger } from "../lib/log";
 import type { EvaluationRecords } from "../modules/evaluation/records";
@@ -25,8 +26,7 @@ import { wasmModule, type SandboxLimits } from "./sandbox";
 
 export type { RunStatus, RuntimeStore } from "./runtime-store";
 
-/** Compiled, the worker is an entry point of its own at the root of the binary's file system (scripts/build.ts). */
-const WORKER_URL = import.meta.url.startsWith("file:///$bunfs/") ? "./plugins/worker.ts" : new URL("./worker.ts", import.meta.url).href;
+const WORKER_URL = workerUrl(import.meta.url, "plugins/worker.ts");
 /** The watchdog: a worker that owes an answer and says nothing for the wall limit plus this is terminated. */
 const WATCHDOG_GRACE_MS = 5000;
 /** `stop`: `deactivate` has its wall limit, then the worker goes whatever it does. */

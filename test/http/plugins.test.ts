@@ -227,6 +227,49 @@ describe("lifecycle", () => {
   });
 });
 
+describe("a deleted project", () => {
+  test("its plugins are stopped (deactivate called) and gone", async () => {
+    await json(await h.request("POST", "/v1/projects", { body: { slug: "doomed", name: "Doomed" }, headers: admin }), 201);
+    const body = { packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "t" } };
+    const id = (await json(await h.request("POST", "/v1/projects/doomed/plugins", { body, headers: admin }), 201)).id;
+    await until("active", async () => (await json(await h.request("GET", `/v1/projects/doomed/plugins/${id}/status`, { headers: admin }), 200)).status === "active");
+    const n = hooks("deactivate").length;
+    expect((await h.request("DELETE", "/v1/projects/doomed", { headers: admin })).status).toBe(204);
+    await until("deactivate", () => hooks("deactivate").length > n);
+    expect(h.ctx.plugins.live(id)).toBeUndefined();
+    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM plugins WHERE id = ?").get(id)).toEqual({ n: 0 });
+  });
+});
+
+describe("SVC_PLUGIN_MEMORY_MB", () => {
+  test("is the sandbox's cap: 40 MB of arrays are fine under the default 64, out of memory under 24", async () => {
+    const source = "export function activate() { const a = []; for (let i = 0; i < 50; i++) a.push(new Array(50000).fill(i)); }";
+    const drop = (dir: string) => {
+      const folder = join(dir, "marketplace", "hungry");
+      mkdirSync(folder, { recursive: true });
+      writeFileSync(join(folder, "index.js"), source);
+      const configSchema = { type: "object", properties: {}, additionalProperties: false };
+      writeFileSync(join(folder, "plugin.json"), JSON.stringify({ packageName: "@test/hungry", name: "Hungry", description: "d", category: "crm", version: "1.0.0", author: "t", entry: "index.js", hooks: ["activate"], configSchema, publishedAt: "2026-11-01T00:00:00.000Z" }));
+    };
+    const small = testApp({ SVC_PLUGIN_MEMORY_MB: "24" });
+    try {
+      const smallAdmin = bearer(seedAdminKey(small.ctx));
+      for (const [app, headers, expected] of [[h, admin, "active"], [small, smallAdmin, "error"]] as const) {
+        drop(app.dir);
+        await until("the package", () => app.ctx.catalog.get("@test/hungry", "1.0.0"));
+        const id = (await json(await app.request("POST", base(), { body: { packageName: "@test/hungry" }, headers }), 201)).id;
+        const s = await until("settled", async () => ((st) => (st.status === "installing" ? undefined : st))(await json(await app.request("GET", base(`/${id}/status`), { headers }), 200)));
+        expect(s.status).toBe(expected);
+        if (expected === "error") expect(s.errorMessage).toMatch(/out of memory/);
+        await app.request("DELETE", base(`/${id}`), { headers });
+      }
+    } finally {
+      await small.ctx.plugins.stopAll();
+      small.close();
+    }
+  });
+});
+
 describe("access", () => {
   test("admin key and admin JWT only; none 401; unknown project or another project's plugin 404", async () => {
     const id = (await json(await install({ packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "t" } }), 201)).id;
