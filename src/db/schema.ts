@@ -330,3 +330,29 @@ export const pluginEvents = sqliteTable(
   },
   (table) => [index("plugin_events_project").on(table.projectId, table.position)],
 );
+
+/**
+ * Integrations (Pro; decisions §12): one managed connector per row. `config` holds secrets in
+ * clear (the sender needs them); the API and the change log mask them. `stats` count events the
+ * vendor accepted. `eventPosition`: how far its flag changes have been sent (at least once).
+ */
+export const integrations = sqliteTable(
+  "integrations",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    config: text("config", { mode: "json" }).notNull().$type<Record<string, unknown>>(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    sent: integer("sent").notNull().default(0),
+    failed: integer("failed").notNull().default(0),
+    lastError: text("last_error"),
+    lastSentAt: text("last_sent_at"),
+    eventPosition: integer("event_position").notNull().default(0),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (table) => [index("integrations_project").on(table.projectId)],
+);

@@ -1,0 +1,97 @@
+/**
+ * All SQL of integrations behind `IntegrationStore` (asynchronous at its boundary, synchronous
+ * SQLite inside). Writes of the API take the author and a pure `decide` of what is stored now
+ * (throws to refuse; no change, nothing written), committed with their change-log entry. The
+ * sender's own writes (stats, position) are runtime state: no entry.
+ */
+import { asc, eq, sql } from "drizzle-orm";
+import type { Author, ChangeDraft } from "../../changes/entry";
+import type { SqliteChangeLog, Written } from "../../changes/sqlite";
+import { integrations, projects } from "../../db/schema";
+
+/** An integration as stored: its configuration in clear (the API masks its secrets), its project, its stats. */
+export interface StoredIntegration {
+  id: string;
+  projectId: string;
+  projectSlug: string;
+  type: string;
+  config: Record<string, unknown>;
+  enabled: boolean;
+  sent: number;
+  failed: number;
+  lastError: string | null;
+  lastSentAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface IntegrationStore {
+  find(integrationId: string): Promise<StoredIntegration | undefined>;
+  /** The project's integrations, oldest first. */
+  list(projectId: string): Promise<StoredIntegration[]>;
+  create(author: Author, integration: StoredIntegration, change: ChangeDraft): Promise<void>;
+  update(author: Author, integrationId: string, decide: (current: StoredIntegration | undefined) => Written<StoredIntegration>): Promise<StoredIntegration>;
+  remove(author: Author, integrationId: string, decide: (current: StoredIntegration | undefined) => ChangeDraft): Promise<void>;
+}
+
+const COLUMNS = {
+  id: integrations.id,
+  projectId: integrations.projectId,
+  projectSlug: projects.slug,
+  type: integrations.type,
+  config: integrations.config,
+  enabled: integrations.enabled,
+  sent: integrations.sent,
+  failed: integrations.failed,
+  lastError: integrations.lastError,
+  lastSentAt: integrations.lastSentAt,
+  createdAt: integrations.createdAt,
+  updatedAt: integrations.updatedAt,
+};
+
+export class SqliteIntegrationStore implements IntegrationStore {
+  constructor(private readonly log: SqliteChangeLog) {}
+
+  private select() {
+    return this.log.store.db.select(COLUMNS).from(integrations).innerJoin(projects, eq(projects.id, integrations.projectId));
+  }
+
+  private findNow(integrationId: string): StoredIntegration | undefined {
+    return this.select().where(eq(integrations.id, integrationId)).get();
+  }
+
+  async find(integrationId: string): Promise<StoredIntegration | undefined> {
+    return this.findNow(integrationId);
+  }
+
+  async list(projectId: string): Promise<StoredIntegration[]> {
+    return this.select().where(eq(integrations.projectId, projectId)).orderBy(asc(integrations.createdAt), sql`${integrations}.rowid`).all();
+  }
+
+  async create(author: Author, integration: StoredIntegration, change: ChangeDraft): Promise<void> {
+    const { projectSlug: _, ...row } = integration;
+    await this.log.commit(author, () => {
+      this.log.store.db.insert(integrations).values(row).run();
+      return { result: undefined, changes: [change] };
+    });
+  }
+
+  update(author: Author, integrationId: string, decide: (current: StoredIntegration | undefined) => Written<StoredIntegration>): Promise<StoredIntegration> {
+    return this.log.commit(author, () => {
+      const written = decide(this.findNow(integrationId));
+      if (written.changes.length > 0) {
+        const { config, enabled, updatedAt } = written.result;
+        this.log.store.db.update(integrations).set({ config, enabled, updatedAt }).where(eq(integrations.id, integrationId)).run();
+      }
+      return written;
+    });
+  }
+
+  remove(author: Author, integrationId: string, decide: (current: StoredIntegration | undefined) => ChangeDraft): Promise<void> {
+    return this.log.commit(author, () => {
+      const change = decide(this.findNow(integrationId));
+      this.log.store.db.delete(integrations).where(eq(integrations.id, integrationId)).run();
+      return { result: undefined, changes: [change] };
+    });
+  }
+}
