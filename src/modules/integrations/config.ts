@@ -1,0 +1,43 @@
+/**
+ * An integration's config against its type's schema (decisions §12): checked with TypeBox (the
+ * connectors' schemas are TypeBox objects), secrets (`secret: true` properties) masked, a PATCH
+ * merged key by key with "********" keeping a stored secret and `null` removing a key.
+ */
+import { Value } from "@sinclair/typebox/value";
+import { SECRET } from "../../changes/entry";
+import type { ErrorDetail } from "../../http/errors";
+import type { Connector } from "./connectors/types";
+
+/** The config's properties marked `"secret": true`. */
+export function secretKeys(connector: Connector): string[] {
+  return Object.entries(connector.configSchema.properties)
+    .filter(([, s]) => (s as { secret?: unknown }).secret === true)
+    .map(([k]) => k);
+}
+
+export function maskConfig(connector: Connector, config: Record<string, unknown>): Record<string, unknown> {
+  const masked = { ...config };
+  for (const k of secretKeys(connector)) if (Object.hasOwn(masked, k)) masked[k] = SECRET;
+  return masked;
+}
+
+/** A PATCH's config merged into the stored one: key by key, `null` removes, "********" keeps a stored secret. */
+export function mergeConfig(connector: Connector, stored: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const secrets = secretKeys(connector);
+  const merged: Record<string, unknown> = { ...stored };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete merged[k];
+    else if (!(v === SECRET && secrets.includes(k))) merged[k] = v;
+  }
+  return merged;
+}
+
+/** The ways `config` does not match the type's schema, one detail per property (`body.config.<name>`). */
+export function configErrors(connector: Connector, config: Record<string, unknown>): ErrorDetail[] {
+  const details = new Map<string, string>();
+  for (const e of Value.Errors(connector.configSchema, config)) {
+    const path = `body.config${e.path.replaceAll("/", ".")}`;
+    if (!details.has(path)) details.set(path, e.schema.error !== undefined ? String(e.schema.error) : e.message);
+  }
+  return [...details].map(([path, message]) => ({ path, message }));
+}

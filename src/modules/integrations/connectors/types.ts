@@ -1,0 +1,65 @@
+/** Integration connectors (decisions §12): pure, no I/O. The sender (not built yet) performs the requests. */
+import type { TObject } from "@sinclair/typebox";
+
+export const CATEGORIES = ["analytics", "cdp", "crm", "monitoring", "notifications"] as const;
+export type Category = (typeof CATEGORIES)[number];
+
+/** One evaluation, as the evaluation-record stream (src/modules/evaluation/records.ts) hands it over. */
+export interface EvaluationRecord {
+  flagKey: string; environment: string; enabled: boolean; variant: string | null;
+  reason: string; ruleId: string | null; userId: string | null; evaluatedAt: string;
+}
+
+/** One flag change: the webhook event payload (docs: Webhooks) and who made it (the change log's actor). */
+export interface FlagChangeEvent {
+  id: string;                       // evt_... : stable across retries
+  event: "flag.created" | "flag.updated" | "flag.deleted" | "flag.enabled" | "flag.disabled";
+  projectSlug: string; environment: string; timestamp: string;
+  data: { flagKey: string; previousState: { enabled: boolean; rolloutPercentage?: number | null }; currentState: { enabled: boolean; rolloutPercentage?: number | null } };
+  actor: { type: string; id: string; label: string };
+}
+
+/** A request to the vendor. `events`: how many events it carries (stats count accepted events, not requests). */
+export interface VendorRequest {
+  method: "POST" | "PUT" | "GET";
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  events: number;
+}
+
+/** The vendor's answer as the sender reads it. */
+export interface VendorResponse { status: number; headers: Record<string, string>; body: string }
+
+export type Outcome =
+  /** Taken: `accepted` events stored by the vendor, `rejected` refused for good (a partial failure: not retried). */
+  | { kind: "sent"; accepted: number; rejected: number; error: string | null }
+  /** Try the same request again later (5xx, 429, timeouts): after `retryAfterMs` when the vendor says (Retry-After). */
+  | { kind: "retry"; error: string; retryAfterMs: number | null }
+  /** Never retried (bad credentials, a malformed request): `error` shown as the integration's lastError. */
+  | { kind: "failed"; error: string };
+
+export interface Connector<C extends Record<string, unknown> = Record<string, unknown>> {
+  type: string;
+  category: Category;
+  name: string;
+  description: string;
+  /** JSON Schema of the config (TypeBox `t.Object`), secrets marked `secret: true`, defaults given, optional `apiHost`. */
+  configSchema: TObject;
+  /** Evaluation records -> requests, split at the vendor's batch limits. Absent: the type does not take evaluations. */
+  evaluations?(records: readonly EvaluationRecord[], config: C): VendorRequest[];
+  /** Flag changes -> requests. Absent: the type does not take changes. */
+  changes?(changes: readonly FlagChangeEvent[], config: C): VendorRequest[];
+  /** How the sender must treat the vendor's answer to `request`. */
+  outcome(request: VendorRequest, response: VendorResponse): Outcome;
+}
+
+/** Retry-After (seconds or an HTTP date) in ms, or null. */
+export function retryAfterMs(headers: Record<string, string>, now = Date.now()): number | null {
+  const value = headers["retry-after"];
+  if (value === undefined) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
