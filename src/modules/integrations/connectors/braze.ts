@@ -1,0 +1,169 @@
+/**
+ * Braze (crm): segment users by flag state. Each evaluated user gets one custom attribute per
+ * flag, `<attributePrefix><flagKey>` = the variant, or "on"/"off" for a flag without variants,
+ * through the Track users endpoint; a Braze segment filter on that attribute then selects the
+ * users in a given state.
+ *
+ * Vendor documents followed:
+ * - POST /users/track (body, Bearer auth, the three answers: success, success with non-fatal
+ *   `errors`, fatal): https://www.braze.com/docs/api/endpoints/user_data/post_user_track/
+ *   (braze-inc/braze-docs _docs/_api/endpoints/user_data/post_user_track.md)
+ * - Limits, 75 objects (attributes + events + purchases) a request, 50 on Monthly Active Users
+ *   CY 24-25 contracts; 429 when over: https://www.braze.com/docs/api/api_limits/
+ * - REST endpoints per instance (rest.iad-01.braze.com ... rest.fra-01.braze.eu), API keys:
+ *   https://www.braze.com/docs/api/basics/
+ * - Errors (fatal 4xx/5xx; 5xx to retry with exponential backoff): https://www.braze.com/docs/api/errors/
+ *
+ * Idempotency: Braze has no insert id for /users/track (each event object is a new event), so
+ * evaluations are sent as attributes, not events: setting an attribute to the value it already
+ * has changes nothing, so a retried request never double-counts. Within one call the latest
+ * evaluation of a (user, flag) wins and each user is one object (Braze bills data points: only
+ * what the call holds is sent).
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { chunk, commonOutcome, excerpt, joinUrl, lowerHeaders, parseJson } from "./http-rules";
+import type { Connector, EvaluationRecord, Outcome, VendorRequest, VendorResponse } from "./types";
+
+export const BRAZE_DEFAULT_HOST = "https://rest.iad-01.braze.com";
+/** Objects (attributes + events + purchases) a /users/track request may carry. */
+export const BRAZE_MAX_OBJECTS = 75;
+
+const configSchema = Type.Object(
+  {
+    apiKey: Type.String({
+      minLength: 1,
+      secret: true,
+      description: "A Braze REST API key with the users.track permission (Settings > APIs and Identifiers), sent as Authorization: Bearer.",
+    }),
+    apiHost: Type.Optional(
+      Type.String({
+        pattern: "^https?://",
+        default: BRAZE_DEFAULT_HOST,
+        description: "Your Braze instance's REST endpoint, e.g. https://rest.iad-05.braze.com or https://rest.fra-01.braze.eu (the API overview's table matches dashboard URLs to REST endpoints); or a proxy.",
+      }),
+    ),
+    environment: Type.Optional(
+      Type.String({
+        minLength: 1,
+        default: "production",
+        description: 'Only evaluations in this environment (its slug) update Braze; "*" for every environment (the latest evaluation wins).',
+      }),
+    ),
+    attributePrefix: Type.Optional(
+      Type.String({
+        pattern: "^[A-Za-z0-9_]*$",
+        maxLength: 64,
+        default: "flagsvc_",
+        description: "The start of each custom attribute's name: one attribute per flag, <prefix><flagKey>, holding the variant or on/off.",
+      }),
+    ),
+    updateExistingOnly: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description: "true: only users that already exist in Braze (by external_id) are updated; false: a profile is created for an unknown user ID.",
+      }),
+    ),
+    batchSize: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: BRAZE_MAX_OBJECTS,
+        default: BRAZE_MAX_OBJECTS,
+        description: "Users a request: Braze takes 75 objects a request, 50 on Monthly Active Users CY 24-25 contracts (set 50 then).",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type BrazeConfig = Static<typeof configSchema>;
+
+/** The value a user's attribute for a flag holds: the variant, else "on"/"off". */
+export function brazeValue(record: EvaluationRecord): string {
+  return record.variant ?? (record.enabled ? "on" : "off");
+}
+
+/** One attributes object a user: the latest evaluation of each flag in `records`. */
+function attributeObjects(records: readonly EvaluationRecord[], config: BrazeConfig): Record<string, unknown>[] {
+  const environment = config.environment ?? "production";
+  const prefix = config.attributePrefix ?? "flagsvc_";
+  const latest = new Map<string, { at: number; record: EvaluationRecord }>();
+  for (const record of records) {
+    if (record.userId === null || record.userId === "") continue;
+    if (environment !== "*" && record.environment !== environment) continue;
+    const at = Date.parse(record.evaluatedAt);
+    const key = JSON.stringify([record.userId, record.flagKey]);
+    const seen = latest.get(key);
+    if (!seen || !(at < seen.at)) latest.set(key, { at, record });
+  }
+  const users = new Map<string, Record<string, unknown>>();
+  for (const { record } of latest.values()) {
+    let object = users.get(record.userId!);
+    if (!object) {
+      object = { external_id: record.userId, _update_existing_only: config.updateExistingOnly ?? true };
+      users.set(record.userId!, object);
+    }
+    object[`${prefix}${record.flagKey}`] = brazeValue(record);
+  }
+  return [...users.values()];
+}
+
+function evaluations(records: readonly EvaluationRecord[], config: BrazeConfig): VendorRequest[] {
+  const url = joinUrl(config.apiHost ?? BRAZE_DEFAULT_HOST, "/users/track");
+  const headers = { "content-type": "application/json", authorization: `Bearer ${config.apiKey}` };
+  return chunk(attributeObjects(records, config), config.batchSize ?? BRAZE_MAX_OBJECTS).map((attributes) => ({
+    method: "POST",
+    url,
+    headers,
+    body: JSON.stringify({ attributes }),
+    events: attributes.length,
+  }));
+}
+
+interface BrazeAnswer {
+  message?: unknown;
+  errors?: unknown;
+  attributes_processed?: unknown;
+}
+
+/** A Braze error entry as text: `{ type, input_array, index }` objects, or plain strings. */
+function errorText(error: unknown): string {
+  if (typeof error === "string") return error;
+  if (error && typeof error === "object") {
+    const { type, input_array, index } = error as Record<string, unknown>;
+    if (typeof type === "string") return input_array !== undefined ? `${type} (${String(input_array)}[${String(index)}])` : type;
+  }
+  return excerpt(JSON.stringify(error));
+}
+
+/** Braze's rate-limit reset (X-RateLimit-Reset, a UNIX time in seconds) as a wait in ms. */
+function resetWaitMs(headers: Record<string, string>, now = Date.now()): number | null {
+  const reset = Number(lowerHeaders(headers)["x-ratelimit-reset"]);
+  return Number.isFinite(reset) && reset > 0 ? Math.max(0, reset * 1000 - now) : null;
+}
+
+function outcome(request: VendorRequest, response: VendorResponse): Outcome {
+  const answer = (parseJson(response.body) ?? {}) as BrazeAnswer;
+  if (response.status >= 200 && response.status < 300) {
+    const errors = Array.isArray(answer.errors) ? answer.errors : [];
+    if (errors.length === 0) return { kind: "sent", accepted: request.events, rejected: 0, error: null };
+    // Non-fatal errors: each names one object (input_array + index); the rest were processed.
+    const named = new Set(errors.map((e) => (e && typeof e === "object" ? JSON.stringify([(e as any).input_array, (e as any).index]) : JSON.stringify(e))));
+    const rejected = Math.min(request.events, named.size);
+    return { kind: "sent", accepted: request.events - rejected, rejected, error: `braze: ${errors.map(errorText).slice(0, 3).join("; ")}` };
+  }
+  const common = commonOutcome("braze", response, resetWaitMs(response.headers));
+  if (common) return common;
+  const message = typeof answer.message === "string" ? answer.message : excerpt(response.body);
+  return { kind: "failed", error: `braze answered HTTP ${response.status}: ${message}` };
+}
+
+export const braze: Connector<BrazeConfig> = {
+  type: "braze",
+  category: "crm",
+  name: "Braze",
+  description:
+    "Segment users by flag state in Braze: each evaluated user gets a custom attribute per flag (<prefix><flagKey> = the variant, or on/off), sent with /users/track.",
+  configSchema,
+  evaluations,
+  outcome,
+};
