@@ -1,0 +1,276 @@
+/**
+ * Datadog (monitoring): flag changes as Change Tracking events, evaluation counts as a count
+ * metric, per Datadog's server-side APIs (the browser RUM SDK's addFeatureFlagEvaluation is the
+ * client-side counterpart and is not what this sends).
+ *
+ * Vendor documents followed:
+ * - Submit metrics, POST /api/v2/series on api.<site>, DD-API-KEY, `type` 1 = count, points of
+ *   { timestamp (s), value }, 202 { errors: [] }; payload at most 500 KB (512000 bytes):
+ *   https://docs.datadoghq.com/api/latest/metrics/submit-metrics/
+ * - Points are stored at 1 s resolution and "if any points have the same timestamp, the latest
+ *   point overwrites the previous ones": https://docs.datadoghq.com/metrics/introduction/
+ * - Post an event (v2), POST /api/v2/events on event-management-intake.<site>, category
+ *   "change", attributes.changed_resource { type: "feature_flag" }, author, prev_value /
+ *   new_value, impacted_resources (services); title <= 500 chars, message <= 4000, timestamp
+ *   ISO 8601 no older than 18 h: https://docs.datadoghq.com/api/latest/events/post-an-event/
+ *   and https://docs.datadoghq.com/change_tracking/
+ * - Sites and their hosts (datadoghq.com, us3, us5, datadoghq.eu, ap1, ap2, uk1, ddog-gov.com, us2.ddog-gov.com):
+ *   the endpoint tables of the two pages above.
+ *
+ * Idempotency: Datadog offers no insert id for either API. Metrics: each request carries, per
+ * series, one point a second (the evaluations of that second summed), so a resend overwrites
+ * its own points with the same values: never counted twice. The sender must therefore hand
+ * this connector each second whole (records of one second split across two calls would
+ * overwrite one another: see `closedSeconds`). Change events have no dedupe: a resend after a
+ * lost 2xx may show one change twice; the event id is in change_metadata to tell them apart.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { commonOutcome, excerpt, joinUrl, lowerHeaders, parseJson } from "./http-rules";
+import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./types";
+
+export const DATADOG_SITES = [
+  "datadoghq.com",
+  "us3.datadoghq.com",
+  "us5.datadoghq.com",
+  "datadoghq.eu",
+  "ap1.datadoghq.com",
+  "ap2.datadoghq.com",
+  "uk1.datadoghq.com",
+  "ddog-gov.com",
+  "us2.ddog-gov.com",
+] as const;
+export const DATADOG_METRIC = "flagsvc.flag.evaluations";
+/** The documented payload limit of /api/v2/series, with room for the envelope. */
+export const DATADOG_MAX_BODY_BYTES = 500_000;
+
+const configSchema = Type.Object(
+  {
+    apiKey: Type.String({
+      minLength: 1,
+      secret: true,
+      description: "A Datadog API key (Organization Settings > API Keys), sent as DD-API-KEY.",
+    }),
+    applicationKey: Type.Optional(
+      Type.String({
+        minLength: 1,
+        secret: true,
+        description: "A Datadog application key, sent as DD-APPLICATION-KEY with change events (the Events API v2 names both keys); leave it out if your organization accepts the API key alone.",
+      }),
+    ),
+    site: Type.Optional(
+      Type.Union(
+        DATADOG_SITES.map((s) => Type.Literal(s)),
+        { default: "datadoghq.com", description: "Your Datadog site: the host of your Datadog app without app. (app.datadoghq.eu -> datadoghq.eu)." },
+      ),
+    ),
+    apiHost: Type.Optional(
+      Type.String({
+        pattern: "^https?://",
+        description: "A base URL that replaces both Datadog hosts (a proxy); by default metrics go to https://api.<site> and events to https://event-management-intake.<site>.",
+      }),
+    ),
+    service: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: "The Datadog service (APM service name) a flag change is shown on, as its impacted resource.",
+      }),
+    ),
+    tags: Type.Optional(
+      Type.Array(Type.String({ pattern: "^[A-Za-z][^,\\s]*$", maxLength: 200 }), {
+        maxItems: 20,
+        default: [],
+        description: "Tags added to every metric series and event, e.g. team:payments.",
+      }),
+    ),
+    trackEvaluations: Type.Optional(Type.Boolean({ default: true, description: `Send evaluation counts as the count metric ${DATADOG_METRIC}.` })),
+    trackChanges: Type.Optional(Type.Boolean({ default: true, description: "Send flag changes as Change Tracking events." })),
+  },
+  { additionalProperties: false },
+);
+
+export type DatadogConfig = Static<typeof configSchema>;
+
+function site(config: DatadogConfig): string {
+  return config.site ?? "datadoghq.com";
+}
+
+function headers(config: DatadogConfig, withAppKey: boolean): Record<string, string> {
+  const h: Record<string, string> = { "content-type": "application/json", accept: "application/json", "dd-api-key": config.apiKey };
+  if (withAppKey && config.applicationKey) h["dd-application-key"] = config.applicationKey;
+  return h;
+}
+
+/** A Datadog tag: lower case, characters outside [a-z0-9_\-:./] as "_", at most 200 chars. */
+export function ddTag(key: string, value: string): string {
+  return `${key}:${value.toLowerCase().replace(/[^a-z0-9_\-:./]/g, "_")}`.slice(0, 200);
+}
+
+/**
+ * The records of the seconds that are over at `nowMs` (ready to send), and the rest (to hold
+ * for the next call): what the sender must do so that no second reaches Datadog in two parts.
+ */
+export function closedSeconds(records: readonly EvaluationRecord[], nowMs: number): { ready: EvaluationRecord[]; hold: EvaluationRecord[] } {
+  const current = Math.floor(nowMs / 1000);
+  const ready: EvaluationRecord[] = [];
+  const hold: EvaluationRecord[] = [];
+  for (const r of records) (Math.floor(Date.parse(r.evaluatedAt) / 1000) < current ? ready : hold).push(r);
+  return { ready, hold };
+}
+
+interface Series {
+  metric: string;
+  type: 1;
+  interval: 1;
+  points: { timestamp: number; value: number }[];
+  tags: string[];
+}
+
+function evaluations(records: readonly EvaluationRecord[], config: DatadogConfig): VendorRequest[] {
+  if (config.trackEvaluations === false) return [];
+  const extra = config.tags ?? [];
+  // series (by its tags) -> second -> count
+  const bySeries = new Map<string, { tags: string[]; counts: Map<number, number> }>();
+  for (const r of records) {
+    const at = Date.parse(r.evaluatedAt);
+    if (Number.isNaN(at)) continue;
+    const tags = [
+      ddTag("flag", r.flagKey),
+      ddTag("env", r.environment),
+      ddTag("variant", r.variant ?? "none"),
+      ddTag("enabled", String(r.enabled)),
+      ddTag("reason", r.reason),
+      ...extra,
+    ];
+    const key = tags.join(",");
+    let s = bySeries.get(key);
+    if (!s) bySeries.set(key, (s = { tags, counts: new Map() }));
+    const second = Math.floor(at / 1000);
+    s.counts.set(second, (s.counts.get(second) ?? 0) + 1);
+  }
+  // Pack series into bodies under the payload limit; a series too long for one body is cut by time.
+  const url = joinUrl(config.apiHost ?? `https://api.${site(config)}`, "/api/v2/series");
+  const requests: VendorRequest[] = [];
+  let batch: Series[] = [];
+  let size = 0;
+  let events = 0;
+  const flush = () => {
+    if (batch.length === 0) return;
+    requests.push({ method: "POST", url, headers: headers(config, false), body: JSON.stringify({ series: batch }), events });
+    batch = [];
+    size = 0;
+    events = 0;
+  };
+  for (const { tags, counts } of bySeries.values()) {
+    const points = [...counts].sort((a, b) => a[0] - b[0]).map(([timestamp, value]) => ({ timestamp, value }));
+    for (let i = 0; i < points.length; i += 5_000) {
+      const part: Series = { metric: DATADOG_METRIC, type: 1, interval: 1, points: points.slice(i, i + 5_000), tags };
+      const bytes = Buffer.byteLength(JSON.stringify(part)) + 1;
+      if (size + bytes > DATADOG_MAX_BODY_BYTES - 20) flush();
+      batch.push(part);
+      size += bytes;
+      events += part.points.reduce((n, p) => n + p.value, 0);
+    }
+  }
+  flush();
+  return requests;
+}
+
+const VERB: Record<FlagChangeEvent["event"], string> = {
+  "flag.created": "created",
+  "flag.updated": "updated",
+  "flag.deleted": "deleted",
+  "flag.enabled": "enabled",
+  "flag.disabled": "disabled",
+};
+
+/** The change log's actor types as Datadog's author types (user, system, api, automation). */
+function authorType(actorType: string): "user" | "system" | "api" | "automation" {
+  if (actorType === "user" || actorType === "cli") return "user";
+  if (actorType === "api_key" || actorType === "admin_key") return "api";
+  if (actorType === "system") return "system";
+  return "automation";
+}
+
+function state(s: FlagChangeEvent["data"]["currentState"]): Record<string, unknown> {
+  const out: Record<string, unknown> = { enabled: s.enabled };
+  if (s.rolloutPercentage !== undefined && s.rolloutPercentage !== null) out.rolloutPercentage = s.rolloutPercentage;
+  return out;
+}
+
+function describe(s: FlagChangeEvent["data"]["currentState"]): string {
+  const rollout = s.rolloutPercentage === undefined || s.rolloutPercentage === null ? "" : `, rollout ${s.rolloutPercentage}%`;
+  return `${s.enabled ? "on" : "off"}${rollout}`;
+}
+
+function changeEvent(change: FlagChangeEvent, config: DatadogConfig): Record<string, unknown> {
+  const { flagKey, previousState, currentState } = change.data;
+  const verb = VERB[change.event] ?? change.event;
+  const attributes: Record<string, unknown> = {
+    author: { name: change.actor.label, type: authorType(change.actor.type) },
+    changed_resource: { name: flagKey, type: "feature_flag" },
+    prev_value: state(previousState),
+    new_value: state(currentState),
+    change_metadata: {
+      flagsvc_event_id: change.id,
+      flagsvc_event: change.event,
+      project: change.projectSlug,
+      environment: change.environment,
+      actor_id: change.actor.id,
+      actor_type: change.actor.type,
+    },
+  };
+  if (config.service) attributes.impacted_resources = [{ name: config.service, type: "service" }];
+  return {
+    data: {
+      type: "event",
+      attributes: {
+        category: "change",
+        title: `Feature flag ${flagKey} ${verb} in ${change.environment}`.slice(0, 500),
+        message: `${change.actor.label} ${verb} ${flagKey} in ${change.environment} (project ${change.projectSlug}): ${describe(previousState)} -> ${describe(currentState)}`.slice(0, 4000),
+        timestamp: change.timestamp,
+        tags: [ddTag("env", change.environment), ddTag("project", change.projectSlug), ddTag("flag", flagKey), "source:flagsvc", ...(config.tags ?? [])],
+        attributes,
+      },
+    },
+  };
+}
+
+function changes(list: readonly FlagChangeEvent[], config: DatadogConfig): VendorRequest[] {
+  if (config.trackChanges === false) return [];
+  const url = joinUrl(config.apiHost ?? `https://event-management-intake.${site(config)}`, "/api/v2/events");
+  // The v2 events API takes one event a request.
+  return list.map((change) => ({ method: "POST", url, headers: headers(config, true), body: JSON.stringify(changeEvent(change, config)), events: 1 }));
+}
+
+/** Datadog's errors: strings, or JSON:API objects { title, detail }. */
+function errorsOf(body: string): string[] {
+  const answer = parseJson(body) as { errors?: unknown } | null;
+  if (!answer || !Array.isArray(answer.errors)) return [];
+  return answer.errors.map((e) => (typeof e === "string" ? e : [e?.title, e?.detail].filter((x) => typeof x === "string").join(": ") || excerpt(JSON.stringify(e))));
+}
+
+function outcome(request: VendorRequest, response: VendorResponse): Outcome {
+  if (response.status >= 200 && response.status < 300) {
+    // /api/v2/series answers 202 { errors: [...] } when it dropped points (e.g. a timestamp out of range) without saying which.
+    const errors = errorsOf(response.body);
+    return { kind: "sent", accepted: request.events, rejected: 0, error: errors.length ? `datadog: ${errors.slice(0, 3).join("; ")}` : null };
+  }
+  // Datadog's X-RateLimit-Reset: seconds until the window resets.
+  const reset = Number(lowerHeaders(response.headers)["x-ratelimit-reset"]);
+  const common = commonOutcome("datadog", response, Number.isFinite(reset) && reset >= 0 ? reset * 1000 : null);
+  if (common) return common;
+  const errors = errorsOf(response.body);
+  return { kind: "failed", error: `datadog answered HTTP ${response.status}: ${errors.length ? errors.slice(0, 3).join("; ") : excerpt(response.body)}` };
+}
+
+export const datadog: Connector<DatadogConfig> = {
+  type: "datadog",
+  category: "monitoring",
+  name: "Datadog",
+  description: `Flag changes as Datadog Change Tracking events (feature_flag) and evaluation counts as the count metric ${DATADOG_METRIC}, tagged by flag, env, variant, enabled and reason.`,
+  configSchema,
+  evaluations,
+  changes,
+  outcome,
+};
