@@ -147,7 +147,12 @@ function outcome(request: VendorRequest, response: VendorResponse): Outcome {
     const errors = Array.isArray(answer.errors) ? answer.errors : [];
     if (errors.length === 0) return { kind: "sent", accepted: request.events, rejected: 0, error: null };
     // Non-fatal errors: each names one object (input_array + index); the rest were processed.
-    const named = new Set(errors.map((e) => (e && typeof e === "object" ? JSON.stringify([(e as any).input_array, (e as any).index]) : JSON.stringify(e))));
+    const named = new Set(
+      errors.map((e) => {
+        const { input_array, index } = (e && typeof e === "object" ? e : {}) as Record<string, unknown>;
+        return index === undefined ? JSON.stringify(e) : JSON.stringify([input_array, index]);
+      }),
+    );
     const rejected = Math.min(request.events, named.size);
     return { kind: "sent", accepted: request.events - rejected, rejected, error: `braze: ${errors.map(errorText).slice(0, 3).join("; ")}` };
   }

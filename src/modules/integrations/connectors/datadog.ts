@@ -25,7 +25,7 @@
  * lost 2xx may show one change twice; the event id is in change_metadata to tell them apart.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { commonOutcome, excerpt, joinUrl, lowerHeaders, parseJson } from "./http-rules";
+import { commonOutcome, excerpt, joinUrl, lowerHeaders, parseJson, stateText } from "./http-rules";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./types";
 
 export const DATADOG_SITES = [
@@ -198,11 +198,6 @@ function state(s: FlagChangeEvent["data"]["currentState"]): Record<string, unkno
   return out;
 }
 
-function describe(s: FlagChangeEvent["data"]["currentState"]): string {
-  const rollout = s.rolloutPercentage === undefined || s.rolloutPercentage === null ? "" : `, rollout ${s.rolloutPercentage}%`;
-  return `${s.enabled ? "on" : "off"}${rollout}`;
-}
-
 function changeEvent(change: FlagChangeEvent, config: DatadogConfig): Record<string, unknown> {
   const { flagKey, previousState, currentState } = change.data;
   const verb = VERB[change.event] ?? change.event;
@@ -227,7 +222,7 @@ function changeEvent(change: FlagChangeEvent, config: DatadogConfig): Record<str
       attributes: {
         category: "change",
         title: `Feature flag ${flagKey} ${verb} in ${change.environment}`.slice(0, 500),
-        message: `${change.actor.label} ${verb} ${flagKey} in ${change.environment} (project ${change.projectSlug}): ${describe(previousState)} -> ${describe(currentState)}`.slice(0, 4000),
+        message: `${change.actor.label} ${verb} ${flagKey} in ${change.environment} (project ${change.projectSlug}): ${stateText(previousState)} -> ${stateText(currentState)}`.slice(0, 4000),
         timestamp: change.timestamp,
         tags: [ddTag("env", change.environment), ddTag("project", change.projectSlug), ddTag("flag", flagKey), "source:flagsvc", ...(config.tags ?? [])],
         attributes,

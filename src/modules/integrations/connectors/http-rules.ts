@@ -5,7 +5,7 @@
  * Pure: no I/O.
  */
 import { createHash } from "node:crypto";
-import { retryAfterMs, type Outcome, type VendorResponse } from "./types";
+import { retryAfterMs, type FlagChangeEvent, type Outcome, type VendorResponse } from "./types";
 
 /** Header names in lower case (fetch gives them so; a hand-built response may not). */
 export function lowerHeaders(headers: Record<string, string>): Record<string, string> {
@@ -63,4 +63,10 @@ export function chunk<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
+}
+
+/** A flag's state for people: "on", "off, rollout 50%". */
+export function stateText(state: FlagChangeEvent["data"]["currentState"]): string {
+  const rollout = state.rolloutPercentage === undefined || state.rolloutPercentage === null ? "" : `, rollout ${state.rolloutPercentage}%`;
+  return `${state.enabled ? "on" : "off"}${rollout}`;
 }
