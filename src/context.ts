@@ -25,6 +25,7 @@ import type { Catalog } from "./plugins/catalog";
 import type { PluginHost } from "./plugins/host";
 import type { SqliteRuntimeStore } from "./plugins/runtime-store";
 import type { SqlitePluginStore } from "./modules/plugins/store";
+import type { SqliteIntegrationStore } from "./modules/integrations/store";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -38,6 +39,7 @@ export interface Stores {
   audit: SqliteAuditStore;
   pluginDownloads: SqliteDownloadStore;
   plugins: SqlitePluginStore;
+  integrations: SqliteIntegrationStore;
   /** What the plugin host writes of a running plugin (status, position, counters): runtime state, no entries. */
   pluginRuntime: SqliteRuntimeStore;
 }

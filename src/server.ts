@@ -48,7 +48,6 @@ import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
 import { EvaluationService } from "./modules/evaluation/service";
 import { EvaluationRecords } from "./modules/evaluation/records";
-import { proOnlyRoutes } from "./modules/pro-only/routes";
 import { testingRoutes } from "./modules/testing/routes";
 import { loadSessions } from "./modules/testing/live";
 import { scheduleSessionSweep, testingService } from "./modules/testing/service";
@@ -62,6 +61,10 @@ import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
 import { SqliteWebhookStore } from "./modules/webhooks/store";
 import { OutboundPolicy } from "./lib/outbound";
+import { CONNECTORS } from "./modules/integrations/connectors";
+import { integrationsRoutes } from "./modules/integrations/routes";
+import { integrationService } from "./modules/integrations/service";
+import { SqliteIntegrationStore } from "./modules/integrations/store";
 import { marketplaceRoutes } from "./modules/marketplace/routes";
 import { marketplaceService } from "./modules/marketplace/service";
 import { SqliteDownloadStore } from "./modules/marketplace/store";
@@ -124,6 +127,7 @@ export function createServices(ctx: AppContext) {
     apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
     audit: auditService({ audit: stores.audit, projects: stores.projects }),
     marketplace: marketplaceService({ catalog: ctx.catalog, downloads: stores.pluginDownloads }),
+    integrations: integrationService({ integrations: stores.integrations, projects: stores.projects, connectors: CONNECTORS, clock }),
     plugins: pluginService({ plugins: stores.plugins, projects: stores.projects, catalog: ctx.catalog, host: ctx.plugins, runtime: stores.pluginRuntime, clock, log: ctx.log }),
   };
 }
@@ -154,7 +158,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(auditRoutes(services.audit))
     .use(pluginsRoutes(services.plugins))
     .use(marketplaceRoutes(services.marketplace, config))
-    .use(proOnlyRoutes(config));
+    .use(integrationsRoutes(services.integrations, config));
 }
 
 export type App = ReturnType<typeof createApp>;
@@ -218,6 +222,7 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     audit: new SqliteAuditStore(changeLog.store),
     pluginDownloads: new SqliteDownloadStore(changeLog.store),
     plugins: new SqlitePluginStore(changeLog),
+    integrations: new SqliteIntegrationStore(changeLog),
     pluginRuntime: new SqliteRuntimeStore(changeLog.sqlite),
   };
 }

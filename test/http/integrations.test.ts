@@ -1,0 +1,121 @@
+/**
+ * The Integrations API (Pro; decisions §4, §9, §12): on CE every endpoint answers 403
+ * PRO_EDITION_REQUIRED after the access decision; on Pro the records, their validation against
+ * each type's schema, masking, PATCH merging and the change log. Through app.handle on a real
+ * database. (Sending is not built yet.)
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SECRET } from "../../src/changes/entry";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, userToken } from "../helpers";
+
+const ENDPOINTS: [string, string, unknown?][] = [
+  ["GET", "/v1/integrations/types"],
+  ["GET", "/v1/projects/default/integrations"],
+  ["POST", "/v1/projects/default/integrations", { type: "mixpanel", config: { projectToken: "t" } }],
+  ["PATCH", "/v1/projects/default/integrations/int_x", { enabled: false }],
+  ["DELETE", "/v1/projects/default/integrations/int_x"],
+];
+
+describe("CE", () => {
+  let h: TestApp;
+  beforeAll(() => (h = testApp()));
+  afterAll(() => h.close());
+
+  test("an admin key or an admin login: 403 PRO_EDITION_REQUIRED on every endpoint, whatever the body", async () => {
+    const callers = [bearer(seedAdminKey(h.ctx)), await userToken(h.ctx, "admin")];
+    for (const headers of callers) {
+      for (const [method, path, body] of ENDPOINTS) {
+        const res = await h.request(method, path, { headers, body });
+        expect({ method, path, status: res.status, body: await res.json() }).toEqual({
+          method,
+          path,
+          status: 403,
+          body: { error: "PRO_EDITION_REQUIRED", message: "This endpoint requires the Pro edition" },
+        });
+        expect(res.headers.get("x-ratelimit-remaining")).not.toBeNull();
+      }
+    }
+  });
+
+  test("access comes first: a project key or an editor gets 403 FORBIDDEN, no credential 401", async () => {
+    const cases: [Record<string, string>, number, string][] = [
+      [bearer(seedApiKey(h.ctx, "full").secret), 403, "This key scope does not have access to this endpoint"],
+      [await userToken(h.ctx, "editor"), 403, "The role editor does not have access to this endpoint"],
+      [{}, 401, "Invalid or expired API key"],
+    ];
+    for (const [headers, status, message] of cases) {
+      for (const [method, path, body] of ENDPOINTS) {
+        const res = await h.request(method, path, { headers, body });
+        expect({ method, path, status: res.status, message: ((await res.json()) as { message: string }).message }).toEqual({ method, path, status, message });
+      }
+    }
+  });
+
+  test("the API document lists each endpoint with its 403 PRO_EDITION_REQUIRED", async () => {
+    const doc = (await (await h.request("GET", "/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { description?: string; "x-flagsvc-edition"?: string }>>;
+    };
+    for (const [method, path] of ENDPOINTS) {
+      const template = path.split("?")[0]!.replace("/default/", "/{slug}/").replace("int_x", "{integrationId}");
+      const operation = doc.paths[template]?.[method.toLowerCase()];
+      expect({ template, edition: operation?.["x-flagsvc-edition"], says: operation?.description?.includes("403 PRO_EDITION_REQUIRED") }).toEqual({
+        template,
+        edition: "pro",
+        says: true,
+      });
+    }
+  });
+});
+
+describe("Pro", () => {
+  let h: TestApp;
+  let admin: Record<string, string>;
+  const base = "/v1/projects/default/integrations";
+  beforeAll(() => {
+    h = testApp({ SVC_EDITION: "pro" });
+    admin = bearer(seedAdminKey(h.ctx));
+  });
+  afterAll(() => h.close());
+
+  test("GET /v1/integrations/types: each type with its category, description and config schema, secrets marked", async () => {
+    const { types } = await json(await h.request("GET", "/v1/integrations/types", { headers: admin }), 200);
+    const braze = types.find((t: { type: string }) => t.type === "braze");
+    expect(braze).toMatchObject({ category: "crm", name: expect.any(String), description: expect.any(String) });
+    expect(braze.configSchema.properties.apiKey.secret).toBe(true);
+    for (const t of types) expect(t.configSchema.properties.apiHost).toBeDefined();
+  });
+
+  test("create, read, merge, mask, delete; every write in the change log with the secret masked", async () => {
+    const before = lastPosition(h.ctx);
+    const created = await json(await h.request("POST", base, { headers: admin, body: { type: "braze", config: { apiKey: "braze-secret-key-1", attributePrefix: "ff_" } } }), 201);
+    expect(created).toMatchObject({ type: "braze", enabled: true, config: { apiKey: SECRET, attributePrefix: "ff_" }, stats: { sent: 0, failed: 0, lastError: null, lastSentAt: null } });
+    expect(created.id).toMatch(/^int_/);
+    const path = `${base}/${created.id}`;
+    expect(await json(await h.request("GET", path, { headers: admin }), 200)).toEqual(created);
+    expect((await json(await h.request("GET", base, { headers: admin }), 200)).integrations).toEqual([created]);
+    // "********" keeps the secret; null removes an optional key; a new key merges in.
+    const kept = await json(await h.request("PATCH", path, { headers: admin, body: { config: { apiKey: SECRET, attributePrefix: null, environment: "staging" } } }), 200);
+    expect(kept.config).toEqual({ apiKey: SECRET, environment: "staging" });
+    const stored = h.ctx.sqlite.query("SELECT config FROM integrations WHERE id = ?").get(created.id) as { config: string };
+    expect(JSON.parse(stored.config)).toEqual({ apiKey: "braze-secret-key-1", environment: "staging" });
+    const same = await json(await h.request("PATCH", path, { headers: admin, body: { enabled: true } }), 200);
+    expect(same.updatedAt).toBe(kept.updatedAt);
+    await json(await h.request("PATCH", path, { headers: admin, body: { config: { apiKey: "braze-secret-key-2" }, enabled: false } }), 200);
+    expect((await h.request("DELETE", path, { headers: admin })).status).toBe(204);
+    await json(await h.request("GET", path, { headers: admin }), 404);
+    const entries = entriesAfter(h.ctx, before);
+    expect(entries.map((e) => `${e.resource_type} ${e.action}`)).toEqual(["integration created", "integration updated", "integration updated", "integration deleted"]);
+    expect(JSON.parse(entries[2]!.changes)).toMatchObject({ enabled: { before: true, after: false }, config: { changed: true } });
+    expect(JSON.stringify(entries)).not.toContain("braze-secret-key");
+  });
+
+  test("bad input: unknown type 400 at body.type, config against the type's schema 400 with details, unknown fields 400; nothing stored", async () => {
+    const unknown = await json(await h.request("POST", base, { headers: admin, body: { type: "mixpanel2", config: {} } }), 400);
+    expect(unknown.details[0].path).toBe("body.type");
+    const bad = await json(await h.request("POST", base, { headers: admin, body: { type: "braze", config: { attributePrefix: 5 } } }), 400);
+    expect(bad.details.map((d: { path: string }) => d.path)).toEqual(expect.arrayContaining(["body.config.apiKey", "body.config.attributePrefix"]));
+    await json(await h.request("POST", base, { headers: admin, body: { type: "braze", config: { apiKey: "k" }, color: 1 } }), 400);
+    expect((await json(await h.request("GET", base, { headers: admin }), 200)).integrations).toEqual([]);
+    await json(await h.request("GET", "/v1/projects/nope/integrations", { headers: admin }), 404);
+  });
+});
