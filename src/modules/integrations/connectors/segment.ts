@@ -1,0 +1,187 @@
+/**
+ * Segment (CDP): evaluations as `Experiment Viewed` track events plus one Identify per user with
+ * the flag's variant as a trait, flag changes as `Feature Flag <Action>` track events, through
+ * the HTTP Tracking API's batch endpoint.
+ *
+ * Followed:
+ * - HTTP API source: https://segment.com/docs/connections/sources/catalog/libraries/server/http-api/
+ *   (now https://www.twilio.com/docs/segment/connections/sources/catalog/libraries/server/http-api):
+ *   `POST /v1/batch` on https://api.segment.io (EU workspaces: https://events.eu1.segmentapis.com),
+ *   `{ batch: [...], context }`, each message with a `type`, a `userId` or `anonymousId`, track
+ *   messages with `event`; Basic auth with the source's write key as user and an empty password;
+ *   at most 500 KB per batch request, 32 KB per message, 2500 messages per batch; `messageId`
+ *   (under 100 characters) dedupes; a 200 for everything but oversize or invalid JSON (400), so a
+ *   wrong write key or a message without an id is dropped silently (see the source's debugger);
+ *   429 comes with `Retry-After` and `X-RateLimit-Reset` (seconds).
+ * - Deduplication: https://segment.com/docs/guides/duplicate-data/ : on `messageId`, over at
+ *   least 24 hours.
+ * - A/B testing spec: https://segment.com/docs/connections/spec/ab-testing/ : the semantic event
+ *   `Experiment Viewed` with `experiment_id`, `experiment_name`, `variation_id`,
+ *   `variation_name` (destinations such as Amplitude, Mixpanel and Optimizely map it).
+ * - Event naming: https://segment.com/docs/connections/spec/track/ (Object Action, Title Case).
+ */
+import { type Static, Type } from "@sinclair/typebox";
+import { VERSION } from "../../../version";
+import {
+  actorUserId,
+  apiHostField,
+  baseUrl,
+  basicAuth,
+  changeId,
+  changeProperties,
+  chunk,
+  evaluationId,
+  evaluationProperties,
+  hashId,
+  sampled,
+  sampleRateField,
+  statusOutcome,
+  trackChangesField,
+  trackEvaluationsField,
+  variantLabel,
+} from "./event-batches";
+import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./types";
+
+export const SEGMENT_MAX_MESSAGES = 2500;
+export const SEGMENT_MAX_BYTES = 500 * 1024;
+export const SEGMENT_HOSTS = { us: "https://api.segment.io", eu: "https://events.eu1.segmentapis.com" } as const;
+export const EXPOSURE_EVENT = "Experiment Viewed";
+export const CHANGE_EVENTS: Record<FlagChangeEvent["event"], string> = {
+  "flag.created": "Feature Flag Created",
+  "flag.updated": "Feature Flag Updated",
+  "flag.deleted": "Feature Flag Deleted",
+  "flag.enabled": "Feature Flag Enabled",
+  "flag.disabled": "Feature Flag Disabled",
+};
+
+const configSchema = Type.Object(
+  {
+    writeKey: Type.String({
+      minLength: 1,
+      secret: true,
+      description: "The write key of a Segment HTTP API source (Connections > Sources > your source > Settings > API Keys), sent as the Basic auth user.",
+    }),
+    region: Type.Unsafe<keyof typeof SEGMENT_HOSTS>({
+      type: "string",
+      enum: Object.keys(SEGMENT_HOSTS),
+      default: "us",
+      description: "Where the workspace lives: us (api.segment.io) or eu (events.eu1.segmentapis.com). An EU workspace sent to the US host drops the events without an error.",
+    }),
+    apiHost: apiHostField("https://api.segment.io, or the region's host"),
+    trackEvaluations: trackEvaluationsField(),
+    identifyTraits: Type.Boolean({
+      default: true,
+      description: "With the evaluations, send one Identify per user setting the trait flagsvc_<environment>_<flag key> to the variant served (for audiences and destinations).",
+    }),
+    trackChanges: trackChangesField(),
+    sampleRate: sampleRateField(),
+  },
+  { additionalProperties: false },
+);
+
+export type SegmentConfig = Static<typeof configSchema>;
+
+const CONTEXT = JSON.stringify({ library: { name: "flagsvc", version: VERSION } });
+
+/** The trait a user's latest variant of a flag in an environment is kept in. */
+export function traitName(environment: string, flagKey: string): string {
+  return `flagsvc_${environment}_${flagKey}`;
+}
+
+function experimentViewed(r: EvaluationRecord, id: string, userId: string): string {
+  const variant = variantLabel(r);
+  return JSON.stringify({
+    type: "track",
+    messageId: id,
+    userId,
+    event: EXPOSURE_EVENT,
+    timestamp: r.evaluatedAt,
+    properties: { experiment_id: r.flagKey, experiment_name: r.flagKey, variation_id: variant, variation_name: variant, ...evaluationProperties(r) },
+  });
+}
+
+/** One Identify per user: each flag's latest variant (per environment) in the records. */
+function identifies(records: readonly EvaluationRecord[]): string[] {
+  const users = new Map<string, { traits: Map<string, { value: string; at: string }>; latest: string }>();
+  for (const r of records) {
+    if (r.userId === null || r.userId === "") continue;
+    let user = users.get(r.userId);
+    if (!user) users.set(r.userId, (user = { traits: new Map(), latest: r.evaluatedAt }));
+    const name = traitName(r.environment, r.flagKey);
+    const seen = user.traits.get(name);
+    if (!seen || seen.at <= r.evaluatedAt) user.traits.set(name, { value: variantLabel(r), at: r.evaluatedAt });
+    if (user.latest < r.evaluatedAt) user.latest = r.evaluatedAt;
+  }
+  const out: string[] = [];
+  for (const [userId, user] of users) {
+    const traits = Object.fromEntries([...user.traits].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, v.value]));
+    out.push(JSON.stringify({ type: "identify", messageId: hashId("identify", userId, JSON.stringify(traits), user.latest), userId, timestamp: user.latest, traits }));
+  }
+  return out;
+}
+
+function changeEvent(c: FlagChangeEvent): string {
+  return JSON.stringify({
+    type: "track",
+    messageId: changeId(c),
+    userId: actorUserId(c),
+    event: CHANGE_EVENTS[c.event] ?? "Feature Flag Updated",
+    timestamp: c.timestamp,
+    properties: changeProperties(c),
+  });
+}
+
+function envelope(messages: readonly string[]): string {
+  return `{"batch":[${messages.join(",")}],"context":${CONTEXT}}`;
+}
+
+function requests(messages: string[], config: SegmentConfig): VendorRequest[] {
+  const url = `${baseUrl(config.apiHost, SEGMENT_HOSTS[config.region ?? "us"] ?? SEGMENT_HOSTS.us)}/v1/batch`;
+  const headers = { authorization: basicAuth(config.writeKey), "content-type": "application/json" };
+  return chunk(messages, SEGMENT_MAX_MESSAGES, SEGMENT_MAX_BYTES, Buffer.byteLength(envelope([]))).map((group) => ({
+    method: "POST",
+    url,
+    headers: { ...headers },
+    body: envelope(group),
+    events: group.length,
+  }));
+}
+
+function outcome(request: VendorRequest, response: VendorResponse): Outcome {
+  // Segment's 429 gives the wait in Retry-After, or in X-RateLimit-Reset (seconds).
+  if (response.status === 429 && response.headers["retry-after"] === undefined) {
+    const reset = Number(response.headers["x-ratelimit-reset"]);
+    if (Number.isFinite(reset)) return statusOutcome("Segment", request.events, response, Math.max(0, reset * 1000));
+  }
+  // 400 is the whole batch (too large, invalid JSON): a malformed request, never retried.
+  return statusOutcome("Segment", request.events, response);
+}
+
+export const segment: Connector<SegmentConfig> = {
+  type: "segment",
+  category: "cdp",
+  name: "Segment",
+  description:
+    "Sends each evaluation of an identified user as an Experiment Viewed track event (Segment's A/B testing spec) and an Identify with the trait flagsvc_<environment>_<flag key> = variant, and each flag change as a Feature Flag <Action> track event, through the HTTP API's batch endpoint.",
+  configSchema,
+  evaluations(records, config) {
+    if (config.trackEvaluations === false) return [];
+    const kept: EvaluationRecord[] = [];
+    const tracks: string[] = [];
+    for (const r of records) {
+      // Segment needs a userId or anonymousId: an anonymous evaluation cannot be attributed.
+      if (r.userId === null || r.userId === "") continue;
+      const id = evaluationId(r);
+      if (!sampled(id, config.sampleRate)) continue;
+      kept.push(r);
+      tracks.push(experimentViewed(r, id, r.userId));
+    }
+    const messages = config.identifyTraits === false ? tracks : [...identifies(kept), ...tracks];
+    return requests(messages, config);
+  },
+  changes(changes, config) {
+    if (config.trackChanges === false) return [];
+    return requests(changes.map(changeEvent), config);
+  },
+  outcome,
+};
