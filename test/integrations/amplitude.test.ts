@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { AMPLITUDE_HOSTS, amplitude, type AmplitudeConfig, THROTTLE_PAUSE_MS } from "../../src/modules/integrations/connectors/amplitude";
 import type { VendorRequest } from "../../src/modules/integrations/connectors/types";
 import { type Received, startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, flagChange, json, records, send } from "./event-vendors";
+import { checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./event-vendors";
 
 const API_KEY = "0123456789abcdef0123456789abcdef";
 const INVALID_IDS = new Set(["anonymous", "nil", "none", "null", "n/a", "na", "undefined", "unknown", '""', "00000000-0000-0000-0000-000000000000", "{}", "lmy47d", "0", "-1"]);
@@ -71,11 +71,7 @@ const vendor = fakeAmplitude();
 afterAll(() => vendor.receiver.stop());
 const config = (over: Partial<AmplitudeConfig> = {}): AmplitudeConfig => ({ apiKey: API_KEY, region: "us", apiHost: vendor.host, trackEvaluations: true, trackChanges: true, sampleRate: 1, ...over });
 
-async function deliver(requests: VendorRequest[]) {
-  const outcomes = [];
-  for (const request of requests) outcomes.push(amplitude.outcome(request, await send(request)));
-  return outcomes;
-}
+const deliver = (requests: VendorRequest[]) => deliverTo(amplitude, requests);
 
 describe("amplitude connector", () => {
   test("its config schema is valid JSON Schema, the API key is secret, the defaults validate", () => {
@@ -156,23 +152,13 @@ describe("amplitude connector", () => {
   });
 
   test("429 is retried after Amplitude's 30 s pause (or Retry-After when given); the resend is counted once", async () => {
-    vendor.stored.clear();
     const [request] = amplitude.evaluations!(records(5), config());
-    vendor.next("429");
-    expect(amplitude.outcome(request!, await send(request!))).toEqual({ kind: "retry", error: expect.stringContaining("429"), retryAfterMs: THROTTLE_PAUSE_MS });
+    await checkRetriedThenTaken(amplitude, request!, vendor, ["429"], [THROTTLE_PAUSE_MS]);
     expect(amplitude.outcome(request!, { status: 429, headers: { "retry-after": "2" }, body: "{}" })).toMatchObject({ kind: "retry", retryAfterMs: 2000 });
-    expect(amplitude.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 5, rejected: 0, error: null });
-    expect(vendor.stored.size).toBe(5);
   });
 
   test("5xx is retried; a resend after a 500 that had stored the events is deduped by insert_id", async () => {
-    vendor.stored.clear();
-    const [request] = amplitude.evaluations!(records(4), config());
-    vendor.next("store-then-500", "503");
-    expect(amplitude.outcome(request!, await send(request!)).kind).toBe("retry");
-    expect(vendor.stored.size).toBe(4);
-    expect(amplitude.outcome(request!, await send(request!)).kind).toBe("retry");
-    expect(amplitude.outcome(request!, await send(request!)).kind).toBe("sent");
+    await checkDedupedResend(amplitude, () => amplitude.evaluations!(records(4), config())[0]!, vendor, ["store-then-500", "503"]);
     expect(vendor.stored.size).toBe(4);
   });
 
@@ -194,11 +180,6 @@ describe("amplitude connector", () => {
   });
 
   test("trackEvaluations, trackChanges, sampleRate and region shape what is sent", () => {
-    expect(amplitude.evaluations!(records(3), config({ trackEvaluations: false }))).toEqual([]);
-    expect(amplitude.changes!([flagChange()], config({ trackChanges: false }))).toEqual([]);
-    expect(amplitude.evaluations!(records(10), config({ sampleRate: 0 }))).toEqual([]);
-    const { apiHost: _, ...noHost } = config();
-    expect(amplitude.evaluations!(records(1), { ...noHost, region: "eu" })[0]!.url).toBe(`${AMPLITUDE_HOSTS.eu}/2/httpapi`);
-    expect(amplitude.evaluations!(records(1), { apiKey: API_KEY } as AmplitudeConfig)[0]!.url).toBe("https://api2.amplitude.com/2/httpapi");
+    checkSwitches(amplitude, config(), `${AMPLITUDE_HOSTS.eu}/2/httpapi`, "https://api2.amplitude.com/2/httpapi");
   });
 });

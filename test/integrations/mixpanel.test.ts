@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { MIXPANEL_HOSTS, mixpanel, type MixpanelConfig } from "../../src/modules/integrations/connectors/mixpanel";
 import type { VendorRequest } from "../../src/modules/integrations/connectors/types";
 import { type Received, startReceiver } from "../webhook-receiver";
-import { basicCredentials, checkConfigSchema, flagChange, json, records, send } from "./event-vendors";
+import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./event-vendors";
 
 const TOKEN = "mp-project-token-1234";
 const DISALLOWED_IDS = new Set(["00000000-0000-0000-0000-000000000000", "anon", "anonymous", "nil", "none", "null", "n/a", "na", "undefined", "unknown", "<nil>", "0", "-1", "true", "false", "[]", "{}"]);
@@ -63,11 +63,7 @@ const vendor = fakeMixpanel();
 afterAll(() => vendor.receiver.stop());
 const config = (over: Partial<MixpanelConfig> = {}): MixpanelConfig => ({ projectToken: TOKEN, region: "us", apiHost: vendor.host, trackEvaluations: true, trackChanges: true, sampleRate: 1, ...over });
 
-async function deliver(requests: VendorRequest[]) {
-  const outcomes = [];
-  for (const request of requests) outcomes.push(mixpanel.outcome(request, await send(request)));
-  return outcomes;
-}
+const deliver = (requests: VendorRequest[]) => deliverTo(mixpanel, requests);
 
 describe("mixpanel connector", () => {
   test("its config schema is valid JSON Schema, the token is secret, the defaults validate", () => {
@@ -146,26 +142,12 @@ describe("mixpanel connector", () => {
   });
 
   test("429 is retried (after Retry-After when given), and the resend is counted once", async () => {
-    vendor.stored.clear();
-    const [request] = mixpanel.evaluations!(records(5), config());
-    vendor.next("429", "429-retry-after");
-    expect(mixpanel.outcome(request!, await send(request!))).toEqual({ kind: "retry", error: expect.stringContaining("429"), retryAfterMs: null });
-    expect(mixpanel.outcome(request!, await send(request!))).toEqual({ kind: "retry", error: expect.stringContaining("429"), retryAfterMs: 3000 });
-    expect(mixpanel.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 5, rejected: 0, error: null });
-    expect(vendor.stored.size).toBe(5);
+    // Mixpanel documents no Retry-After: null leaves the wait to the sender's backoff.
+    await checkRetriedThenTaken(mixpanel, mixpanel.evaluations!(records(5), config())[0]!, vendor, ["429", "429-retry-after"], [null, 3000]);
   });
 
   test("5xx is retried; a resend after a 500 that had stored the batch is deduped by $insert_id", async () => {
-    vendor.stored.clear();
-    const [request] = mixpanel.evaluations!(records(4), config());
-    vendor.next("store-then-500", "503");
-    expect(mixpanel.outcome(request!, await send(request!)).kind).toBe("retry");
-    expect(vendor.stored.size).toBe(4);
-    expect(mixpanel.outcome(request!, await send(request!)).kind).toBe("retry");
-    // Rebuilt from the same records (a restart): the same ids.
-    const [rebuilt] = mixpanel.evaluations!(records(4), config());
-    expect(rebuilt!.body).toBe(request!.body);
-    expect(mixpanel.outcome(rebuilt!, await send(rebuilt!)).kind).toBe("sent");
+    await checkDedupedResend(mixpanel, () => mixpanel.evaluations!(records(4), config())[0]!, vendor, ["store-then-500", "503"]);
     expect(vendor.stored.size).toBe(4);
   });
 
@@ -201,15 +183,6 @@ describe("mixpanel connector", () => {
   });
 
   test("trackEvaluations, trackChanges, sampleRate and region shape what is sent", () => {
-    expect(mixpanel.evaluations!(records(3), config({ trackEvaluations: false }))).toEqual([]);
-    expect(mixpanel.changes!([flagChange()], config({ trackChanges: false }))).toEqual([]);
-    expect(mixpanel.evaluations!(records(10), config({ sampleRate: 0 }))).toEqual([]);
-    const half = mixpanel.evaluations!(records(1000), config({ sampleRate: 0.5 }));
-    expect(half[0]!.events).toBeGreaterThan(400);
-    expect(half[0]!.events).toBeLessThan(600);
-    expect(mixpanel.evaluations!(records(1000), config({ sampleRate: 0.5 }))).toEqual(half);
-    const { apiHost: _, ...noHost } = config();
-    expect(mixpanel.evaluations!(records(1), { ...noHost, region: "eu" })[0]!.url).toBe(`${MIXPANEL_HOSTS.eu}/import?strict=1`);
-    expect(mixpanel.evaluations!(records(1), { projectToken: TOKEN } as MixpanelConfig)[0]!.url).toBe("https://api.mixpanel.com/import?strict=1");
+    checkSwitches(mixpanel, config(), `${MIXPANEL_HOSTS.eu}/import?strict=1`, "https://api.mixpanel.com/import?strict=1");
   });
 });

@@ -11,7 +11,7 @@ import { SEGMENT_HOSTS, segment, type SegmentConfig } from "../../src/modules/in
 import type { VendorRequest } from "../../src/modules/integrations/connectors/types";
 import { VERSION } from "../../src/version";
 import { type Received, startReceiver } from "../webhook-receiver";
-import { basicCredentials, checkConfigSchema, flagChange, json, records, send } from "./event-vendors";
+import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./event-vendors";
 
 const WRITE_KEY = "seg-write-key-0123456789abcdef0";
 const TYPES = new Set(["identify", "track", "page", "screen", "group", "alias"]);
@@ -70,11 +70,7 @@ const config = (over: Partial<SegmentConfig> = {}): SegmentConfig => ({
   ...over,
 });
 
-async function deliver(requests: VendorRequest[]) {
-  const outcomes = [];
-  for (const request of requests) outcomes.push(segment.outcome(request, await send(request)));
-  return outcomes;
-}
+const deliver = (requests: VendorRequest[]) => deliverTo(segment, requests);
 
 const messages = () => [...vendor.stored.values()];
 
@@ -174,25 +170,11 @@ describe("segment connector", () => {
   });
 
   test("429 is retried after Retry-After, or X-RateLimit-Reset; the resend is counted once", async () => {
-    vendor.stored.clear();
-    const [request] = segment.evaluations!(records(3), config());
-    vendor.next("429", "429-reset");
-    expect(segment.outcome(request!, await send(request!))).toEqual({ kind: "retry", error: expect.stringContaining("429"), retryAfterMs: 7000 });
-    expect(segment.outcome(request!, await send(request!))).toEqual({ kind: "retry", error: expect.stringContaining("429"), retryAfterMs: 4000 });
-    expect(segment.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 6, rejected: 0, error: null });
-    expect(vendor.stored.size).toBe(6);
+    await checkRetriedThenTaken(segment, segment.evaluations!(records(3), config())[0]!, vendor, ["429", "429-reset"], [7000, 4000]);
   });
 
   test("5xx is retried; a resend after a 500 that had stored the batch is deduped by messageId", async () => {
-    vendor.stored.clear();
-    const [request] = segment.evaluations!(records(4), config());
-    vendor.next("store-then-500", "502");
-    expect(segment.outcome(request!, await send(request!)).kind).toBe("retry");
-    expect(vendor.stored.size).toBe(8);
-    expect(segment.outcome(request!, await send(request!)).kind).toBe("retry");
-    const [rebuilt] = segment.evaluations!(records(4), config());
-    expect(rebuilt!.body).toBe(request!.body);
-    expect(segment.outcome(rebuilt!, await send(rebuilt!)).kind).toBe("sent");
+    await checkDedupedResend(segment, () => segment.evaluations!(records(4), config())[0]!, vendor, ["store-then-500", "502"]);
     expect(vendor.stored.size).toBe(8);
   });
 
@@ -214,11 +196,6 @@ describe("segment connector", () => {
   });
 
   test("trackEvaluations, trackChanges, sampleRate and region shape what is sent", () => {
-    expect(segment.evaluations!(records(3), config({ trackEvaluations: false }))).toEqual([]);
-    expect(segment.changes!([flagChange()], config({ trackChanges: false }))).toEqual([]);
-    expect(segment.evaluations!(records(10), config({ sampleRate: 0 }))).toEqual([]);
-    const { apiHost: _, ...noHost } = config();
-    expect(segment.evaluations!(records(1), { ...noHost, region: "eu" })[0]!.url).toBe(`${SEGMENT_HOSTS.eu}/v1/batch`);
-    expect(segment.evaluations!(records(1), { writeKey: WRITE_KEY } as SegmentConfig)[0]!.url).toBe("https://api.segment.io/v1/batch");
+    checkSwitches(segment, config(), `${SEGMENT_HOSTS.eu}/v1/batch`, "https://api.segment.io/v1/batch");
   });
 });

@@ -34,10 +34,10 @@ import {
   changeProperties,
   chunk,
   epochMs,
-  evaluationId,
+  evaluationsToSend,
   evaluationProperties,
   parseBody,
-  sampled,
+  regionField,
   sampleRateField,
   snippet,
   statusOutcome,
@@ -62,12 +62,7 @@ const configSchema = Type.Object(
       secret: true,
       description: "The Amplitude project's API key (Settings > Projects > your project > General), sent in the body of each request.",
     }),
-    region: Type.Unsafe<keyof typeof AMPLITUDE_HOSTS>({
-      type: "string",
-      enum: Object.keys(AMPLITUDE_HOSTS),
-      default: "us",
-      description: "The project's data center: us (api2.amplitude.com) or eu (api.eu.amplitude.com).",
-    }),
+    region: regionField(AMPLITUDE_HOSTS, "The project's data center: us (api2.amplitude.com) or eu (api.eu.amplitude.com)."),
     apiHost: apiHostField("https://api2.amplitude.com, or the region's host"),
     trackEvaluations: trackEvaluationsField(),
     trackChanges: trackChangesField(),
@@ -185,15 +180,8 @@ export const amplitude: Connector<AmplitudeConfig> & { remainder: typeof remaind
     "Sends each evaluation of an identified user as an Amplitude Experiment exposure ($exposure, with flag_key and variant: it sets the user property [Experiment] <flag key>), and each flag change as a Feature Flag Changed event, through the HTTP V2 API.",
   configSchema,
   evaluations(records, config) {
-    if (config.trackEvaluations === false) return [];
-    const events: string[] = [];
-    for (const r of records) {
-      // Amplitude needs a user (or device) id: an anonymous evaluation cannot be attributed.
-      if (r.userId === null || r.userId === "") continue;
-      const id = evaluationId(r);
-      if (sampled(id, config.sampleRate)) events.push(exposure(r, id, r.userId));
-    }
-    return requests(events, config);
+    // Amplitude needs a user (or device) id: an anonymous evaluation cannot be attributed.
+    return requests(evaluationsToSend(records, config, true).map(({ record, id }) => exposure(record, id, record.userId!)), config);
   },
   changes(changes, config) {
     if (config.trackChanges === false) return [];

@@ -32,6 +32,27 @@ export function sampled(id: string, rate: number | undefined): boolean {
   return Number.parseInt(id.slice(0, 8), 16) / 0x1_0000_0000 < rate;
 }
 
+/** What the event connectors' configs share (defaults may be missing when the store did not fill them in). */
+export interface EventConfig {
+  trackEvaluations?: boolean;
+  sampleRate?: number;
+}
+
+/**
+ * The records to send, each with its id: none when `trackEvaluations` is off, the sampled ones
+ * else, and only those with a user when the vendor needs one (`needsUser`).
+ */
+export function evaluationsToSend(records: readonly EvaluationRecord[], config: EventConfig, needsUser: boolean): { record: EvaluationRecord; id: string }[] {
+  if (config.trackEvaluations === false) return [];
+  const out: { record: EvaluationRecord; id: string }[] = [];
+  for (const record of records) {
+    if (needsUser && (record.userId === null || record.userId === "")) continue;
+    const id = evaluationId(record);
+    if (sampled(id, config.sampleRate)) out.push({ record, id });
+  }
+  return out;
+}
+
 /** The variant a user was served: the variant key, else "on"/"off" for a flag without variants. */
 export function variantLabel(r: EvaluationRecord): string {
   return r.variant ?? (r.enabled ? "on" : "off");
@@ -151,6 +172,10 @@ export const apiHostField = (vendorDefault: string) =>
       description: `Base URL with scheme to send to instead of the vendor's public API (a proxy, a test receiver). Default: ${vendorDefault}.`,
     }),
   );
+
+/** A region choice: the keys of `hosts`, default "us". */
+export const regionField = <H extends Record<string, string>>(hosts: H, description: string) =>
+  Type.Unsafe<keyof H & string>({ type: "string", enum: Object.keys(hosts), default: "us", description });
 
 export const trackEvaluationsField = () =>
   Type.Boolean({ default: true, description: "Send flag evaluations as events (batched, off the request path)." });

@@ -29,10 +29,10 @@ import {
   changeProperties,
   chunk,
   epochMs,
-  evaluationId,
+  evaluationsToSend,
   evaluationProperties,
   parseBody,
-  sampled,
+  regionField,
   sampleRateField,
   snippet,
   statusOutcome,
@@ -55,12 +55,7 @@ const configSchema = Type.Object(
       secret: true,
       description: "The Mixpanel project's token (Project Settings > Overview > Access Keys), sent as the Basic auth user of /import.",
     }),
-    region: Type.Unsafe<keyof typeof MIXPANEL_HOSTS>({
-      type: "string",
-      enum: Object.keys(MIXPANEL_HOSTS),
-      default: "us",
-      description: "The project's data residency: us (api.mixpanel.com), eu (api-eu.mixpanel.com) or in (api-in.mixpanel.com).",
-    }),
+    region: regionField(MIXPANEL_HOSTS, "The project's data residency: us (api.mixpanel.com), eu (api-eu.mixpanel.com) or in (api-in.mixpanel.com)."),
     apiHost: apiHostField("https://api.mixpanel.com, or the region's host"),
     trackEvaluations: trackEvaluationsField(),
     trackChanges: trackChangesField(),
@@ -143,13 +138,8 @@ export const mixpanel: Connector<MixpanelConfig> = {
     "Sends each evaluation as a $experiment_started exposure event (Experiment name = flag key, Variant name = variant) for Mixpanel's Experiments report, and each flag change as a Feature Flag Changed event, through the /import API.",
   configSchema,
   evaluations(records, config) {
-    if (config.trackEvaluations === false) return [];
-    const events: string[] = [];
-    for (const r of records) {
-      const id = evaluationId(r);
-      if (sampled(id, config.sampleRate)) events.push(exposure(r, id));
-    }
-    return requests(events, config);
+    // No user: Mixpanel takes distinct_id "" (see exposure).
+    return requests(evaluationsToSend(records, config, false).map(({ record, id }) => exposure(record, id)), config);
   },
   changes(changes, config) {
     if (config.trackChanges === false) return [];

@@ -30,10 +30,10 @@ import {
   changeId,
   changeProperties,
   chunk,
-  evaluationId,
+  evaluationsToSend,
   evaluationProperties,
   hashId,
-  sampled,
+  regionField,
   sampleRateField,
   statusOutcome,
   trackChangesField,
@@ -61,12 +61,10 @@ const configSchema = Type.Object(
       secret: true,
       description: "The write key of a Segment HTTP API source (Connections > Sources > your source > Settings > API Keys), sent as the Basic auth user.",
     }),
-    region: Type.Unsafe<keyof typeof SEGMENT_HOSTS>({
-      type: "string",
-      enum: Object.keys(SEGMENT_HOSTS),
-      default: "us",
-      description: "Where the workspace lives: us (api.segment.io) or eu (events.eu1.segmentapis.com). An EU workspace sent to the US host drops the events without an error.",
-    }),
+    region: regionField(
+      SEGMENT_HOSTS,
+      "Where the workspace lives: us (api.segment.io) or eu (events.eu1.segmentapis.com). An EU workspace sent to the US host drops the events without an error.",
+    ),
     apiHost: apiHostField("https://api.segment.io, or the region's host"),
     trackEvaluations: trackEvaluationsField(),
     identifyTraits: Type.Boolean({
@@ -165,18 +163,10 @@ export const segment: Connector<SegmentConfig> = {
     "Sends each evaluation of an identified user as an Experiment Viewed track event (Segment's A/B testing spec) and an Identify with the trait flagsvc_<environment>_<flag key> = variant, and each flag change as a Feature Flag <Action> track event, through the HTTP API's batch endpoint.",
   configSchema,
   evaluations(records, config) {
-    if (config.trackEvaluations === false) return [];
-    const kept: EvaluationRecord[] = [];
-    const tracks: string[] = [];
-    for (const r of records) {
-      // Segment needs a userId or anonymousId: an anonymous evaluation cannot be attributed.
-      if (r.userId === null || r.userId === "") continue;
-      const id = evaluationId(r);
-      if (!sampled(id, config.sampleRate)) continue;
-      kept.push(r);
-      tracks.push(experimentViewed(r, id, r.userId));
-    }
-    const messages = config.identifyTraits === false ? tracks : [...identifies(kept), ...tracks];
+    // Segment needs a userId or anonymousId: an anonymous evaluation cannot be attributed.
+    const kept = evaluationsToSend(records, config, true);
+    const tracks = kept.map(({ record, id }) => experimentViewed(record, id, record.userId!));
+    const messages = config.identifyTraits === false ? tracks : [...identifies(kept.map((k) => k.record)), ...tracks];
     return requests(messages, config);
   },
   changes(changes, config) {
