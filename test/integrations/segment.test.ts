@@ -149,6 +149,18 @@ describe("segment connector", () => {
     expect(segment.evaluations!(input, config({ identifyTraits: false })).reduce((n, r) => n + r.events, 0)).toBe(2001);
   });
 
+  test("a user evaluated on many flags at once gets several Identifies, each under Segment's 32 KB a message", async () => {
+    vendor.stored.clear();
+    const input = Array.from({ length: 1500 }, (_, i) => records(1, { flagKey: `flag-number-${String(i).padStart(4, "0")}`, evaluatedAt: new Date(Date.parse("2025-06-01T12:00:00.000Z") + i).toISOString() })[0]!);
+    const requests = segment.evaluations!(input, config());
+    const outcomes = await deliver(requests);
+    expect(outcomes.every((o) => o.kind === "sent")).toBe(true);
+    const identifies = messages().filter((m) => m.type === "identify");
+    expect(identifies.length).toBeGreaterThan(1);
+    for (const m of identifies) expect(Buffer.byteLength(JSON.stringify(m))).toBeLessThan(32 * 1024);
+    expect(Object.assign({}, ...identifies.map((m) => m.traits))).toEqual(Object.fromEntries(input.map((r) => [`flagsvc_production_${r.flagKey}`, r.variant])));
+  });
+
   test("a 400 (the whole batch refused: too large, invalid JSON) is failed, not retried", async () => {
     const [request] = segment.evaluations!(records(1), config());
     const broken = { ...request!, body: request!.body.slice(0, -5) };

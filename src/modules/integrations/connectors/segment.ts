@@ -44,6 +44,8 @@ import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorReque
 
 export const SEGMENT_MAX_MESSAGES = 2500;
 export const SEGMENT_MAX_BYTES = 500 * 1024;
+/** The traits of one Identify, at most: half of Segment's 32 KB a message leaves room for the rest. */
+export const IDENTIFY_TRAITS_MAX_BYTES = 16 * 1024;
 export const SEGMENT_HOSTS = { us: "https://api.segment.io", eu: "https://events.eu1.segmentapis.com" } as const;
 export const EXPOSURE_EVENT = "Experiment Viewed";
 export const CHANGE_EVENTS: Record<FlagChangeEvent["event"], string> = {
@@ -112,8 +114,22 @@ function identifies(records: readonly EvaluationRecord[]): string[] {
   }
   const out: string[] = [];
   for (const [userId, user] of users) {
-    const traits = Object.fromEntries([...user.traits].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, v.value]));
-    out.push(JSON.stringify({ type: "identify", messageId: hashId("identify", userId, JSON.stringify(traits), user.latest), userId, timestamp: user.latest, traits }));
+    const identify = (traits: Record<string, string>) =>
+      out.push(JSON.stringify({ type: "identify", messageId: hashId("identify", userId, JSON.stringify(traits), user.latest), userId, timestamp: user.latest, traits }));
+    // A user evaluated on many flags at once: several Identifies, each well under Segment's 32 KB a message.
+    let traits: Record<string, string> = {};
+    let bytes = 0;
+    for (const [name, { value }] of [...user.traits].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const size = Buffer.byteLength(JSON.stringify(name) + JSON.stringify(value)) + 2;
+      if (bytes > 0 && bytes + size > IDENTIFY_TRAITS_MAX_BYTES) {
+        identify(traits);
+        traits = {};
+        bytes = 0;
+      }
+      traits[name] = value;
+      bytes += size;
+    }
+    identify(traits);
   }
   return out;
 }
