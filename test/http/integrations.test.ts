@@ -82,7 +82,13 @@ describe("Pro", () => {
     const braze = types.find((t: { type: string }) => t.type === "braze");
     expect(braze).toMatchObject({ category: "crm", name: expect.any(String), description: expect.any(String) });
     expect(braze.configSchema.properties.apiKey.secret).toBe(true);
+    expect(types.map((t: { type: string; category: string }) => `${t.type} ${t.category}`)).toEqual([
+      "mixpanel analytics", "amplitude analytics", "segment cdp", "braze crm", "datadog monitoring", "slack notifications",
+    ]);
     for (const t of types) expect(t.configSchema.properties.apiHost).toBeDefined();
+    for (const t of types.filter((t: { category: string }) => t.category === "analytics")) {
+      expect(Object.keys(t.configSchema.properties)).toEqual(expect.arrayContaining(["trackEvaluations", "trackChanges"]));
+    }
   });
 
   test("create, read, merge, mask, delete; every write in the change log with the secret masked", async () => {

@@ -172,7 +172,7 @@ function remainder(request: VendorRequest, response: VendorResponse): VendorRequ
   return { ...request, headers: { ...request.headers }, body: envelope(sent.api_key, kept), events: kept.length };
 }
 
-export const amplitude: Connector<AmplitudeConfig> & { remainder: typeof remainder } = {
+export const amplitude: Connector<AmplitudeConfig> & Required<Pick<Connector, "remainder">> = {
   type: "amplitude",
   category: "analytics",
   name: "Amplitude",

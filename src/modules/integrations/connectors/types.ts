@@ -52,6 +52,11 @@ export interface Connector<C extends Record<string, unknown> = Record<string, un
   changes?(changes: readonly FlagChangeEvent[], config: C): VendorRequest[];
   /** How the sender must treat the vendor's answer to `request`. */
   outcome(request: VendorRequest, response: VendorResponse): Outcome;
+  /**
+   * After a partial refusal in which the vendor stored nothing (Amplitude's 400 naming bad events):
+   * the request with the other events (same ids), which the sender sends again; null when none.
+   */
+  remainder?(request: VendorRequest, response: VendorResponse): VendorRequest | null;
 }
 
 /** Retry-After (seconds or an HTTP date) in ms, or null. */
