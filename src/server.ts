@@ -61,7 +61,11 @@ import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
 import { SqliteWebhookStore } from "./modules/webhooks/store";
 import { OutboundPolicy } from "./lib/outbound";
+import { ChangeEventQueue } from "./modules/change-events/queue";
+import { ChangeEventRows } from "./modules/change-events/store";
 import { CONNECTORS } from "./modules/integrations/connectors";
+import { IntegrationFeed } from "./modules/integrations/feed";
+import { IntegrationSender } from "./modules/integrations/sender";
 import { integrationsRoutes } from "./modules/integrations/routes";
 import { integrationService } from "./modules/integrations/service";
 import { SqliteIntegrationStore } from "./modules/integrations/store";
@@ -72,7 +76,6 @@ import { Catalog } from "./plugins/catalog";
 import { PluginHost } from "./plugins/host";
 import { SqliteRuntimeStore } from "./plugins/runtime-store";
 import { DEFAULT_LIMITS } from "./plugins/sandbox";
-import { PluginEventQueue } from "./modules/plugins/events";
 import { pluginsRoutes } from "./modules/plugins/routes";
 import { pluginService } from "./modules/plugins/service";
 import { SqlitePluginStore } from "./modules/plugins/store";
@@ -246,7 +249,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const deliveries = deps.background
     ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
     : new DeliveryDispatcher({ ...store, clock, log, config });
-  // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender, plugins.
+  // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender, change events (plugins, integrations).
   const bus = new ChangeBus(log);
   const changeLog = new SqliteChangeLog(store, bus, clock);
   const stores = createStores(changeLog);
@@ -264,15 +267,19 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     limits: { ...DEFAULT_LIMITS, memoryMb: config.pluginMemoryMb },
     outboundAllowedHosts: config.outboundAllowedHosts,
   });
-  const pluginEvents = new PluginEventQueue(stores.plugins, stores.webhooks, plugins);
+  // The integrations' sender: on the background thread in the server, here otherwise.
+  const sender = deliveries instanceof BackgroundThread ? null : new IntegrationSender({ sqlite: store.sqlite, clock, log, config, connectors: CONNECTORS });
+  const integrations = new IntegrationFeed({ sqlite: store.sqlite, records, sink: sender ?? (deliveries as BackgroundThread), connectors: CONNECTORS });
+  const changeEvents = new ChangeEventQueue(new ChangeEventRows(store.sqlite), stores.webhooks, [plugins, integrations]);
   changeLog.participate(outbox.participant);
-  changeLog.participate(pluginEvents.participant);
+  changeLog.participate(changeEvents.participant);
   bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags));
   bus.subscribe("credentials", credentials.subscriber);
   bus.subscribe("test sessions", testSessions.subscriber);
   bus.subscribe("webhook sender", outbox.subscriber);
+  bus.subscribe("change events", changeEvents.subscriber);
+  bus.subscribe("integrations", integrations.subscriber);
   bus.subscribe("plugins", (entries) => {
-    pluginEvents.subscriber();
     for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") plugins.stopProject(e.resource.id);
   });
   return {
@@ -298,6 +305,8 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
       catalog.close();
       scheduler.stopAll();
       plugins.close();
+      integrations.close();
+      sender?.close();
       records.stop();
       deliveries.stop();
       store.close();
@@ -366,10 +375,10 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     // Expired test sessions: removed now, then every hour (they are ignored from expiry on anyway).
     await scheduleSessionSweep(ctx.scheduler, services.testing);
     // Plugins that were enabled are activated again (each in its own worker: nothing waits for them);
-    // every minute, the events every plugin of a project is past are pruned.
+    // every minute, the change events every reader (plugin, integration) of a project is past are pruned.
     const activated = await services.plugins.activateAll();
     if (activated > 0) log.info("activating plugins", { plugins: activated });
-    ctx.scheduler.every("plugin-events-prune", "0 * * * * *", () => ctx.stores.pluginRuntime.pruneEvents());
+    ctx.scheduler.every("change-events-prune", "0 * * * * *", () => ctx.stores.pluginRuntime.pruneEvents());
     // Audit-log retention: daily, on the background thread when there is one (a test's injected clock keeps it here).
     ctx.scheduler.every("audit-retention", "0 47 3 * * *", () => {
       if (ctx.deliveries instanceof BackgroundThread) ctx.deliveries.pruneAuditLog();

@@ -75,6 +75,18 @@ export function diff(
   return changes;
 }
 
+/**
+ * A config whose secrets alone changed: the masked configs are equal, so `diff` saw nothing, yet
+ * the change is one. Adds `changes.config` as the masked configs with `changed: true`.
+ */
+export function noteSecretChange(
+  changes: Changes,
+  config: { before: Record<string, unknown>; after: Record<string, unknown> },
+  masked: { before: Record<string, unknown>; after: Record<string, unknown> },
+): void {
+  if (!changes.config && JSON.stringify(config.before) !== JSON.stringify(config.after)) changes.config = { ...masked, changed: true };
+}
+
 /** A whole record as `changes` of a create (`before` null) or a delete (`after` null), secrets masked. */
 export function whole(record: Record<string, unknown>, side: "created" | "deleted", secrets: readonly string[] = []): Changes {
   const changes: Changes = {};

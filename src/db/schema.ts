@@ -314,21 +314,24 @@ export const pluginDownloads = sqliteTable("plugin_downloads", {
 });
 
 /**
- * The plugins' event queue: the webhook payload (decisions §10) of each flag change of a project
- * with an enabled plugin, stored in the transaction of the change (at least once across
- * restarts). `position` (AUTOINCREMENT: never reused) orders it; each plugin's `eventPosition`
- * says how far it has been handed; rows every plugin of the project is past are pruned.
+ * The change-event queue: the webhook payload (decisions §10) of each flag change of a project
+ * with an enabled plugin or integration, and who made it (the change log's actor), stored in
+ * the transaction of the change (at least once across restarts). `position` (AUTOINCREMENT:
+ * never reused) orders it; each reader (a plugin, an integration) stores how far it has been
+ * handed (`event_position`); rows every reader of the project is past are pruned.
  */
-export const pluginEvents = sqliteTable(
-  "plugin_events",
+export const changeEvents = sqliteTable(
+  "change_events",
   {
     position: integer("position").primaryKey({ autoIncrement: true }),
     projectId: text("project_id")
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
     payload: text("payload").notNull(),
+    /** `{ type, id, label }` of the change log's actor, as JSON. */
+    actor: text("actor").notNull().default("{}"),
   },
-  (table) => [index("plugin_events_project").on(table.projectId, table.position)],
+  (table) => [index("change_events_project").on(table.projectId, table.position)],
 );
 
 /**

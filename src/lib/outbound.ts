@@ -250,3 +250,22 @@ export async function guardedFetch(url: string, init: GuardedInit, policy: Outbo
   }
   return fetch(target, options);
 }
+
+/** The response body as text, reading no more than `maxBytes`: null (and the rest cancelled) beyond it. */
+export async function readTextCapped(response: Response, maxBytes: number): Promise<string | null> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}

@@ -168,7 +168,7 @@ export class PluginHost {
     this.end(r);
   }
 
-  /** New rows in plugin_events for this project (after a commit): its running plugins pull them. */
+  /** New rows in the change-event queue for this project (after a commit): its running plugins pull them. */
   eventsCommitted(projectId: string): void {
     for (const r of this.runs.values()) if (r.run.projectId === projectId && r.state === "active") this.feed(r);
   }

@@ -5,7 +5,7 @@
  * response body read as text up to 1 MiB, at most 4 requests at a time per plugin (more wait).
  * Every refusal rejects inside the plugin with a message it can log.
  */
-import { guardedFetch, OutboundBlockedError, type OutboundPolicy } from "../lib/outbound";
+import { guardedFetch, OutboundBlockedError, readTextCapped, type OutboundPolicy } from "../lib/outbound";
 import { VERSION } from "../version";
 import type { HttpRequest, HttpResponse } from "./sandbox";
 
@@ -46,25 +46,6 @@ function checked(request: HttpRequest, userAgent: string): { method: string; url
   return { method, url: request.url, headers, body: body ?? undefined };
 }
 
-/** The response body as text, reading no more than the cap (beyond it, the request is aborted). */
-async function cappedText(response: Response): Promise<string> {
-  if (!response.body) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > PLUGIN_HTTP_MAX_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw new HttpFailure("response over 1 MiB");
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
 /** One plugin's `ctx.http` (its own 4 slots). */
 export function pluginHttp(policy: OutboundPolicy, userAgent: string): (request: HttpRequest) => Promise<HttpResponse> {
   let inFlight = 0;
@@ -76,7 +57,9 @@ export function pluginHttp(policy: OutboundPolicy, userAgent: string): (request:
     const signal = AbortSignal.timeout(PLUGIN_HTTP_TIMEOUT_MS);
     try {
       const response = await guardedFetch(url, { method, headers, body, signal }, policy);
-      return { status: response.status, headers: response.headers.toJSON(), body: await cappedText(response) };
+      const text = await readTextCapped(response, PLUGIN_HTTP_MAX_BYTES);
+      if (text === null) throw new HttpFailure("response over 1 MiB");
+      return { status: response.status, headers: response.headers.toJSON(), body: text };
     } catch (e) {
       if (e instanceof OutboundBlockedError || e instanceof HttpFailure) throw e;
       if (signal.aborted) throw new Error(`${method} ${url}: no answer within ${PLUGIN_HTTP_TIMEOUT_MS / 1000} s`);

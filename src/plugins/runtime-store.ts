@@ -1,10 +1,11 @@
 /**
- * What the plugin host reads and writes of the tables `plugins` and `plugin_events`: where each
- * plugin is in its project's event queue, its counters, the status it settled in. Synchronous
+ * What the plugin host reads and writes of the table `plugins` and the change-event queue
+ * (../modules/change-events/, shared with integrations): where each plugin is in it, its counters, the status it settled in. Synchronous
  * SQLite (each a single short statement on the main connection). These are the host's runtime
  * bookkeeping, not changes of a resource: no change-log entries (the plugins API writes those).
  */
 import type { Database } from "bun:sqlite";
+import { ChangeEventRows } from "../modules/change-events/store";
 
 export interface HandedStats {
   handled: number;
@@ -26,7 +27,7 @@ export interface RuntimeStore {
   /** The position only moves forward; the counters are added. */
   handed(id: string, position: number, stats: HandedStats): void;
   addDropped(id: string, count: number): void;
-  /** Removes the events every enabled plugin of their project is past, and all events of projects with none. */
+  /** Removes the events every enabled reader (plugin, integration) of their project is past, and all events of projects with none. */
   pruneEvents(): void;
 }
 
@@ -34,29 +35,20 @@ export class SqliteRuntimeStore implements RuntimeStore {
   private readonly statusQuery;
   private readonly positionQuery;
   private readonly droppedQuery;
-  private readonly eventsQuery;
+  private readonly events: ChangeEventRows;
   private readonly handedQuery;
   private readonly droppedUpdate;
-  private readonly pruneQuery;
 
   constructor(sqlite: Database) {
     this.statusQuery = sqlite.query<unknown, [string, string | null, string]>("UPDATE plugins SET status = ?, error_message = ? WHERE id = ? AND enabled = 1");
     this.positionQuery = sqlite.query<{ p: number }, [string]>("SELECT event_position AS p FROM plugins WHERE id = ?");
     this.droppedQuery = sqlite.query<{ d: number }, [string]>("SELECT evaluations_dropped AS d FROM plugins WHERE id = ?");
-    this.eventsQuery = sqlite.query<{ position: number; payload: string }, [string, number, number]>(
-      "SELECT position, payload FROM plugin_events WHERE project_id = ? AND position > ? ORDER BY position LIMIT ?",
-    );
+    this.events = new ChangeEventRows(sqlite);
     this.handedQuery = sqlite.query<unknown, [number, number, number, string | null, string]>(
       `UPDATE plugins SET event_position = max(event_position, ?), events_handled = events_handled + ?, errors = errors + ?,
          last_event_at = coalesce(?, last_event_at) WHERE id = ?`,
     );
     this.droppedUpdate = sqlite.query<unknown, [number, string]>("UPDATE plugins SET evaluations_dropped = evaluations_dropped + ? WHERE id = ?");
-    // A project without an enabled plugin: min() is NULL and every row of it goes.
-    this.pruneQuery = sqlite.query(
-      `DELETE FROM plugin_events WHERE position <= coalesce(
-         (SELECT min(p.event_position) FROM plugins p WHERE p.project_id = plugin_events.project_id AND p.enabled = 1),
-         9223372036854775807)`,
-    );
   }
 
   setStatus(id: string, s: RunStatus): void {
@@ -72,7 +64,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   eventsAfter(projectId: string, position: number, limit: number): { position: number; payload: string }[] {
-    return this.eventsQuery.all(projectId, position, limit);
+    return this.events.after(projectId, position, limit);
   }
 
   handed(id: string, position: number, stats: HandedStats): void {
@@ -84,6 +76,6 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   pruneEvents(): void {
-    this.pruneQuery.run();
+    this.events.prune();
   }
 }

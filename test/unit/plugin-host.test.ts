@@ -1,7 +1,7 @@
 /**
  * The plugin host over a real SQLite file: plugins in worker threads, their status settled in
  * the `plugins` rows (inserted with SQL here; the plugins API creates them), their events fed
- * from `plugin_events`, their evaluation records batched, their deaths contained.
+ * from `change_events`, their evaluation records batched, their deaths contained.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
@@ -105,7 +105,7 @@ const messages = (h: Harness, id: string) => h.host.live(id)?.logs.map((l) => l.
 function commitEvents(h: Harness, projectId: string, ids: string[]): void {
   for (const id of ids) {
     const payload = { id, event: "flag.updated", projectSlug: projectId, environment: "production", timestamp: NOW, data: { flagKey: id, previousState: null, currentState: null } };
-    h.store.sqlite.run("INSERT INTO plugin_events (project_id, payload) VALUES (?, ?)", [projectId, JSON.stringify(payload)]);
+    h.store.sqlite.run("INSERT INTO change_events (project_id, payload) VALUES (?, ?)", [projectId, JSON.stringify(payload)]);
   }
   h.host.eventsCommitted(projectId);
 }
@@ -356,14 +356,14 @@ describe("onEvent", () => {
     expect(row(h, none.id).event_position).toBe(2);
     // `slow` has not run: its position holds the queue.
     h.runtime.pruneEvents();
-    expect(h.store.sqlite.query("SELECT count(*) AS n FROM plugin_events").get()).toEqual({ n: 2 });
+    expect(h.store.sqlite.query("SELECT count(*) AS n FROM change_events").get()).toEqual({ n: 2 });
     h.store.sqlite.run("UPDATE plugins SET event_position = 1 WHERE id = ?", [slow.id]);
     h.runtime.pruneEvents();
-    expect(h.store.sqlite.query("SELECT position FROM plugin_events").all()).toEqual([{ position: 2 }]);
+    expect(h.store.sqlite.query("SELECT position FROM change_events").all()).toEqual([{ position: 2 }]);
     // Disabled plugins do not hold it.
     h.store.sqlite.run("UPDATE plugins SET enabled = 0 WHERE id = ?", [slow.id]);
     h.runtime.pruneEvents();
-    expect(h.store.sqlite.query("SELECT count(*) AS n FROM plugin_events").get()).toEqual({ n: 0 });
+    expect(h.store.sqlite.query("SELECT count(*) AS n FROM change_events").get()).toEqual({ n: 0 });
   });
 });
 

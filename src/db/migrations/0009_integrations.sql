@@ -14,4 +14,8 @@ CREATE TABLE `integrations` (
 	FOREIGN KEY (`project_id`) REFERENCES `projects`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
-CREATE INDEX `integrations_project` ON `integrations` (`project_id`);
+CREATE INDEX `integrations_project` ON `integrations` (`project_id`);--> statement-breakpoint
+ALTER TABLE `plugin_events` RENAME TO `change_events`;--> statement-breakpoint
+ALTER TABLE `change_events` ADD `actor` text DEFAULT '{}' NOT NULL;--> statement-breakpoint
+DROP INDEX `plugin_events_project`;--> statement-breakpoint
+CREATE INDEX `change_events_project` ON `change_events` (`project_id`,`position`);

@@ -6,7 +6,7 @@
  * secret, `null` removes an optional key) and checks the result against the type's schema;
  * DELETE 204. An unknown type is a 400 (a value of the body), not a 404.
  */
-import { diff, whole, type Author, type ChangeDraft } from "../../changes/entry";
+import { diff, noteSecretChange, whole, type Author, type ChangeDraft } from "../../changes/entry";
 import { notFound, validationError } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
@@ -114,10 +114,17 @@ export function integrationService({ integrations, projects, connectors, clock }
         const connector = connectors[current.type]!;
         const config = input.config === undefined ? current.config : mergeConfig(connector, current.config, input.config);
         check(connector, config);
-        const next: StoredIntegration = { ...current, config, enabled: input.enabled ?? current.enabled, updatedAt: iso(clock.now()) };
+        const configChanged = JSON.stringify(config) !== JSON.stringify(current.config);
+        const next: StoredIntegration = {
+          ...current,
+          config,
+          enabled: input.enabled ?? current.enabled,
+          // The error was the old config's: a new one starts clean (the store clears it too).
+          lastError: configChanged ? null : current.lastError,
+          updatedAt: iso(clock.now()),
+        };
         const changes = diff(fieldsOf(current), fieldsOf(next));
-        // Only a secret changed: the masked configurations are equal, the change is still one.
-        if (JSON.stringify(config) !== JSON.stringify(current.config) && !changes.config) changes.config = { before: fieldsOf(current).config, after: fieldsOf(next).config, changed: true };
+        noteSecretChange(changes, { before: current.config, after: config }, { before: fieldsOf(current).config, after: fieldsOf(next).config });
         if (Object.keys(changes).length === 0) return { result: current, changes: [] };
         return { result: next, changes: [change(next, "updated", changes)] };
       });

@@ -2,12 +2,16 @@
  * All SQL of integrations behind `IntegrationStore` (asynchronous at its boundary, synchronous
  * SQLite inside). Writes of the API take the author and a pure `decide` of what is stored now
  * (throws to refuse; no change, nothing written), committed with their change-log entry. The
- * sender's own writes (stats, position) are runtime state: no entry.
+ * sender's own writes (stats, position) are runtime state: no entry (sender.ts).
+ *
+ * An integration reads the change-event queue from where it was created, or enabled again: what
+ * was committed while it was off is not sent. A config that changes clears `lastError`.
  */
 import { asc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { integrations, projects } from "../../db/schema";
+import { ChangeEventRows } from "../change-events/store";
 
 /** An integration as stored: its configuration in clear (the API masks its secrets), its project, its stats. */
 export interface StoredIntegration {
@@ -50,7 +54,11 @@ const COLUMNS = {
 };
 
 export class SqliteIntegrationStore implements IntegrationStore {
-  constructor(private readonly log: SqliteChangeLog) {}
+  private readonly events: ChangeEventRows;
+
+  constructor(private readonly log: SqliteChangeLog) {
+    this.events = new ChangeEventRows(log.sqlite);
+  }
 
   private select() {
     return this.log.store.db.select(COLUMNS).from(integrations).innerJoin(projects, eq(projects.id, integrations.projectId));
@@ -71,17 +79,24 @@ export class SqliteIntegrationStore implements IntegrationStore {
   async create(author: Author, integration: StoredIntegration, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = integration;
     await this.log.commit(author, () => {
-      this.log.store.db.insert(integrations).values(row).run();
+      this.log.store.db.insert(integrations).values({ ...row, eventPosition: this.events.latest() }).run();
       return { result: undefined, changes: [change] };
     });
   }
 
   update(author: Author, integrationId: string, decide: (current: StoredIntegration | undefined) => Written<StoredIntegration>): Promise<StoredIntegration> {
     return this.log.commit(author, () => {
-      const written = decide(this.findNow(integrationId));
-      if (written.changes.length > 0) {
+      const current = this.findNow(integrationId);
+      const written = decide(current);
+      if (written.changes.length > 0 && current) {
         const { config, enabled, updatedAt } = written.result;
-        this.log.store.db.update(integrations).set({ config, enabled, updatedAt }).where(eq(integrations.id, integrationId)).run();
+        const enabledAgain = enabled && !current.enabled;
+        const configChanged = JSON.stringify(config) !== JSON.stringify(current.config);
+        this.log.store.db
+          .update(integrations)
+          .set({ config, enabled, updatedAt, ...(enabledAgain ? { eventPosition: this.events.latest() } : {}), ...(configChanged ? { lastError: null } : {}) })
+          .where(eq(integrations.id, integrationId))
+          .run();
       }
       return written;
     });

@@ -15,7 +15,7 @@
  * Secrets (configSchema properties with `"secret": true`) show as "********" in every record,
  * log line and change-log entry; a PATCH that sends "********" keeps the stored value.
  */
-import { diff, SECRET, whole, type Author, type ChangeDraft } from "../../changes/entry";
+import { diff, noteSecretChange, SECRET, whole, type Author, type ChangeDraft } from "../../changes/entry";
 import { notFound, validationError, type ErrorDetail } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
@@ -197,8 +197,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
           feedFromNow: revived,
         };
         const changes = diff(fieldsOf(current), fieldsOf(next));
-        // Only a secret changed: the masked configurations are equal, the change is still one.
-        if (JSON.stringify(config) !== JSON.stringify(current.config) && !changes.config) changes.config = { before: masked(current), after: masked(next), changed: true };
+        noteSecretChange(changes, { before: current.config, after: config }, { before: masked(current), after: masked(next) });
         if (Object.keys(changes).length === 0) return { result: current, changes: [] };
         target = status === "installing" ? pkg : undefined;
         return { result: next, changes: [change(next, "updated", changes)] };

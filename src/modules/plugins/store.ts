@@ -1,7 +1,7 @@
 /**
  * All SQL of installed plugins behind `PluginStore` (asynchronous at its boundary, synchronous
- * SQLite inside), and `PluginEventRows`: what the plugins' event queue writes inside every flag
- * and state write's transaction (events.ts), synchronous as the change log's participants are.
+ * SQLite inside). Their events come from the change-event queue (../change-events/), which
+ * plugins share with integrations; a plugin's `event_position` starts at its newest row.
  * The plugin host's own reads and writes of a running plugin (status, position, counters) are
  * src/plugins/runtime-store.ts: runtime state, no change-log entry.
  *
@@ -12,8 +12,7 @@ import { asc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { plugins, projects } from "../../db/schema";
-import { sortableId } from "../../lib/ids";
-import { eventPayload, type FlagChange } from "../webhooks/events";
+import { ChangeEventRows } from "../change-events/store";
 import type { PluginStatus } from "./model";
 
 /** A plugin as stored: its configuration in clear (the API masks its secrets), its project, its counters. */
@@ -54,13 +53,6 @@ export interface PluginStore {
   remove(author: Author, pluginId: string, decide: (current: StoredPlugin | undefined) => ChangeDraft): Promise<void>;
 }
 
-/** In the transaction of a flag or state write: the event queue of the project's plugins. */
-export interface PluginEventRows {
-  /** Whether the project has an enabled plugin (most have none: then nothing more is done). */
-  wantsNow(projectId: string): boolean;
-  recordNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): void;
-}
-
 const COLUMNS = {
   id: plugins.id,
   projectId: plugins.projectId,
@@ -79,15 +71,15 @@ const COLUMNS = {
   evaluationsDropped: plugins.evaluationsDropped,
 };
 
-/** The newest position of the event queue (AUTOINCREMENT keeps it in sqlite_sequence, even once pruned). */
-const LATEST_EVENT_SQL = "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'plugin_events'), 0) AS position";
-const WANTS_SQL = "SELECT 1 FROM plugins WHERE project_id = ?1 AND enabled = 1 LIMIT 1";
-const INSERT_EVENT_SQL = "INSERT INTO plugin_events (project_id, payload) VALUES (?1, ?2)";
 const COUNT_DOWNLOAD_SQL =
   "INSERT INTO plugin_downloads (package_name, installs) VALUES (?1, 1) ON CONFLICT (package_name) DO UPDATE SET installs = installs + 1";
 
-export class SqlitePluginStore implements PluginStore, PluginEventRows {
-  constructor(private readonly log: SqliteChangeLog) {}
+export class SqlitePluginStore implements PluginStore {
+  private readonly events: ChangeEventRows;
+
+  constructor(private readonly log: SqliteChangeLog) {
+    this.events = new ChangeEventRows(log.sqlite);
+  }
 
   private select() {
     return this.log.store.db.select(COLUMNS).from(plugins).innerJoin(projects, eq(projects.id, plugins.projectId));
@@ -95,10 +87,6 @@ export class SqlitePluginStore implements PluginStore, PluginEventRows {
 
   private findNow(pluginId: string): StoredPlugin | undefined {
     return this.select().where(eq(plugins.id, pluginId)).get();
-  }
-
-  private latestEvent(): number {
-    return this.log.sqlite.query<{ position: number }, []>(LATEST_EVENT_SQL).get()!.position;
   }
 
   async find(pluginId: string): Promise<StoredPlugin | undefined> {
@@ -119,7 +107,7 @@ export class SqlitePluginStore implements PluginStore, PluginEventRows {
   async install(author: Author, plugin: StoredPlugin, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = plugin;
     await this.log.commit(author, () => {
-      this.log.store.db.insert(plugins).values({ ...row, eventPosition: this.latestEvent() }).run();
+      this.log.store.db.insert(plugins).values({ ...row, eventPosition: this.events.latest() }).run();
       this.log.sqlite.run(COUNT_DOWNLOAD_SQL, [plugin.packageName]);
       return { result: undefined, changes: [change] };
     });
@@ -132,7 +120,7 @@ export class SqlitePluginStore implements PluginStore, PluginEventRows {
         const { version, enabled, status, config, errorMessage, updatedAt, feedFromNow } = written.result;
         this.log.store.db
           .update(plugins)
-          .set({ version, enabled, status, config, errorMessage, updatedAt, ...(feedFromNow ? { eventPosition: this.latestEvent() } : {}) })
+          .set({ version, enabled, status, config, errorMessage, updatedAt, ...(feedFromNow ? { eventPosition: this.events.latest() } : {}) })
           .where(eq(plugins.id, pluginId))
           .run();
       }
@@ -147,17 +135,5 @@ export class SqlitePluginStore implements PluginStore, PluginEventRows {
       this.log.store.db.delete(plugins).where(eq(plugins.id, pluginId)).run();
       return { result: undefined, changes: [change] };
     });
-  }
-
-  // ---- the event queue, inside a flag or state write's transaction ------------------------
-
-  wantsNow(projectId: string): boolean {
-    return this.log.sqlite.query<unknown, [string]>(WANTS_SQL).get(projectId) !== null;
-  }
-
-  recordNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string): void {
-    const insert = this.log.sqlite.query(INSERT_EVENT_SQL);
-    const ms = Date.parse(at);
-    for (const c of changes) insert.run(project.id, eventPayload(sortableId("evt", ms), project.slug, c, at));
   }
 }

@@ -1,0 +1,72 @@
+/**
+ * All SQL of the change-event queue (table `change_events`): the webhook payload of each flag
+ * change of a project that has a reader (an enabled plugin or integration), and its actor.
+ * Synchronous SQLite on whichever connection it is given: the request thread's (writes in the
+ * change's transaction; the plugin host's reads) or the background thread's (the integrations'
+ * sender). Each reader keeps its own `event_position` in its own table.
+ */
+import type { Database } from "bun:sqlite";
+import type { Actor } from "../../changes/entry";
+import { sortableId } from "../../lib/ids";
+import { eventPayload, type FlagChange } from "../webhooks/events";
+
+/** One queued event: its position, the webhook payload text, the actor as JSON text. */
+export interface QueuedEvent {
+  position: number;
+  payload: string;
+  actor: string;
+}
+
+/** The newest position of the queue (AUTOINCREMENT keeps it in sqlite_sequence, even once pruned). */
+const LATEST_SQL = "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'change_events'), 0) AS position";
+const WANTS_SQL = `SELECT 1 WHERE EXISTS (SELECT 1 FROM plugins WHERE project_id = ?1 AND enabled = 1)
+  OR EXISTS (SELECT 1 FROM integrations WHERE project_id = ?1 AND enabled = 1)`;
+const INSERT_SQL = "INSERT INTO change_events (project_id, payload, actor) VALUES (?1, ?2, ?3)";
+const AFTER_SQL = "SELECT position, payload, actor FROM change_events WHERE project_id = ? AND position > ? ORDER BY position LIMIT ?";
+/** Rows every enabled reader of their project is past; every row of a project with none (min() is NULL). */
+const PRUNE_SQL = `DELETE FROM change_events WHERE position <= coalesce(
+  (SELECT min(p) FROM (
+     SELECT event_position AS p FROM plugins WHERE project_id = change_events.project_id AND enabled = 1
+     UNION ALL
+     SELECT event_position AS p FROM integrations WHERE project_id = change_events.project_id AND enabled = 1)),
+  9223372036854775807)`;
+
+export class ChangeEventRows {
+  private readonly latestQuery;
+  private readonly wantsQuery;
+  private readonly insertQuery;
+  private readonly afterQuery;
+  private readonly pruneQuery;
+
+  constructor(sqlite: Database) {
+    this.latestQuery = sqlite.query<{ position: number }, []>(LATEST_SQL);
+    this.wantsQuery = sqlite.query<unknown, [string]>(WANTS_SQL);
+    this.insertQuery = sqlite.query<unknown, [string, string, string]>(INSERT_SQL);
+    this.afterQuery = sqlite.query<QueuedEvent, [string, number, number]>(AFTER_SQL);
+    this.pruneQuery = sqlite.query(PRUNE_SQL);
+  }
+
+  /** Where a reader that starts now begins: past everything queued so far. */
+  latest(): number {
+    return this.latestQuery.get()!.position;
+  }
+
+  /** Whether the project has a reader (most have none: then nothing more is done). */
+  wants(projectId: string): boolean {
+    return this.wantsQuery.get(projectId) !== null;
+  }
+
+  record(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, actor: Actor): void {
+    const ms = Date.parse(at);
+    const who = JSON.stringify({ type: actor.type, id: actor.id, label: actor.label });
+    for (const c of changes) this.insertQuery.run(project.id, eventPayload(sortableId("evt", ms), project.slug, c, at), who);
+  }
+
+  after(projectId: string, position: number, limit: number): QueuedEvent[] {
+    return this.afterQuery.all(projectId, position, limit);
+  }
+
+  prune(): void {
+    this.pruneQuery.run();
+  }
+}

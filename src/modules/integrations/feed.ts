@@ -1,0 +1,70 @@
+/**
+ * The request thread's side of the integrations' sender (sender.ts): what it hands over, and
+ * nothing else. It subscribes to the evaluation-record stream (the one plugins read) for each
+ * project with an enabled integration that takes evaluations, and passes each batch's shared
+ * JSON text on as it is; it passes on which projects have new change events; and after an API
+ * write of an integration (or a deleted project) it reads the enabled integrations again and
+ * tells the sender to do the same. The sender runs on the background thread in the server, so
+ * each of these is one message.
+ */
+import type { Database } from "bun:sqlite";
+import type { ChangeEntry } from "../../changes/entry";
+import type { EvaluationRecords } from "../evaluation/records";
+import type { Connector } from "./connectors/types";
+import type { IntegrationSink } from "./sender";
+
+const ENABLED_SQL = "SELECT project_id AS projectId, type, config FROM integrations WHERE enabled = 1";
+
+/** Whether an integration with this connector and config sends evaluations. */
+export function takesEvaluations(connector: Connector | undefined, config: Record<string, unknown>): boolean {
+  return connector?.evaluations !== undefined && config.trackEvaluations !== false;
+}
+
+export class IntegrationFeed {
+  /** Projects with an enabled integration, and the unsubscribe of those whose records are read. */
+  private projects = new Map<string, (() => void) | null>();
+  private readonly enabledQuery;
+
+  constructor(
+    private readonly deps: { sqlite: Database; records: EvaluationRecords; sink: IntegrationSink; connectors: Readonly<Record<string, Connector>> },
+  ) {
+    this.enabledQuery = deps.sqlite.query<{ projectId: string; type: string; config: string }, []>(ENABLED_SQL);
+    this.refresh(false);
+  }
+
+  /** After each commit: an integration written or a project deleted changes what is read. */
+  readonly subscriber = (entries: readonly ChangeEntry[]): void => {
+    if (entries.some((e) => e.resource.type === "integration" || (e.resource.type === "project" && e.action === "deleted"))) this.refresh(true);
+  };
+
+  /** A reader of the change-event queue: the sender pulls the project's new events. */
+  eventsCommitted(projectId: string): void {
+    if (this.projects.has(projectId)) this.deps.sink.eventsCommitted(projectId);
+  }
+
+  close(): void {
+    for (const unsubscribe of this.projects.values()) unsubscribe?.();
+    this.projects.clear();
+  }
+
+  private refresh(tellSender: boolean): void {
+    const { records, sink, connectors } = this.deps;
+    const wanted = new Map<string, boolean>();
+    for (const row of this.enabledQuery.all()) {
+      const evaluations = takesEvaluations(connectors[row.type], JSON.parse(row.config) as Record<string, unknown>);
+      wanted.set(row.projectId, (wanted.get(row.projectId) ?? false) || evaluations);
+    }
+    const next = new Map<string, (() => void) | null>();
+    for (const [projectId, evaluations] of wanted) {
+      const current = this.projects.get(projectId) ?? null;
+      if (evaluations) next.set(projectId, current ?? records.subscribe(projectId, (json) => sink.evaluations(projectId, json)));
+      else {
+        current?.();
+        next.set(projectId, null);
+      }
+    }
+    for (const [projectId, unsubscribe] of this.projects) if (!next.has(projectId)) unsubscribe?.();
+    this.projects = next;
+    if (tellSender) sink.reload();
+  }
+}

@@ -1,0 +1,454 @@
+/**
+ * The integrations' sender (decisions §12): turns the evaluation-record stream and the
+ * change-event queue into each vendor's requests (the connectors, ./connectors/), sends them
+ * through the outbound guard, and keeps each integration's `stats` and queue position.
+ *
+ * Where it runs: on the server's background thread (src/background/), on that thread's own
+ * database connection, so nothing of it runs on a request; tests run it in process. The
+ * request thread only hands it the shared JSON text of each batch of evaluation records
+ * (feed.ts) and says when a project has new change events or its integrations changed.
+ *
+ * Per enabled integration, a runner:
+ * - Evaluations: the records of its project's batches wait in a buffer of at most
+ *   MAX_PENDING_RECORDS (beyond it the oldest are dropped and counted in `failed`). They are
+ *   turned into requests (split at the vendor's limits by the connector) when a slot is free,
+ *   so a slow vendor gets fewer, larger requests; an `everySecond` connector (Datadog) gets
+ *   them once a second. A request is tried at most EVALUATION_ATTEMPTS times.
+ * - Changes: read from the queue after the integration's stored position, a batch at a time;
+ *   the position is stored once every request of the batch is through (or given up for good),
+ *   so a crash resends (at least once: the connectors' insert ids dedupe where the vendor
+ *   offers them). A change request is retried until it goes through.
+ * - At most `connector.concurrency` (default 4) requests in flight; changes go first.
+ * - Answers, as the connector reads them: `sent` counts accepted and rejected events (a
+ *   partial failure is not resent whole; Amplitude's `remainder` is); `retry` waits
+ *   Retry-After when the vendor said it (429: the whole integration holds until then), else an
+ *   exponential backoff with jitter; `failed` gives the request up, and a 401/403 also pauses
+ *   the integration (PAUSE_MS doubling to PAUSE_MAX_MS) instead of hammering the vendor.
+ *   Network errors and time-outs are retried.
+ * - `stats`: `sent` events the vendor accepted, `failed` events refused, given up or dropped,
+ *   `lastError`, `lastSentAt` (the last accepted request); added to the row every
+ *   STATS_FLUSH_MS (runtime state: no change-log entry).
+ * - A disabled or deleted integration, or one whose config changed, is stopped at once: its
+ *   requests in flight are aborted, nothing it held is sent (a new config starts a new runner).
+ */
+import type { Database } from "bun:sqlite";
+import type { Config } from "../../config";
+import type { Clock } from "../../lib/clock";
+import { iso } from "../../lib/clock";
+import type { Logger } from "../../lib/log";
+import { guardedFetch, OutboundBlockedError, OutboundPolicy, readTextCapped } from "../../lib/outbound";
+import { VERSION } from "../../version";
+import { ChangeEventRows, type QueuedEvent } from "../change-events/store";
+import type { Connector, EvaluationRecord, FlagChangeEvent, VendorRequest, VendorResponse } from "./connectors/types";
+
+export const USER_AGENT = `flagsvc-integrations/${VERSION}`;
+export const REQUEST_TIMEOUT_MS = 10_000;
+/** Evaluations waiting per integration while its vendor is slow or down; beyond, the oldest are dropped. */
+export const MAX_PENDING_RECORDS = 20_000;
+export const EVALUATION_ATTEMPTS = 5;
+export const DEFAULT_CONCURRENCY = 4;
+/** Change events read (and turned into requests) at a time. */
+const CHANGES_PER_BATCH = 100;
+const BACKOFF_BASE_MS = 1000;
+const BACKOFF_MAX_MS = 5 * 60_000;
+const PAUSE_MS = 60_000;
+const PAUSE_MAX_MS = 15 * 60_000;
+const STATS_FLUSH_MS = 250;
+/** Every second: `everySecond` hand-overs, and a look at the change queue (a kick may have been missed). */
+const TICK_MS = 1000;
+const RESPONSE_MAX_BYTES = 1024 * 1024;
+const ERROR_MAX = 500;
+
+/** What the request thread tells the sender (in process, or posted to the background thread). */
+export interface IntegrationSink {
+  /** The enabled integrations or their configs changed (an API write, a deleted project): read them again. */
+  reload(): void;
+  /** A batch of a project's evaluation records, as the stream's shared JSON text. */
+  evaluations(projectId: string, batchJson: string): void;
+  /** New rows in the change-event queue for this project. */
+  eventsCommitted(projectId: string): void;
+}
+
+export interface SenderDeps {
+  sqlite: Database;
+  clock: Clock;
+  log: Logger;
+  config: Pick<Config, "outboundAllowedHosts">;
+  connectors: Readonly<Record<string, Connector>>;
+  /** Jitter source (tests: fixed). */
+  random?: () => number;
+}
+
+interface Row {
+  id: string;
+  projectId: string;
+  type: string;
+  config: string;
+  position: number;
+}
+
+interface Job {
+  request: VendorRequest;
+  attempts: number;
+  dueAt: number;
+  /** The change batch it belongs to; null for evaluations. */
+  batch: ChangeBatch | null;
+}
+
+interface ChangeBatch {
+  /** The position stored once every job of the batch is settled. */
+  last: number;
+  open: number;
+}
+
+interface Runner {
+  row: Row;
+  connector: Connector;
+  config: Record<string, unknown>;
+  controller: AbortController;
+  stopped: boolean;
+  limit: number;
+  inFlight: number;
+  records: EvaluationRecord[];
+  changeJobs: Job[];
+  evaluationJobs: Job[];
+  /** The change batch under way (null: none; the next is read when it settles). */
+  batch: ChangeBatch | null;
+  position: number;
+  /** No request starts before this (a 429's Retry-After, a 401's pause). */
+  holdUntil: number;
+  pauseMs: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  timerAt: number;
+  stats: { sent: number; failed: number; lastError: string | null; lastSentAt: string | null };
+}
+
+const ENABLED_SQL = "SELECT id, project_id AS projectId, type, config, event_position AS position FROM integrations WHERE enabled = 1 ORDER BY rowid";
+const STATS_SQL = `UPDATE integrations SET sent = sent + ?1, failed = failed + ?2, last_error = coalesce(?3, last_error),
+  last_sent_at = coalesce(?4, last_sent_at) WHERE id = ?5`;
+const POSITION_SQL = "UPDATE integrations SET event_position = max(event_position, ?1) WHERE id = ?2";
+
+/** Who made a change, from the queue's actor column (older rows carry none). */
+function actorOf(text: string): FlagChangeEvent["actor"] {
+  const a = JSON.parse(text) as Partial<FlagChangeEvent["actor"]>;
+  return typeof a.id === "string" ? { type: String(a.type), id: a.id, label: String(a.label ?? a.id) } : { type: "system", id: "system", label: "flagsvc" };
+}
+
+function changeEventOf(row: QueuedEvent): FlagChangeEvent {
+  return { ...(JSON.parse(row.payload) as Omit<FlagChangeEvent, "actor">), actor: actorOf(row.actor) };
+}
+
+function clip(text: string): string {
+  return text.length > ERROR_MAX ? `${text.slice(0, ERROR_MAX - 1)}…` : text;
+}
+
+export class IntegrationSender implements IntegrationSink {
+  private readonly runners = new Map<string, Runner>();
+  private readonly events: ChangeEventRows;
+  private readonly policy: OutboundPolicy;
+  private readonly enabledQuery;
+  private readonly statsQuery;
+  private readonly positionQuery;
+  private readonly random: () => number;
+  private readonly tick: ReturnType<typeof setInterval>;
+  private statsTimer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+
+  constructor(private readonly deps: SenderDeps) {
+    this.events = new ChangeEventRows(deps.sqlite);
+    this.policy = new OutboundPolicy(deps.config.outboundAllowedHosts);
+    this.enabledQuery = deps.sqlite.query<Row, []>(ENABLED_SQL);
+    this.statsQuery = deps.sqlite.query<unknown, [number, number, string | null, string | null, string]>(STATS_SQL);
+    this.positionQuery = deps.sqlite.query<unknown, [number, string]>(POSITION_SQL);
+    this.random = deps.random ?? Math.random;
+    this.tick = setInterval(() => this.everySecond(), TICK_MS);
+    this.reload();
+  }
+
+  reload(): void {
+    if (this.closed) return;
+    const rows = this.enabledQuery.all();
+    const seen = new Set<string>();
+    for (const row of rows) {
+      seen.add(row.id);
+      const running = this.runners.get(row.id);
+      if (running && running.row.config === row.config) continue;
+      if (running) this.stopRunner(running);
+      const connector = this.deps.connectors[row.type];
+      if (!connector) continue;
+      const runner = this.startRunner(row, connector);
+      this.runners.set(row.id, runner);
+      this.pullChanges(runner);
+    }
+    for (const runner of this.runners.values()) if (!seen.has(runner.row.id)) this.stopRunner(runner);
+  }
+
+  evaluations(projectId: string, batchJson: string): void {
+    let records: EvaluationRecord[] | undefined;
+    for (const r of this.runners.values()) {
+      if (r.row.projectId !== projectId || !r.connector.evaluations || r.config.trackEvaluations === false) continue;
+      records ??= JSON.parse(batchJson) as EvaluationRecord[];
+      for (const record of records) r.records.push(record);
+      const over = r.records.length - MAX_PENDING_RECORDS;
+      if (over > 0) {
+        r.records.splice(0, over);
+        this.count(r, { failed: over, error: `${over} evaluations dropped: ${r.connector.name} is not keeping up (at most ${MAX_PENDING_RECORDS} wait)` });
+      }
+      if (!r.connector.everySecond) this.pump(r);
+    }
+  }
+
+  eventsCommitted(projectId: string): void {
+    for (const r of this.runners.values()) if (r.row.projectId === projectId) this.pullChanges(r);
+  }
+
+  /** Stops every runner (requests in flight aborted: their changes stay queued) and stores the stats. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.tick);
+    for (const r of this.runners.values()) this.stopRunner(r);
+    this.flushStats();
+  }
+
+  /** The integrations running now, by id (tests, diagnostics). */
+  running(): string[] {
+    return [...this.runners.keys()];
+  }
+
+  private startRunner(row: Row, connector: Connector): Runner {
+    return {
+      row,
+      connector,
+      config: JSON.parse(row.config) as Record<string, unknown>,
+      controller: new AbortController(),
+      stopped: false,
+      limit: connector.concurrency ?? DEFAULT_CONCURRENCY,
+      inFlight: 0,
+      records: [],
+      changeJobs: [],
+      evaluationJobs: [],
+      batch: null,
+      position: row.position,
+      holdUntil: 0,
+      pauseMs: PAUSE_MS,
+      timer: undefined,
+      timerAt: 0,
+      stats: { sent: 0, failed: 0, lastError: null, lastSentAt: null },
+    };
+  }
+
+  private stopRunner(r: Runner): void {
+    r.stopped = true;
+    r.controller.abort();
+    clearTimeout(r.timer);
+    r.records = [];
+    r.changeJobs = [];
+    r.evaluationJobs = [];
+    this.runners.delete(r.row.id);
+    this.flushStats(r);
+  }
+
+  private everySecond(): void {
+    for (const r of this.runners.values()) {
+      if (r.connector.everySecond && r.records.length > 0 && this.deps.clock.now() >= r.holdUntil) this.build(r);
+      this.pullChanges(r);
+      this.pump(r);
+    }
+  }
+
+  /** The next change batch, when none is under way. */
+  private pullChanges(r: Runner): void {
+    if (r.stopped || r.batch !== null) return;
+    let rows: QueuedEvent[];
+    try {
+      rows = this.events.after(r.row.projectId, r.position, CHANGES_PER_BATCH);
+    } catch (e) {
+      this.deps.log.warn("integrations: reading the change queue failed; retrying in a second", { integration: r.row.id, error: String(e) });
+      return;
+    }
+    if (rows.length === 0) return;
+    const last = rows[rows.length - 1]!.position;
+    const wanted = r.connector.changes && r.config.trackChanges !== false;
+    const requests = wanted ? r.connector.changes!(rows.map(changeEventOf), r.config) : [];
+    if (requests.length === 0) {
+      this.moveTo(r, last);
+      this.pullChanges(r);
+      return;
+    }
+    const batch: ChangeBatch = { last, open: requests.length };
+    r.batch = batch;
+    const now = this.deps.clock.now();
+    for (const request of requests) r.changeJobs.push({ request, attempts: 0, dueAt: now, batch });
+    this.pump(r);
+  }
+
+  private moveTo(r: Runner, position: number): void {
+    r.position = position;
+    this.positionQuery.run(position, r.row.id);
+  }
+
+  /** The runner's buffered records as requests (all of them: the connector splits at the vendor's limits). */
+  private build(r: Runner): void {
+    const records = r.records;
+    r.records = [];
+    const now = this.deps.clock.now();
+    for (const request of r.connector.evaluations!(records, r.config, now)) r.evaluationJobs.push({ request, attempts: 0, dueAt: now, batch: null });
+  }
+
+  /** Starts what may start now; sets the runner's timer for what comes due later. */
+  private pump(r: Runner): void {
+    if (r.stopped) return;
+    const now = this.deps.clock.now();
+    if (now < r.holdUntil) return this.wakeAt(r, r.holdUntil);
+    // New evaluation requests only when nothing older waits and a slot is free: a backlog stays records.
+    if (!r.connector.everySecond && r.records.length > 0 && r.evaluationJobs.length === 0 && r.inFlight < r.limit) this.build(r);
+    let next = Infinity;
+    for (const queue of [r.changeJobs, r.evaluationJobs]) {
+      // One at a time (Slack): strictly in order, the head only.
+      const scan = r.limit === 1 ? Math.min(queue.length, 1) : queue.length;
+      for (let i = 0; i < scan && r.inFlight < r.limit; ) {
+        const job = queue[i]!;
+        if (job.dueAt > now) {
+          next = Math.min(next, job.dueAt);
+          i++;
+          continue;
+        }
+        queue.splice(i, 1);
+        void this.send(r, job);
+      }
+      if (r.inFlight >= r.limit) return;
+    }
+    if (next !== Infinity) this.wakeAt(r, next);
+  }
+
+  private wakeAt(r: Runner, at: number): void {
+    if (r.timer !== undefined && r.timerAt <= at) return;
+    clearTimeout(r.timer);
+    r.timerAt = at;
+    r.timer = setTimeout(() => {
+      r.timer = undefined;
+      this.pump(r);
+    }, Math.max(0, at - this.deps.clock.now()));
+  }
+
+  private async send(r: Runner, job: Job): Promise<void> {
+    r.inFlight++;
+    job.attempts++;
+    const { request } = job;
+    let response: VendorResponse | null = null;
+    let error: string | null = null;
+    let blocked = false;
+    const signal = AbortSignal.any([r.controller.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]);
+    try {
+      const res = await guardedFetch(
+        request.url,
+        { method: request.method, headers: { "user-agent": USER_AGENT, ...request.headers }, body: request.method === "GET" ? undefined : request.body, signal },
+        this.policy,
+      );
+      const body = (await readTextCapped(res, RESPONSE_MAX_BYTES)) ?? "";
+      response = { status: res.status, headers: res.headers.toJSON(), body };
+    } catch (e) {
+      blocked = e instanceof OutboundBlockedError;
+      error = blocked
+        ? `outbound request refused: ${(e as Error).message}`
+        : signal.aborted && !r.controller.signal.aborted
+          ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
+          : `request failed: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    r.inFlight--;
+    if (r.stopped) return;
+    const now = this.deps.clock.now();
+    if (response === null) {
+      if (blocked) this.pause(r, job, error!, now);
+      else this.retry(r, job, error!, null, now);
+    } else {
+      const outcome = r.connector.outcome(request, response);
+      switch (outcome.kind) {
+        case "sent": {
+          r.pauseMs = PAUSE_MS;
+          this.count(r, { sent: outcome.accepted, failed: outcome.rejected, error: outcome.error, at: outcome.accepted > 0 ? iso(now) : null });
+          const rest = r.connector.remainder?.(request, response) ?? null;
+          if (rest) (job.batch ? r.changeJobs : r.evaluationJobs).unshift({ ...job, request: rest, dueAt: now });
+          else this.settle(r, job);
+          break;
+        }
+        case "retry":
+          this.retry(r, job, outcome.error, outcome.retryAfterMs, now, response.status === 429);
+          break;
+        case "failed":
+          if (response.status === 401 || response.status === 403) this.pause(r, job, outcome.error, now);
+          else {
+            this.count(r, { failed: request.events, error: outcome.error });
+            this.settle(r, job);
+          }
+          break;
+      }
+    }
+    this.pump(r);
+  }
+
+  /** A job through (or given up): a change batch with no job left stores its position and the next is read. */
+  private settle(r: Runner, job: Job): void {
+    const batch = job.batch;
+    if (!batch || --batch.open > 0) return;
+    r.batch = null;
+    this.moveTo(r, batch.last);
+    this.pullChanges(r);
+  }
+
+  private retry(r: Runner, job: Job, error: string, retryAfterMs: number | null, now: number, holdAll = false): void {
+    if (!job.batch && job.attempts >= EVALUATION_ATTEMPTS) {
+      this.count(r, { failed: job.request.events, error: `${error} (given up after ${job.attempts} attempts)` });
+      return;
+    }
+    this.count(r, { error });
+    const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (job.attempts - 1));
+    const wait = retryAfterMs ?? backoff / 2 + (this.random() * backoff) / 2;
+    job.dueAt = now + wait;
+    if (holdAll) r.holdUntil = Math.max(r.holdUntil, job.dueAt);
+    (job.batch ? r.changeJobs : r.evaluationJobs).unshift(job);
+  }
+
+  /**
+   * Bad credentials (or a host the outbound setting refuses): the integration pauses instead of
+   * hammering. A change request waits for the pause to end (changes are not lost to a bad key);
+   * evaluations are given up and counted.
+   */
+  private pause(r: Runner, job: Job, error: string, now: number): void {
+    r.holdUntil = now + r.pauseMs;
+    this.deps.log.warn("integration paused", { integration: r.row.id, type: r.row.type, error, resumeInMs: r.pauseMs });
+    r.pauseMs = Math.min(PAUSE_MAX_MS, r.pauseMs * 2);
+    if (job.batch) {
+      this.count(r, { error });
+      job.dueAt = r.holdUntil;
+      r.changeJobs.unshift(job);
+    } else this.count(r, { failed: job.request.events, error });
+  }
+
+  private count(r: Runner, d: { sent?: number; failed?: number; error?: string | null; at?: string | null }): void {
+    r.stats.sent += d.sent ?? 0;
+    r.stats.failed += d.failed ?? 0;
+    if (d.error) r.stats.lastError = clip(d.error);
+    if (d.at) r.stats.lastSentAt = d.at;
+    this.statsTimer ??= setTimeout(() => this.flushStats(), STATS_FLUSH_MS);
+  }
+
+  /** Adds the counters gathered so far to the rows (of one runner, or of all). */
+  private flushStats(only?: Runner): void {
+    if (!only) {
+      clearTimeout(this.statsTimer);
+      this.statsTimer = undefined;
+    }
+    for (const r of only ? [only] : this.runners.values()) {
+      const s = r.stats;
+      if (s.sent === 0 && s.failed === 0 && s.lastError === null && s.lastSentAt === null) continue;
+      r.stats = { sent: 0, failed: 0, lastError: null, lastSentAt: null };
+      try {
+        this.statsQuery.run(s.sent, s.failed, s.lastError, s.lastSentAt, r.row.id);
+      } catch (e) {
+        this.deps.log.warn("integrations: storing stats failed", { integration: r.row.id, error: String(e) });
+      }
+    }
+  }
+}
