@@ -277,7 +277,7 @@ export function pipeline(opts: PipelineOptions) {
       if ((set.headers as unknown) instanceof Headers) set.headers = (set.headers as unknown as Headers).toJSON() as never;
       let err: ApiError;
       if (error instanceof ApiError) err = error;
-      else if (code === "VALIDATION") {
+      else if (code === "VALIDATION" && Array.isArray(error.all)) {
         // A single coerced query value ("property") arrives without its name: find it by value.
         const where = error.type === "property" ? `query.${queryKeyOf(request.url, error.value)}` : error.type;
         err = validationError("Invalid request", validationDetails(where, error.all as never));

@@ -71,6 +71,7 @@ export interface IntegrationSink {
 
 export interface SenderDeps {
   sqlite: Database;
+  /** For `lastSentAt` only: waits, retries and Datadog's seconds run on real time (Date.now). */
   clock: Clock;
   log: Logger;
   config: Pick<Config, "outboundAllowedHosts">;
@@ -251,7 +252,7 @@ export class IntegrationSender implements IntegrationSink {
 
   private everySecond(): void {
     for (const r of this.runners.values()) {
-      if (r.connector.everySecond && r.records.length > 0 && this.deps.clock.now() >= r.holdUntil) this.build(r);
+      if (r.connector.everySecond && r.records.length > 0 && Date.now() >= r.holdUntil) this.build(r);
       this.pullChanges(r);
       this.pump(r);
     }
@@ -278,7 +279,7 @@ export class IntegrationSender implements IntegrationSink {
     }
     const batch: ChangeBatch = { last, open: requests.length };
     r.batch = batch;
-    const now = this.deps.clock.now();
+    const now = Date.now();
     for (const request of requests) r.changeJobs.push({ request, attempts: 0, dueAt: now, batch });
     this.pump(r);
   }
@@ -292,14 +293,14 @@ export class IntegrationSender implements IntegrationSink {
   private build(r: Runner): void {
     const records = r.records;
     r.records = [];
-    const now = this.deps.clock.now();
+    const now = Date.now();
     for (const request of r.connector.evaluations!(records, r.config, now)) r.evaluationJobs.push({ request, attempts: 0, dueAt: now, batch: null });
   }
 
   /** Starts what may start now; sets the runner's timer for what comes due later. */
   private pump(r: Runner): void {
     if (r.stopped) return;
-    const now = this.deps.clock.now();
+    const now = Date.now();
     if (now < r.holdUntil) return this.wakeAt(r, r.holdUntil);
     // New evaluation requests only when nothing older waits and a slot is free: a backlog stays records.
     if (!r.connector.everySecond && r.records.length > 0 && r.evaluationJobs.length === 0 && r.inFlight < r.limit) this.build(r);
@@ -329,7 +330,7 @@ export class IntegrationSender implements IntegrationSink {
     r.timer = setTimeout(() => {
       r.timer = undefined;
       this.pump(r);
-    }, Math.max(0, at - this.deps.clock.now()));
+    }, Math.max(0, at - Date.now()));
   }
 
   private async send(r: Runner, job: Job): Promise<void> {
@@ -358,7 +359,7 @@ export class IntegrationSender implements IntegrationSink {
     }
     r.inFlight--;
     if (r.stopped) return;
-    const now = this.deps.clock.now();
+    const now = Date.now();
     if (response === null) {
       if (blocked) this.pause(r, job, error!, now);
       else this.retry(r, job, error!, null, now);
@@ -367,7 +368,7 @@ export class IntegrationSender implements IntegrationSink {
       switch (outcome.kind) {
         case "sent": {
           r.pauseMs = PAUSE_MS;
-          this.count(r, { sent: outcome.accepted, failed: outcome.rejected, error: outcome.error, at: outcome.accepted > 0 ? iso(now) : null });
+          this.count(r, { sent: outcome.accepted, failed: outcome.rejected, error: outcome.error, at: outcome.accepted > 0 ? iso(this.deps.clock.now()) : null });
           const rest = r.connector.remainder?.(request, response) ?? null;
           if (rest) (job.batch ? r.changeJobs : r.evaluationJobs).unshift({ ...job, request: rest, dueAt: now });
           else this.settle(r, job);

@@ -1,0 +1,303 @@
+/**
+ * The integrations' sender (src/modules/integrations/sender.ts) end to end in process: an
+ * integration of each type created through the API, pointed (apiHost) at a local receiver that
+ * plays that vendor's endpoints and answers as the vendor does; real evaluations and flag
+ * changes through the API; what arrives, what `stats` say; retries after 5xx and 429
+ * (Retry-After) without duplicates past the vendor's ids; a 401 pauses instead of hammering;
+ * a partial failure is not resent whole; disable and delete stop at once; a new context over
+ * the same database sends the changes the old one did not get through (at least once).
+ * The wire format of each vendor is checked in detail by the connector tests beside this one.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { createContext } from "../../src/server";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, until } from "../helpers";
+import { startReceiver, type Received } from "../webhook-receiver";
+
+type Mode = { kind: "ok" } | { kind: "status"; status: number; times: number; headers?: Record<string, string>; body?: unknown } | { kind: "hold"; ms: number };
+let mode: Mode = { kind: "ok" };
+
+/** What a vendor answers when it takes a request, by path. */
+function accepted(r: Received): Response {
+  if (r.path === "/import") return Response.json({ code: 200, num_records_imported: r.json.length, status: "OK" });
+  if (r.path === "/2/httpapi") return Response.json({ code: 200, events_ingested: r.json.events.length, payload_size_bytes: r.bytes.length, server_upload_time: Date.now() });
+  if (r.path === "/v1/batch") return Response.json({ success: true });
+  if (r.path === "/users/track") return Response.json({ message: "success", attributes_processed: r.json.attributes.length }, { status: 201 });
+  if (r.path.startsWith("/api/v2/")) return Response.json({ errors: [] }, { status: 202 });
+  return new Response("ok");
+}
+
+const rx = startReceiver({
+  answer: async (_request, n) => {
+    const r = rx.received[n - 1]!;
+    if (mode.kind === "hold") await Bun.sleep(mode.ms);
+    if (mode.kind === "status" && mode.times > 0) {
+      mode.times--;
+      return new Response(typeof mode.body === "string" ? mode.body : JSON.stringify(mode.body ?? { error: "vendor says no" }), { status: mode.status, headers: mode.headers });
+    }
+    return accepted(r);
+  },
+});
+const HOST = () => `http://127.0.0.1:${rx.port}`;
+afterAll(() => rx.stop());
+
+interface Vendor {
+  type: string;
+  config: () => Record<string, unknown>;
+  /** Evaluation ids (the vendor's dedupe key) of one taken request, or counts for Datadog. */
+  evaluations(r: Received): string[];
+  /** Each change event of one taken request as the actor label and flag key it names. */
+  changes(r: Received): { actor: string; flag: string }[];
+}
+
+const VENDORS: Vendor[] = [
+  {
+    type: "mixpanel",
+    config: () => ({ projectToken: "mp-token", apiHost: HOST() }),
+    evaluations: (r) => (r.path === "/import" ? r.json.filter((e: any) => e.event === "$experiment_started").map((e: any) => e.properties.$insert_id) : []),
+    changes: (r) => (r.path === "/import" ? r.json.filter((e: any) => e.event !== "$experiment_started").map((e: any) => ({ actor: e.properties.actor_label, flag: e.properties.flag_key })) : []),
+  },
+  {
+    type: "amplitude",
+    config: () => ({ apiKey: "amp-key", apiHost: HOST() }),
+    evaluations: (r) => (r.path === "/2/httpapi" ? r.json.events.filter((e: any) => e.event_type === "$exposure").map((e: any) => e.insert_id) : []),
+    changes: (r) => (r.path === "/2/httpapi" ? r.json.events.filter((e: any) => e.event_type !== "$exposure").map((e: any) => ({ actor: e.event_properties.actor_label, flag: e.event_properties.flag_key })) : []),
+  },
+  {
+    type: "segment",
+    config: () => ({ writeKey: "seg-key", apiHost: HOST() }),
+    evaluations: (r) => (r.path === "/v1/batch" ? r.json.batch.filter((m: any) => m.event === "Experiment Viewed").map((m: any) => m.messageId) : []),
+    changes: (r) => (r.path === "/v1/batch" ? r.json.batch.filter((m: any) => m.type === "track" && m.event !== "Experiment Viewed").map((m: any) => ({ actor: m.properties.actor_label, flag: m.properties.flag_key })) : []),
+  },
+  {
+    type: "braze",
+    config: () => ({ apiKey: "braze-key", apiHost: HOST() }),
+    evaluations: (r) => (r.path === "/users/track" ? r.json.attributes.map((a: any) => a.external_id) : []),
+    changes: () => [],
+  },
+  {
+    type: "datadog",
+    config: () => ({ apiKey: "dd-key", apiHost: HOST() }),
+    evaluations: (r) => (r.path === "/api/v2/series" ? r.json.series.flatMap((s: any) => s.points.flatMap((p: any) => Array.from({ length: p.value }, () => `${s.tags.join()}@${p.timestamp}`))) : []),
+    changes: (r) => (r.path === "/api/v2/events" ? [{ actor: r.json.data.attributes.attributes.author.name, flag: r.json.data.attributes.attributes.changed_resource.name }] : []),
+  },
+  {
+    type: "slack",
+    config: () => ({ webhookUrl: `${HOST()}/services/T0001/B0001/xyz` }),
+    evaluations: () => [],
+    changes: (r) => (r.path.startsWith("/services/") ? [{ actor: /^(\S+)/.exec(r.json.text)?.[1] ?? "", flag: /`([^`]+)`/.exec(r.json.text)?.[1] ?? "" }] : []),
+  },
+];
+
+let h: TestApp;
+let admin: Record<string, string>;
+let sdk: Record<string, string>;
+let flagNo = 0;
+
+beforeAll(() => {
+  h = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+  admin = bearer(seedAdminKey(h.ctx, "release-bot"));
+  sdk = bearer(seedApiKey(h.ctx, "full", "default", "production").secret);
+});
+afterAll(() => h.close());
+beforeEach(() => {
+  mode = { kind: "ok" };
+  rx.received.length = 0;
+});
+
+async function createIntegration(type: string, config: Record<string, unknown>, project = "default"): Promise<string> {
+  const body = await json(await h.request("POST", `/v1/projects/${project}/integrations`, { headers: admin, body: { type, config } }), 201);
+  return body.id as string;
+}
+const record = async (id: string) => json(await h.request("GET", `/v1/projects/default/integrations/${id}`, { headers: admin }), 200);
+const remove = async (id: string) => expect((await h.request("DELETE", `/v1/projects/default/integrations/${id}`, { headers: admin })).status).toBe(204);
+
+async function newFlag(): Promise<string> {
+  const key = `flag-${++flagNo}`;
+  await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key, name: key } }), 201);
+  return key;
+}
+async function toggle(flag: string, enabled: boolean): Promise<void> {
+  await json(await h.request("PATCH", `/v1/projects/default/flags/${flag}/environments/production`, { headers: admin, body: { enabled } }), 200);
+}
+async function evaluate(flag: string, users: number, prefix = "user"): Promise<void> {
+  for (let i = 0; i < users; i++) await json(await h.request("POST", "/v1/evaluate", { headers: sdk, body: { flagKey: flag, context: { userId: `${prefix}-${i}` } } }), 200);
+}
+const all = (v: Vendor, pick: "evaluations" | "changes") => rx.received.flatMap((r) => (v[pick] as (r: Received) => unknown[])(r));
+
+describe.each(VENDORS.map((v) => [v.type, v] as const))("%s", (_type, vendor) => {
+  test("evaluations arrive batched, changes with their actor; stats count the events the vendor took", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration(vendor.type, vendor.config());
+    await toggle(flag, true);
+    await evaluate(flag, 40);
+    if (vendor.type !== "braze") await until(`${vendor.type}: the change`, () => all(vendor, "changes").find((c) => c.flag === flag));
+    if (vendor.type !== "slack") await until(`${vendor.type}: 40 evaluations`, () => all(vendor, "evaluations").length >= 40);
+    await Bun.sleep(300);
+    const evaluations = all(vendor, "evaluations");
+    const changes = all(vendor, "changes").filter((c) => c.flag === flag);
+    if (vendor.type === "slack") expect(evaluations).toEqual([]);
+    else {
+      expect(evaluations.length).toBe(40);
+      if (vendor.type !== "datadog") expect(new Set(evaluations).size).toBe(40);
+      // Batched: far fewer requests than evaluations.
+      expect(rx.received.filter((r) => vendor.evaluations(r).length > 0).length).toBeLessThan(5);
+    }
+    if (vendor.type === "braze") expect(changes).toEqual([]);
+    else expect(changes).toEqual([{ actor: "release-bot", flag }]);
+    const { stats } = await until("stats stored", async () => {
+      const r = await record(id);
+      return r.stats.sent === evaluations.length + changes.length && r;
+    });
+    expect(stats).toEqual({ sent: evaluations.length + changes.length, failed: 0, lastError: null, lastSentAt: expect.any(String) });
+    await remove(id);
+  });
+});
+
+describe("failures", () => {
+  const mixpanel = VENDORS[0]!;
+  const amplitude = VENDORS[1]!;
+
+  test("5xx then success: retried with backoff, each event once past the vendor's $insert_id", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration("mixpanel", mixpanel.config());
+    mode = { kind: "status", status: 503, times: 2 };
+    await evaluate(flag, 20);
+    await until("the evaluations through", () => rx.received.filter((r) => r.path === "/import" && vendor200(r)).length > 0 && all(mixpanel, "evaluations").length >= 40, 15_000);
+    const ids = all(mixpanel, "evaluations");
+    // Sent three times (503, 503, 200): the same ids each time, so Mixpanel keeps 20.
+    expect(new Set(ids).size).toBe(20);
+    expect(rx.received.length).toBe(3);
+    const gaps = rx.received.slice(1).map((r, i) => r.at - rx.received[i]!.at);
+    expect(gaps[0]!).toBeGreaterThanOrEqual(450); // 1 s backoff, jitter down to half
+    expect(gaps[1]!).toBeGreaterThanOrEqual(900); // 2 s, jitter down to half
+    const r = await until("stats", async () => ((await record(id)).stats.sent === 20 ? record(id) : false));
+    expect(r.stats).toMatchObject({ sent: 20, failed: 0, lastError: expect.stringContaining("503") });
+    await remove(id);
+  }, 20_000);
+
+  test("429 with Retry-After: the integration holds that long, then sends", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration("amplitude", amplitude.config());
+    mode = { kind: "status", status: 429, times: 1, headers: { "retry-after": "2" }, body: { code: 429, error: "Too many requests for some devices and users" } };
+    await toggle(flag, true);
+    await until("sent after the wait", () => all(amplitude, "changes").some((c) => c.flag === flag), 10_000);
+    expect(rx.received.length).toBe(2);
+    expect(rx.received[1]!.at - rx.received[0]!.at).toBeGreaterThanOrEqual(1900);
+    expect(all(amplitude, "changes")).toEqual([{ actor: "release-bot", flag }]);
+    await remove(id);
+  }, 15_000);
+
+  test("401: lastError says bad credentials, the integration pauses (one request, not one per batch); a new key resumes at once", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration("mixpanel", mixpanel.config());
+    mode = { kind: "status", status: 401, times: 1_000, body: { error: "Invalid project token", status: 0 } };
+    for (let round = 0; round < 4; round++) {
+      await evaluate(flag, 10, `r${round}`);
+      await Bun.sleep(1100);
+    }
+    expect(rx.received.length).toBe(1);
+    const paused = await record(id);
+    expect(paused.stats.lastError).toMatch(/bad credentials/);
+    expect(paused.stats.sent).toBe(0);
+    expect(paused.stats.failed).toBeGreaterThanOrEqual(10);
+    mode = { kind: "ok" };
+    const patched = await json(await h.request("PATCH", `/v1/projects/default/integrations/${id}`, { headers: admin, body: { config: { projectToken: "mp-token-2" } } }), 200);
+    expect(patched.stats.lastError).toBeNull();
+    await toggle(flag, true);
+    await until("sent again", () => all(mixpanel, "changes").some((c) => c.flag === flag));
+    await remove(id);
+  }, 15_000);
+
+  test("a partial failure: the refused events are counted, the others not resent whole (Amplitude's remainder)", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration("amplitude", amplitude.config());
+    // Amplitude's 400 naming bad events: it stored none; the sender resends the rest, once.
+    let first = true;
+    rx.answer = (_req, n) => {
+      const r = rx.received[n - 1]!;
+      if (first && r.path === "/2/httpapi") {
+        first = false;
+        return Response.json({ code: 400, error: "Request missing required field", events_with_invalid_fields: { time: [0, 1] } }, { status: 400 });
+      }
+      return accepted(r);
+    };
+    try {
+      await evaluate(flag, 10);
+      const r = await until("stats", async () => {
+        const got = await record(id);
+        return got.stats.sent + got.stats.failed === 10 && got;
+      });
+      expect(r.stats).toMatchObject({ sent: 8, failed: 2 });
+      expect(rx.received.length).toBe(2);
+      expect(rx.received[1]!.json.events.length).toBe(8);
+    } finally {
+      rx.answer = (req, n) => accepted(rx.received[n - 1]!);
+      await remove(id);
+    }
+  }, 15_000);
+});
+
+function vendor200(_r: Received): boolean {
+  return true;
+}
+
+describe("stopping", () => {
+  test("disable aborts the request in flight and sends nothing more; enabled again, only new changes go", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration("slack", VENDORS[5]!.config());
+    mode = { kind: "hold", ms: 3000 };
+    await toggle(flag, true);
+    await until("the request in flight", () => rx.received.length === 1);
+    const t0 = Date.now();
+    await json(await h.request("PATCH", `/v1/projects/default/integrations/${id}`, { headers: admin, body: { enabled: false } }), 200);
+    await toggle(flag, false);
+    await Bun.sleep(1500);
+    expect(rx.received.length).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(3000);
+    mode = { kind: "ok" };
+    await json(await h.request("PATCH", `/v1/projects/default/integrations/${id}`, { headers: admin, body: { enabled: true } }), 200);
+    await toggle(flag, true);
+    await until("the new change", () => rx.received.length === 2);
+    await Bun.sleep(1200);
+    // The change made while disabled was not sent later.
+    expect(rx.received.length).toBe(2);
+    expect(rx.received[1]!.json.text).toContain("off → on");
+    await remove(id);
+    await toggle(flag, false);
+    await Bun.sleep(1200);
+    expect(rx.received.length).toBe(2);
+  }, 15_000);
+});
+
+describe("restart", () => {
+  test("changes the vendor did not take before a close are sent by the next context over the same database, once each", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration("segment", VENDORS[2]!.config());
+    mode = { kind: "status", status: 500, times: 1_000 };
+    await toggle(flag, true);
+    await toggle(flag, false);
+    await until("tried", () => rx.received.length >= 1);
+    // A second context on the same data dir, as after a restart (the first one's sender stopped).
+    h.ctx.close();
+    mode = { kind: "ok" };
+    rx.received.length = 0;
+    const again = createContext(h.ctx.config, { clock: h.clock });
+    try {
+      const segment = VENDORS[2]!;
+      const got = await until("both changes", () => {
+        const c = all(segment, "changes").filter((x) => x.flag === flag);
+        return c.length >= 2 && c;
+      });
+      expect(got).toEqual([
+        { actor: "release-bot", flag },
+        { actor: "release-bot", flag },
+      ]);
+      const events = rx.received.flatMap((r) => r.json.batch.filter((m: any) => m.type === "track"));
+      expect(events.map((m: any) => m.event)).toEqual(["Feature Flag Enabled", "Feature Flag Disabled"]);
+      expect(id).toMatch(/^int_/);
+    } finally {
+      again.close();
+      h = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+    }
+  }, 20_000);
+});
