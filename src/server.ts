@@ -130,7 +130,7 @@ export function createServices(ctx: AppContext) {
     apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
     audit: auditService({ audit: stores.audit, projects: stores.projects }),
     marketplace: marketplaceService({ catalog: ctx.catalog, downloads: stores.pluginDownloads }),
-    integrations: integrationService({ integrations: stores.integrations, projects: stores.projects, connectors: CONNECTORS, clock }),
+    integrations: integrationService({ integrations: stores.integrations, projects: stores.projects, connectors: CONNECTORS, clock, outbound: new OutboundPolicy(ctx.config.outboundAllowedHosts) }),
     plugins: pluginService({ plugins: stores.plugins, projects: stores.projects, catalog: ctx.catalog, host: ctx.plugins, runtime: stores.pluginRuntime, clock, log: ctx.log }),
   };
 }

@@ -60,6 +60,8 @@ interface Fixture {
   doomedWebhookId: string;
   deliveryId: string;
   pendingDeliveryId: string;
+  /** A disabled integration (Pro) of the column's project. */
+  integrationId: string;
 }
 
 interface Endpoint {
@@ -109,6 +111,12 @@ const ENDPOINTS: Endpoint[] = [
   { group: "admin", method: "GET", path: () => "/v1/admin-keys", ok: 200 },
   { group: "admin", method: "POST", path: () => "/v1/admin-keys", body: () => ({ name: "made" }), ok: 201 },
   { group: "admin", method: "DELETE", path: (f) => `/v1/admin-keys/${f.adminKeyId}`, ok: 204 },
+  { group: "admin", method: "GET", path: () => "/v1/integrations/types", ok: 200 },
+  { group: "admin", method: "GET", path: (f) => `/v1/projects/${f.slug}/integrations`, ok: 200 },
+  { group: "admin", method: "POST", path: (f) => `/v1/projects/${f.slug}/integrations`, body: () => ({ type: "braze", config: { apiKey: "k" }, enabled: false }), ok: 201 },
+  { group: "admin", method: "GET", path: (f) => `/v1/projects/${f.slug}/integrations/${f.integrationId}`, ok: 200 },
+  { group: "admin", method: "PATCH", path: (f) => `/v1/projects/${f.slug}/integrations/${f.integrationId}`, body: () => ({ config: { attributePrefix: `p${++serial}_` } }), ok: 200 },
+  { group: "admin", method: "DELETE", path: (f) => `/v1/projects/${f.slug}/integrations/${f.integrationId}`, ok: 204 },
   { group: "audit", method: "GET", path: (f) => `/v1/projects/${f.slug}/audit-log`, ok: 200 },
   { group: "auditInstance", method: "GET", path: () => "/v1/audit-log", ok: 200 },
   { group: "session", method: "GET", path: () => "/v1/auth/me", ok: 200 },
@@ -162,7 +170,8 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   h.ctx.stores.webhooks.recordEventsNow(project, [{ event: "flag.created", environment: "staging", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
   h.ctx.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE webhook_id = ? AND status = 'pending'", [webhookId]);
   const pendingDeliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'").get(webhookId) as { id: string }).id;
-  return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId, pendingDeliveryId };
+  const integrationId = (await h.services.integrations.create(SYSTEM, slug, { type: "braze", config: { apiKey: "braze-key" }, enabled: false })).id;
+  return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId, pendingDeliveryId, integrationId };
 }
 
 beforeAll(() => {
@@ -185,7 +194,7 @@ COLUMNS.forEach((column, i) => {
     for (const e of ordered) {
       const write = e.method !== "GET";
       const allowed = ALLOWED[e.group][write ? "write" : "read"].includes(column.name);
-      test(`${e.method} ${e.path({ slug: "{slug}", rotateKeyId: "{keyId}", deleteKeyId: "{keyId}", userId: "{userId}", adminKeyId: "{keyId}", sessionId: "{id}", webhookId: "{webhookId}", doomedWebhookId: "{webhookId}", deliveryId: "{deliveryId}", pendingDeliveryId: "{deliveryId}", headers: {} })}: ${allowed ? e.ok : 403}`, async () => {
+      test(`${e.method} ${e.path({ slug: "{slug}", rotateKeyId: "{keyId}", deleteKeyId: "{keyId}", userId: "{userId}", adminKeyId: "{keyId}", sessionId: "{id}", webhookId: "{webhookId}", doomedWebhookId: "{webhookId}", deliveryId: "{deliveryId}", pendingDeliveryId: "{deliveryId}", integrationId: "{integrationId}", headers: {} })}: ${allowed ? e.ok : 403}`, async () => {
         const res = await h.request(e.method, e.path(f), { headers: f.headers, body: e.body?.(f) });
         const text = await res.text();
         if (allowed) {
@@ -209,7 +218,7 @@ COLUMNS.forEach((column, i) => {
 });
 
 describe("without a valid credential", () => {
-  const f: Fixture = { slug: "default", headers: {}, rotateKeyId: "key_x", deleteKeyId: "key_x", userId: "usr_x", adminKeyId: "key_x", sessionId: "sess_x", webhookId: "wh_x", doomedWebhookId: "wh_x", deliveryId: "del_x", pendingDeliveryId: "del_x" };
+  const f: Fixture = { slug: "default", headers: {}, rotateKeyId: "key_x", deleteKeyId: "key_x", userId: "usr_x", adminKeyId: "key_x", sessionId: "sess_x", webhookId: "wh_x", doomedWebhookId: "wh_x", deliveryId: "del_x", pendingDeliveryId: "del_x", integrationId: "int_x" };
   const invalidKey = { error: "UNAUTHORIZED", message: "Invalid or expired API key" };
   const cases: [string, Record<string, string>, Record<string, unknown>][] = [
     // The spec's body, and a pointer at what is missing.

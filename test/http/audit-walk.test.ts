@@ -16,7 +16,7 @@ import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesA
 
 /**
  * Write routes that append no entry, each with its reason. Pro-only stubs are checked to still
- * answer 403 PRO_EDITION_REQUIRED in CE (a built Pro route must leave this list).
+ * answer 403 PRO_EDITION_REQUIRED in CE.
  */
 const EXCLUDED: Record<string, string> = {
   "POST /v1/auth/login": "authentication: issues a token, changes no resource",
@@ -31,7 +31,11 @@ const EXCLUDED: Record<string, string> = {
   "POST /v1/webhook-deliveries/{deliveryId}/redeliver": "a delivery operation: sends an event again, changes no resource",
   "POST /v1/webhook-deliveries/{deliveryId}/attempt-now": "a delivery operation: sends a pending delivery now, changes no resource",
 };
-/** Pro-only stubs: 403 PRO_EDITION_REQUIRED in CE, nothing written. */
+/**
+ * Pro-only write routes: this walk runs CE, where they answer 403 PRO_EDITION_REQUIRED and
+ * write nothing; their entries on Pro (actor, masking, refusals writing nothing) are walked in
+ * test/http/integrations.test.ts.
+ */
 const PRO_ONLY = ["POST /v1/projects/{slug}/integrations", "PATCH /v1/projects/{slug}/integrations/{integrationId}", "DELETE /v1/projects/{slug}/integrations/{integrationId}"];
 
 type Kind = "admin key" | "admin JWT" | "editor JWT" | "mgmt key" | "full key";

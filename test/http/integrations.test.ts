@@ -124,4 +124,20 @@ describe("Pro", () => {
     expect((await json(await h.request("GET", base, { headers: admin }), 200)).integrations).toEqual([]);
     await json(await h.request("GET", "/v1/projects/nope/integrations", { headers: admin }), 404);
   });
+
+  test("a URL of a config is checked against SVC_OUTBOUND_ALLOWED_HOSTS as webhook URLs are; an admin login writes as itself", async () => {
+    const refused = await json(await h.request("POST", base, { headers: admin, body: { type: "datadog", config: { apiKey: "k", apiHost: "http://127.0.0.1:9000" } } }), 400);
+    expect(refused.details).toEqual([{ path: "body.config.apiHost", message: expect.stringContaining("127.0.0.1") }]);
+    const slack = await json(await h.request("POST", base, { headers: admin, body: { type: "slack", config: { webhookUrl: "http://169.254.169.254/services/T/B/X" } } }), 400);
+    expect(slack.details[0].path).toBe("body.config.webhookUrl");
+    expect((await json(await h.request("GET", base, { headers: admin }), 200)).integrations).toEqual([]);
+    const before = lastPosition(h.ctx);
+    const jwt = await userToken(h.ctx, "admin");
+    const created = await json(await h.request("POST", base, { headers: jwt, body: { type: "datadog", config: { apiKey: "dd-secret-1", apiHost: "https://dd-proxy.example.com" }, enabled: false } }), 201);
+    const [entry] = entriesAfter(h.ctx, before);
+    expect(entry).toMatchObject({ actor_type: "user", resource_type: "integration", resource_id: created.id, resource_key: "datadog", action: "created" });
+    expect(entry!.request_id).toEqual(expect.any(String));
+    expect(JSON.stringify(entry)).not.toContain("dd-secret-1");
+    expect((await h.request("DELETE", `${base}/${created.id}`, { headers: jwt })).status).toBe(204);
+  });
 });

@@ -84,7 +84,8 @@ const VENDORS: Vendor[] = [
     type: "slack",
     config: () => ({ webhookUrl: `${HOST()}/services/T0001/B0001/xyz` }),
     evaluations: () => [],
-    changes: (r) => (r.path.startsWith("/services/") ? [{ actor: /^(\S+)/.exec(r.json.text)?.[1] ?? "", flag: /`([^`]+)`/.exec(r.json.text)?.[1] ?? "" }] : []),
+    // "admin key “release-bot” turned on flag *flag-1* in *production* (project default): off → on"
+    changes: (r) => (r.path.startsWith("/services/") ? [{ actor: /“([^”]+)”/.exec(r.json.text)?.[1] ?? "", flag: /flag \*([^*]+)\*/.exec(r.json.text)?.[1] ?? "" }] : []),
   },
 ];
 
@@ -117,7 +118,7 @@ async function newFlag(): Promise<string> {
   return key;
 }
 async function toggle(flag: string, enabled: boolean): Promise<void> {
-  await json(await h.request("PATCH", `/v1/projects/default/flags/${flag}/environments/production`, { headers: admin, body: { enabled } }), 200);
+  await json(await h.request("PUT", `/v1/projects/default/flags/${flag}/states/production`, { headers: admin, body: { enabled } }), 200);
 }
 async function evaluate(flag: string, users: number, prefix = "user"): Promise<void> {
   for (let i = 0; i < users; i++) await json(await h.request("POST", "/v1/evaluate", { headers: sdk, body: { flagKey: flag, context: { userId: `${prefix}-${i}` } } }), 200);
@@ -150,7 +151,7 @@ describe.each(VENDORS.map((v) => [v.type, v] as const))("%s", (_type, vendor) =>
     });
     expect(stats).toEqual({ sent: evaluations.length + changes.length, failed: 0, lastError: null, lastSentAt: expect.any(String) });
     await remove(id);
-  });
+  }, 15_000);
 });
 
 describe("failures", () => {

@@ -307,8 +307,7 @@ export class IntegrationSender implements IntegrationSink {
     let next = Infinity;
     for (const queue of [r.changeJobs, r.evaluationJobs]) {
       // One at a time (Slack): strictly in order, the head only.
-      const scan = r.limit === 1 ? Math.min(queue.length, 1) : queue.length;
-      for (let i = 0; i < scan && r.inFlight < r.limit; ) {
+      for (let i = 0; i < queue.length && r.inFlight < r.limit && (r.limit > 1 || i === 0); ) {
         const job = queue[i]!;
         if (job.dueAt > now) {
           next = Math.min(next, job.dueAt);

@@ -9,6 +9,7 @@
 import { diff, noteSecretChange, whole, type Author, type ChangeDraft } from "../../changes/entry";
 import { notFound, validationError } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
+import type { OutboundPolicy } from "../../lib/outbound";
 import { newId } from "../../lib/ids";
 import { requireProject } from "../projects/service";
 import type { ProjectReader } from "../projects/store";
@@ -32,11 +33,13 @@ export interface IntegrationServiceDeps {
   /** The connectors by type. */
   connectors: Readonly<Record<string, Connector>>;
   clock: Clock;
+  /** SVC_OUTBOUND_ALLOWED_HOSTS: a URL of a config (apiHost, webhookUrl) it refuses is a 400. */
+  outbound: OutboundPolicy;
 }
 
 export type IntegrationService = ReturnType<typeof integrationService>;
 
-export function integrationService({ integrations, projects, connectors, clock }: IntegrationServiceDeps) {
+export function integrationService({ integrations, projects, connectors, clock, outbound }: IntegrationServiceDeps) {
   const connectorOf = (type: string): Connector => {
     const connector = Object.hasOwn(connectors, type) ? connectors[type] : undefined;
     if (!connector) throw validationError("Invalid integration", [{ path: "body.type", message: `Must be one of ${Object.keys(connectors).join(", ")}` }]);
@@ -60,7 +63,7 @@ export function integrationService({ integrations, projects, connectors, clock }
     changes,
   });
   const check = (connector: Connector, config: Record<string, unknown>) => {
-    const details = configErrors(connector, config);
+    const details = configErrors(connector, config, outbound);
     if (details.length > 0) throw validationError(`Invalid configuration for ${connector.type}`, details);
   };
   const requireIntegration = async (slug: string, integrationId: string) => {

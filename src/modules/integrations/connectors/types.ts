@@ -54,6 +54,11 @@ export interface Connector<C extends Record<string, unknown> = Record<string, un
    * twice would overwrite itself).
    */
   everySecond?: boolean;
+  /**
+   * Rules a JSON Schema of one property cannot say (Slack: a webhook URL, or a bot token and a
+   * channel), checked after the schema; one entry per offending key.
+   */
+  check?(config: C): { key: string; message: string }[];
   /** Requests in flight at once for one integration; default 4. Slack: 1 (a channel reads in order). */
   concurrency?: number;
   /** Flag changes -> requests. Absent: the type does not take changes. */
