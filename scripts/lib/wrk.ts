@@ -34,6 +34,8 @@ const pinnedTo = (cpu: number | undefined): string[] => (cpu === undefined ? [] 
 
 export interface WrkResult {
   rps: number;
+  /** Requests completed. */
+  requests: number;
   p50Ms: number;
   p99Ms: number;
   non2xx: number;
@@ -54,10 +56,12 @@ export async function runWrk(opts: {
   body?: string;
   /** Runs wrk on this CPU only (see `pinServer`). */
   cpu?: number;
+  /** Each connection waits this long before each request (wrk's `delay()`): a paced load, not the most it can. */
+  delayMs?: number;
 }): Promise<WrkResult> {
   if (!new URL(opts.url).hostname.startsWith("127.0.0.1")) throw new Error("load tests target 127.0.0.1 only");
   const script = `/tmp/flagsvc-wrk-${process.pid}.lua`;
-  await Bun.write(script, LUA_BODY);
+  await Bun.write(script, opts.delayMs === undefined ? LUA_BODY : `${LUA_BODY}\nfunction delay() return ${opts.delayMs} end\n`);
   const args = [...pinnedTo(opts.cpu), "wrk", "-t1", `-c${opts.connections ?? 50}`, `-d${opts.seconds}s`, "--latency", "-s", script];
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push("-H", `${k}: ${v}`);
   args.push(opts.url);
@@ -72,6 +76,7 @@ export async function runWrk(opts: {
   };
   return {
     rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN),
+    requests: Number(out.match(/(\d+) requests in/)?.[1] ?? NaN),
     p50Ms: ms("50%"),
     p99Ms: ms("99%"),
     non2xx: Number(out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0),
