@@ -173,20 +173,23 @@ export const apiHostField = (vendorDefault: string) =>
     }),
   );
 
-/** A region choice: the keys of `hosts`, default "us". */
+/** A region choice: one of the keys of `hosts`, default "us" (literals: TypeBox's Value checks them, as the API does). */
 export const regionField = <H extends Record<string, string>>(hosts: H, description: string) =>
-  Type.Unsafe<keyof H & string>({ type: "string", enum: Object.keys(hosts), default: "us", description });
+  Type.Optional(Type.Union((Object.keys(hosts) as (keyof H & string)[]).map((k) => Type.Literal(k)), { default: "us", description }));
 
+// Optional: the API stores a config as given (no defaults filled in), so a field with a default may be absent.
 export const trackEvaluationsField = () =>
-  Type.Boolean({ default: true, description: "Send flag evaluations as events (batched, off the request path)." });
+  Type.Optional(Type.Boolean({ default: true, description: "Send flag evaluations as events (batched, off the request path)." }));
 
 export const trackChangesField = () =>
-  Type.Boolean({ default: true, description: "Send an event for each flag change (created, updated, deleted, enabled, disabled), with who made it." });
+  Type.Optional(Type.Boolean({ default: true, description: "Send an event for each flag change (created, updated, deleted, enabled, disabled), with who made it." }));
 
 export const sampleRateField = () =>
-  Type.Number({
-    minimum: 0,
-    maximum: 1,
-    default: 1,
-    description: "Share of evaluations to send, from 0 to 1 (1: all). The choice is made per evaluation from its id, so a retry sends the same ones.",
-  });
+  Type.Optional(
+    Type.Number({
+      minimum: 0,
+      maximum: 1,
+      default: 1,
+      description: "Share of evaluations to send, from 0 to 1 (1: all). The choice is made per evaluation from its id, so a retry sends the same ones.",
+    }),
+  );

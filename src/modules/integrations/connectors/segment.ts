@@ -69,10 +69,12 @@ const configSchema = Type.Object(
     ),
     apiHost: apiHostField("https://api.segment.io, or the region's host"),
     trackEvaluations: trackEvaluationsField(),
-    identifyTraits: Type.Boolean({
-      default: true,
-      description: "With the evaluations, send one Identify per user setting the trait flagsvc_<environment>_<flag key> to the variant served (for audiences and destinations).",
-    }),
+    identifyTraits: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description: "With the evaluations, send one Identify per user setting the trait flagsvc_<environment>_<flag key> to the variant served (for audiences and destinations).",
+      }),
+    ),
     trackChanges: trackChangesField(),
     sampleRate: sampleRateField(),
   },
