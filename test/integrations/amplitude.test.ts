@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { AMPLITUDE_HOSTS, amplitude, type AmplitudeConfig, THROTTLE_PAUSE_MS } from "../../src/modules/integrations/connectors/amplitude";
 import type { VendorRequest } from "../../src/modules/integrations/connectors/types";
 import { type Received, startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./event-vendors";
+import { checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./vendor";
 
 const API_KEY = "0123456789abcdef0123456789abcdef";
 const INVALID_IDS = new Set(["anonymous", "nil", "none", "null", "n/a", "na", "undefined", "unknown", '""', "00000000-0000-0000-0000-000000000000", "{}", "lmy47d", "0", "-1"]);
@@ -82,7 +82,7 @@ describe("amplitude connector", () => {
 
   test("evaluations arrive as $exposure events with flag_key and variant; anonymous ones are left out", async () => {
     vendor.stored.clear();
-    const input = [...records(2), ...records(1, { userId: null }), ...records(1, { userId: "u1", variant: null, evaluatedAt: "2025-06-01T12:00:05.000Z" })];
+    const input = [...records(2), ...records(1, { userId: null }), ...records(1, { userId: "u1", variant: null, evaluatedAt: "2026-11-22T10:00:05.000Z" })];
     const requests = amplitude.evaluations!(input, config());
     expect(requests).toHaveLength(1);
     expect(requests[0]!.events).toBe(3);
@@ -97,7 +97,7 @@ describe("amplitude connector", () => {
       event_type: "$exposure",
       time: Date.parse(input[0]!.evaluatedAt),
       insert_id: expect.stringMatching(/^[0-9a-f]{64}$/),
-      event_properties: { flag_key: "new-checkout", variant: "treatment", enabled: true, reason: "rule_match", rule_id: "rule_1", environment: "production" },
+      event_properties: { flag_key: "checkout-v2", variant: "treatment", enabled: true, reason: "rule_match", rule_id: "rule_1", environment: "production" },
     });
     // A two-character user id is a real id here (min_id_length 1); no variant on an enabled flag: "on".
     expect(got.json.events[2]).toMatchObject({ user_id: "u1", event_properties: { variant: "on" } });
@@ -169,10 +169,10 @@ describe("amplitude connector", () => {
     ]);
     const [enabled, updated] = vendor.receiver.received.at(-1)!.json.events;
     expect(enabled).toMatchObject({
-      user_id: "flagsvc:usr_42",
+      user_id: "flagsvc:usr_1",
       event_type: "Feature Flag Changed",
       time: Date.parse(flagChange().timestamp),
-      event_properties: { change: "enabled", flag_key: "new-checkout", environment: "production", enabled_before: false, enabled_after: true, actor_label: "ada@example.com" },
+      event_properties: { change: "enabled", flag_key: "checkout-v2", environment: "production", enabled_before: false, enabled_after: true, actor_label: "alice@example.com" },
     });
     expect(updated).toMatchObject({ user_id: "flagsvc:ak_1", event_properties: { change: "updated", actor_type: "admin_key" } });
     await deliver(amplitude.changes!([flagChange()], config()));

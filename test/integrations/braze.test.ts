@@ -10,7 +10,7 @@ import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { braze, type BrazeConfig } from "../../src/modules/integrations/connectors/braze";
 import type { EvaluationRecord } from "../../src/modules/integrations/connectors/types";
 import { startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, deliver, evaluation, json } from "./vendor-http";
+import { checkConfigSchema, evaluation, json, send } from "./vendor";
 
 const KEY = "braze-rest-key-1";
 const BLOCKED = "blocked-user";
@@ -91,7 +91,7 @@ describe("braze connector", () => {
         { external_id: "u2", _update_existing_only: true, "flagsvc_checkout-v2": "off" },
       ],
     });
-    const outcome = braze.outcome(request!, await deliver(request!));
+    const outcome = braze.outcome(request!, await send(request!));
     expect(outcome).toEqual({ kind: "sent", accepted: 2, rejected: 0, error: null });
     expect(profiles.get("u1")).toEqual({ "flagsvc_checkout-v2": "treatment", "flagsvc_dark-mode": "on" });
     expect(braze.evaluations!(records, { ...config, environment: "*" })[0]!.events).toBe(3);
@@ -105,7 +105,7 @@ describe("braze connector", () => {
     expect(requests.every((r) => r.events <= 75)).toBe(true);
     let accepted = 0;
     for (const r of requests) {
-      const o = braze.outcome(r, await deliver(r));
+      const o = braze.outcome(r, await send(r));
       expect(o.kind).toBe("sent");
       if (o.kind === "sent") accepted += o.accepted;
     }
@@ -119,12 +119,12 @@ describe("braze connector", () => {
     const [request] = braze.evaluations!(records, config);
     expect(braze.evaluations!(records, config)[0]!.body).toBe(request!.body);
     mode = "error500";
-    const first = braze.outcome(request!, await deliver(request!));
+    const first = braze.outcome(request!, await send(request!));
     expect(first.kind).toBe("retry");
     mode = "normal";
-    expect(braze.outcome(request!, await deliver(request!))).toEqual({ kind: "sent", accepted: 10, rejected: 0, error: null });
+    expect(braze.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 10, rejected: 0, error: null });
     // The 2xx answer was lost: the sender sends the same request again.
-    expect(braze.outcome(request!, await deliver(request!)).kind).toBe("sent");
+    expect(braze.outcome(request!, await send(request!)).kind).toBe("sent");
     expect(changedValues).toBe(10);
     expect(profiles.size).toBe(10);
   });
@@ -132,7 +132,7 @@ describe("braze connector", () => {
   test("a partial failure (Braze's non-fatal errors): the others count, the refused object is rejected, not retried", async () => {
     const records = [evaluation({ userId: "ok-1" }), evaluation({ userId: BLOCKED }), evaluation({ userId: "ok-2" })];
     const [request] = braze.evaluations!(records, config);
-    const outcome = braze.outcome(request!, await deliver(request!));
+    const outcome = braze.outcome(request!, await send(request!));
     expect(outcome.kind).toBe("sent");
     if (outcome.kind !== "sent") return;
     expect(outcome.accepted).toBe(2);
@@ -143,18 +143,18 @@ describe("braze connector", () => {
 
   test("401 bad key: failed, bad credentials; 429: retry after Retry-After; a fatal 400: failed with Braze's message", async () => {
     const [request] = braze.evaluations!([evaluation()], { ...config, apiKey: "wrong" });
-    const unauthorized = braze.outcome(request!, await deliver(request!));
+    const unauthorized = braze.outcome(request!, await send(request!));
     expect(unauthorized.kind).toBe("failed");
     if (unauthorized.kind === "failed") expect(unauthorized.error).toStartWith("bad credentials: braze answered HTTP 401");
 
     const [good] = braze.evaluations!([evaluation()], config);
     mode = "rateLimited";
-    expect(braze.outcome(good!, await deliver(good!))).toMatchObject({ kind: "retry", retryAfterMs: 7_000 });
+    expect(braze.outcome(good!, await send(good!))).toMatchObject({ kind: "retry", retryAfterMs: 7_000 });
     // Without Retry-After, Braze's X-RateLimit-Reset (a UNIX time) says how long.
     const reset = braze.outcome(good!, { status: 429, headers: { "X-RateLimit-Reset": String(Math.floor(Date.now() / 1000) + 20) }, body: "" });
     expect(reset.kind === "retry" && reset.retryAfterMs! > 15_000 && reset.retryAfterMs! <= 20_000).toBe(true);
 
     mode = "fatal";
-    expect(braze.outcome(good!, await deliver(good!))).toEqual({ kind: "failed", error: "braze answered HTTP 400: Bad Request" });
+    expect(braze.outcome(good!, await send(good!))).toEqual({ kind: "failed", error: "braze answered HTTP 400: Bad Request" });
   });
 });

@@ -9,7 +9,7 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { closedSeconds, datadog, DATADOG_METRIC, type DatadogConfig } from "../../src/modules/integrations/connectors/datadog";
 import { startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, deliver, evaluation, flagChange, json } from "./vendor-http";
+import { checkConfigSchema, evaluation, flagChange, json, send } from "./vendor";
 
 const KEY = "dd-api-key-1";
 
@@ -118,7 +118,7 @@ describe("datadog connector", () => {
         },
       ],
     });
-    expect(datadog.outcome(request!, await deliver(request!))).toEqual({ kind: "sent", accepted: 5, rejected: 0, error: null });
+    expect(datadog.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 5, rejected: 0, error: null });
     expect(total()).toBe(5);
   });
 
@@ -128,7 +128,7 @@ describe("datadog connector", () => {
     expect(requests.length).toBeGreaterThan(1);
     expect(requests.every((r) => Buffer.byteLength(r.body) <= 512_000)).toBe(true);
     expect(requests.reduce((n, r) => n + r.events, 0)).toBe(20_000);
-    for (const r of requests) expect(datadog.outcome(r, await deliver(r)).kind).toBe("sent");
+    for (const r of requests) expect(datadog.outcome(r, await send(r)).kind).toBe("sent");
     expect(total()).toBe(20_000);
   });
 
@@ -137,10 +137,10 @@ describe("datadog connector", () => {
     const [request] = datadog.evaluations!(records, config);
     expect(datadog.evaluations!(records, config)[0]!.body).toBe(request!.body);
     mode = "error503";
-    expect(datadog.outcome(request!, await deliver(request!))).toMatchObject({ kind: "retry", retryAfterMs: null });
+    expect(datadog.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", retryAfterMs: null });
     mode = "normal";
-    expect(datadog.outcome(request!, await deliver(request!)).kind).toBe("sent");
-    expect(datadog.outcome(request!, await deliver(request!)).kind).toBe("sent");
+    expect(datadog.outcome(request!, await send(request!)).kind).toBe("sent");
+    expect(datadog.outcome(request!, await send(request!)).kind).toBe("sent");
     expect(total()).toBe(100);
   });
 
@@ -185,7 +185,7 @@ describe("datadog connector", () => {
         },
       },
     });
-    expect(datadog.outcome(request!, await deliver(request!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: null });
+    expect(datadog.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: null });
     expect(events.length).toBe(1);
     const two = datadog.changes!([change, flagChange({ id: "evt_2", event: "flag.created", actor: { type: "user", id: "u", label: "bob@example.com" } })], config);
     expect(two.length).toBe(2);
@@ -195,21 +195,21 @@ describe("datadog connector", () => {
 
   test("403 bad key: failed, bad credentials; 429: retry (Retry-After, else X-RateLimit-Reset); 202 with dropped points: sent, the error kept; 400: failed", async () => {
     const [metrics] = datadog.evaluations!([evaluation()], { ...config, apiKey: "wrong" });
-    const forbidden = datadog.outcome(metrics!, await deliver(metrics!));
+    const forbidden = datadog.outcome(metrics!, await send(metrics!));
     expect(forbidden).toEqual({ kind: "failed", error: 'bad credentials: datadog answered HTTP 403: {"errors":["Forbidden"]}' });
     const [change] = datadog.changes!([flagChange()], { ...config, apiKey: "wrong" });
-    expect(datadog.outcome(change!, await deliver(change!)).kind).toBe("failed");
+    expect(datadog.outcome(change!, await send(change!)).kind).toBe("failed");
 
     const [good] = datadog.evaluations!([evaluation()], config);
     mode = "rateLimited";
-    expect(datadog.outcome(good!, await deliver(good!))).toMatchObject({ kind: "retry", retryAfterMs: 12_000 });
+    expect(datadog.outcome(good!, await send(good!))).toMatchObject({ kind: "retry", retryAfterMs: 12_000 });
     expect(datadog.outcome(good!, { status: 429, headers: { "Retry-After": "3", "x-ratelimit-reset": "12" }, body: "" })).toMatchObject({ retryAfterMs: 3_000 });
 
     mode = "dropsPoints";
-    expect(datadog.outcome(good!, await deliver(good!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: "datadog: Point timestamp is more than 1 hour in the past" });
+    expect(datadog.outcome(good!, await send(good!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: "datadog: Point timestamp is more than 1 hour in the past" });
 
     mode = "normal";
     const broken = { ...good!, body: JSON.stringify({ series: [{ metric: DATADOG_METRIC }] }) };
-    expect(datadog.outcome(broken, await deliver(broken))).toEqual({ kind: "failed", error: "datadog answered HTTP 400: Payload is not in the expected format" });
+    expect(datadog.outcome(broken, await send(broken))).toEqual({ kind: "failed", error: "datadog answered HTTP 400: Payload is not in the expected format" });
   });
 });

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { MIXPANEL_HOSTS, mixpanel, type MixpanelConfig } from "../../src/modules/integrations/connectors/mixpanel";
 import type { VendorRequest } from "../../src/modules/integrations/connectors/types";
 import { type Received, startReceiver } from "../webhook-receiver";
-import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./event-vendors";
+import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./vendor";
 
 const TOKEN = "mp-project-token-1234";
 const DISALLOWED_IDS = new Set(["00000000-0000-0000-0000-000000000000", "anon", "anonymous", "nil", "none", "null", "n/a", "na", "undefined", "unknown", "<nil>", "0", "-1", "true", "false", "[]", "{}"]);
@@ -74,7 +74,7 @@ describe("mixpanel connector", () => {
 
   test("evaluations arrive as $experiment_started exposures with the documented fields", async () => {
     vendor.stored.clear();
-    const input = [...records(2), ...records(1, { userId: null, variant: null, enabled: false, evaluatedAt: "2025-06-01T12:00:01.000Z" })];
+    const input = [...records(2), ...records(1, { userId: null, variant: null, enabled: false, evaluatedAt: "2026-11-22T10:00:01.000Z" })];
     const requests = mixpanel.evaluations!(input, config());
     expect(requests).toHaveLength(1);
     expect(requests[0]!.events).toBe(3);
@@ -92,9 +92,9 @@ describe("mixpanel connector", () => {
         distinct_id: "user-0",
         $insert_id: expect.stringMatching(/^[0-9a-f]{36}$/),
         ip: 0,
-        "Experiment name": "new-checkout",
+        "Experiment name": "checkout-v2",
         "Variant name": "treatment",
-        flag_key: "new-checkout",
+        flag_key: "checkout-v2",
         variant: "treatment",
         enabled: true,
         reason: "rule_match",
@@ -160,21 +160,21 @@ describe("mixpanel connector", () => {
       event: "Feature Flag Changed",
       properties: {
         time: Date.parse(flagChange().timestamp),
-        distinct_id: "flagsvc:usr_42",
+        distinct_id: "flagsvc:usr_1",
         $insert_id: expect.stringMatching(/^[0-9a-f]{36}$/),
         ip: 0,
         change: "enabled",
-        flag_key: "new-checkout",
+        flag_key: "checkout-v2",
         project: "shop",
         environment: "production",
         enabled_before: false,
         enabled_after: true,
-        rollout_before: 20,
-        rollout_after: 20,
+        rollout_before: 10,
+        rollout_after: 50,
         actor_type: "user",
-        actor_id: "usr_42",
-        actor_label: "ada@example.com",
-        event_id: "evt_01J0000000000000000000000A",
+        actor_id: "usr_1",
+        actor_label: "alice@example.com",
+        event_id: "evt_01JD5Q2M7W3K9X",
       },
     });
     // Resent (at least once delivery): the same $insert_id, stored once.

@@ -11,7 +11,7 @@ import { SEGMENT_HOSTS, segment, type SegmentConfig } from "../../src/modules/in
 import type { VendorRequest } from "../../src/modules/integrations/connectors/types";
 import { VERSION } from "../../src/version";
 import { type Received, startReceiver } from "../webhook-receiver";
-import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./event-vendors";
+import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./vendor";
 
 const WRITE_KEY = "seg-write-key-0123456789abcdef0";
 const TYPES = new Set(["identify", "track", "page", "screen", "group", "alias"]);
@@ -87,8 +87,8 @@ describe("segment connector", () => {
       ...records(2),
       ...records(1, { userId: null }),
       // user-0 again, later, another flag and the first flag's newer variant.
-      ...records(1, { userId: "user-0", flagKey: "dark-mode", variant: null, evaluatedAt: "2025-06-01T12:00:01.000Z" }),
-      ...records(1, { userId: "user-0", variant: "control", evaluatedAt: "2025-06-01T12:00:02.000Z" }),
+      ...records(1, { userId: "user-0", flagKey: "dark-mode", variant: null, evaluatedAt: "2026-11-22T10:00:01.000Z" }),
+      ...records(1, { userId: "user-0", variant: "control", evaluatedAt: "2026-11-22T10:00:02.000Z" }),
     ];
     const requests = segment.evaluations!(input, config());
     expect(requests).toHaveLength(1);
@@ -108,11 +108,11 @@ describe("segment connector", () => {
       event: "Experiment Viewed",
       timestamp: input[0]!.evaluatedAt,
       properties: {
-        experiment_id: "new-checkout",
-        experiment_name: "new-checkout",
+        experiment_id: "checkout-v2",
+        experiment_name: "checkout-v2",
         variation_id: "treatment",
         variation_name: "treatment",
-        flag_key: "new-checkout",
+        flag_key: "checkout-v2",
         variant: "treatment",
         enabled: true,
         reason: "rule_match",
@@ -123,10 +123,10 @@ describe("segment connector", () => {
     });
     const identify = messages().find((m) => m.type === "identify" && m.userId === "user-0");
     expect(identify).toMatchObject({
-      timestamp: "2025-06-01T12:00:02.000Z",
-      traits: { "flagsvc_production_new-checkout": "control", "flagsvc_production_dark-mode": "on" },
+      timestamp: "2026-11-22T10:00:02.000Z",
+      traits: { "flagsvc_production_checkout-v2": "control", "flagsvc_production_dark-mode": "on" },
     });
-    expect(messages().find((m) => m.type === "identify" && m.userId === "user-1")!.traits).toEqual({ "flagsvc_production_new-checkout": "control" });
+    expect(messages().find((m) => m.type === "identify" && m.userId === "user-1")!.traits).toEqual({ "flagsvc_production_checkout-v2": "control" });
     expect(vendor.dropped()).toBe(0);
   });
 
@@ -151,7 +151,7 @@ describe("segment connector", () => {
 
   test("a user evaluated on many flags at once gets several Identifies, each under Segment's 32 KB a message", async () => {
     vendor.stored.clear();
-    const input = Array.from({ length: 1500 }, (_, i) => records(1, { flagKey: `flag-number-${String(i).padStart(4, "0")}`, evaluatedAt: new Date(Date.parse("2025-06-01T12:00:00.000Z") + i).toISOString() })[0]!);
+    const input = Array.from({ length: 1500 }, (_, i) => records(1, { flagKey: `flag-number-${String(i).padStart(4, "0")}`, evaluatedAt: new Date(Date.parse("2026-11-22T10:00:00.000Z") + i).toISOString() })[0]!);
     const requests = segment.evaluations!(input, config());
     const outcomes = await deliver(requests);
     expect(outcomes.every((o) => o.kind === "sent")).toBe(true);
@@ -197,10 +197,10 @@ describe("segment connector", () => {
     const [enabled, deleted] = messages();
     expect(enabled).toMatchObject({
       type: "track",
-      userId: "flagsvc:usr_42",
+      userId: "flagsvc:usr_1",
       event: "Feature Flag Enabled",
       timestamp: flagChange().timestamp,
-      properties: { change: "enabled", flag_key: "new-checkout", project: "shop", environment: "production", enabled_before: false, enabled_after: true, actor_label: "ada@example.com", event_id: "evt_01J0000000000000000000000A" },
+      properties: { change: "enabled", flag_key: "checkout-v2", project: "shop", environment: "production", enabled_before: false, enabled_after: true, actor_label: "alice@example.com", event_id: "evt_01JD5Q2M7W3K9X" },
     });
     expect(deleted).toMatchObject({ event: "Feature Flag Deleted", userId: "flagsvc:cli:bob", properties: { actor_type: "cli" } });
     await deliver(segment.changes!(changes, config()));
