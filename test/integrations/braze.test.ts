@@ -10,7 +10,7 @@ import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { braze, type BrazeConfig } from "../../src/modules/integrations/connectors/braze";
 import type { EvaluationRecord } from "../../src/modules/integrations/connectors/types";
 import { startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, evaluation, json, send } from "./vendor";
+import { checkConfigSchema, evaluation, json, NOW, send } from "./vendor";
 
 const KEY = "braze-rest-key-1";
 const BLOCKED = "blocked-user";
@@ -79,7 +79,7 @@ describe("braze connector", () => {
       evaluation({ userId: null }),
       evaluation({ userId: "u3", environment: "staging" }),
     ];
-    const [request, ...more] = braze.evaluations!(records, config);
+    const [request, ...more] = braze.evaluations!(records, config, NOW);
     expect(more).toEqual([]);
     expect(request!.method).toBe("POST");
     expect(request!.url).toBe(`http://127.0.0.1:${rx.port}/users/track`);
@@ -94,13 +94,13 @@ describe("braze connector", () => {
     const outcome = braze.outcome(request!, await send(request!));
     expect(outcome).toEqual({ kind: "sent", accepted: 2, rejected: 0, error: null });
     expect(profiles.get("u1")).toEqual({ "flagsvc_checkout-v2": "treatment", "flagsvc_dark-mode": "on" });
-    expect(braze.evaluations!(records, { ...config, environment: "*" })[0]!.events).toBe(3);
-    expect(braze.evaluations!(records, { ...config, attributePrefix: "ff_", updateExistingOnly: false })[0]!.body).toContain('"_update_existing_only":false,"ff_checkout-v2":"treatment"');
+    expect(braze.evaluations!(records, { ...config, environment: "*" }, NOW)[0]!.events).toBe(3);
+    expect(braze.evaluations!(records, { ...config, attributePrefix: "ff_", updateExistingOnly: false }, NOW)[0]!.body).toContain('"_update_existing_only":false,"ff_checkout-v2":"treatment"');
   });
 
   test("2,001 users: 27 requests of at most 75 objects (41 of 50 with batchSize 50), every user stored once", async () => {
     const records = Array.from({ length: 2_001 }, (_, i) => evaluation({ userId: `user-${i}` }));
-    const requests = braze.evaluations!(records, config);
+    const requests = braze.evaluations!(records, config, NOW);
     expect(requests.length).toBe(27);
     expect(requests.every((r) => r.events <= 75)).toBe(true);
     let accepted = 0;
@@ -111,13 +111,13 @@ describe("braze connector", () => {
     }
     expect(accepted).toBe(2_001);
     expect(profiles.size).toBe(2_001);
-    expect(braze.evaluations!(records, { ...config, batchSize: 50 }).length).toBe(41);
+    expect(braze.evaluations!(records, { ...config, batchSize: 50 }, NOW).length).toBe(41);
   });
 
   test("deterministic: the same records give the same bodies; a resend after a 500 changes nothing twice", async () => {
     const records = Array.from({ length: 10 }, (_, i) => evaluation({ userId: `u${i}`, variant: i % 2 ? "a" : "b" }));
-    const [request] = braze.evaluations!(records, config);
-    expect(braze.evaluations!(records, config)[0]!.body).toBe(request!.body);
+    const [request] = braze.evaluations!(records, config, NOW);
+    expect(braze.evaluations!(records, config, NOW)[0]!.body).toBe(request!.body);
     mode = "error500";
     const first = braze.outcome(request!, await send(request!));
     expect(first.kind).toBe("retry");
@@ -131,7 +131,7 @@ describe("braze connector", () => {
 
   test("a partial failure (Braze's non-fatal errors): the others count, the refused object is rejected, not retried", async () => {
     const records = [evaluation({ userId: "ok-1" }), evaluation({ userId: BLOCKED }), evaluation({ userId: "ok-2" })];
-    const [request] = braze.evaluations!(records, config);
+    const [request] = braze.evaluations!(records, config, NOW);
     const outcome = braze.outcome(request!, await send(request!));
     expect(outcome.kind).toBe("sent");
     if (outcome.kind !== "sent") return;
@@ -142,12 +142,12 @@ describe("braze connector", () => {
   });
 
   test("401 bad key: failed, bad credentials; 429: retry after Retry-After; a fatal 400: failed with Braze's message", async () => {
-    const [request] = braze.evaluations!([evaluation()], { ...config, apiKey: "wrong" });
+    const [request] = braze.evaluations!([evaluation()], { ...config, apiKey: "wrong" }, NOW);
     const unauthorized = braze.outcome(request!, await send(request!));
     expect(unauthorized.kind).toBe("failed");
     if (unauthorized.kind === "failed") expect(unauthorized.error).toStartWith("bad credentials: braze answered HTTP 401");
 
-    const [good] = braze.evaluations!([evaluation()], config);
+    const [good] = braze.evaluations!([evaluation()], config, NOW);
     mode = "rateLimited";
     expect(braze.outcome(good!, await send(good!))).toMatchObject({ kind: "retry", retryAfterMs: 7_000 });
     // Without Retry-After, Braze's X-RateLimit-Reset (a UNIX time) says how long.

@@ -9,7 +9,7 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { closedSeconds, datadog, DATADOG_METRIC, type DatadogConfig } from "../../src/modules/integrations/connectors/datadog";
 import { startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, evaluation, flagChange, json, send } from "./vendor";
+import { checkConfigSchema, evaluation, flagChange, json, NOW, send } from "./vendor";
 
 const KEY = "dd-api-key-1";
 
@@ -77,10 +77,10 @@ describe("datadog connector", () => {
     checkConfigSchema(datadog, { apiKey: "k" }, ["apiKey", "applicationKey"]);
     expect(datadog.category).toBe("monitoring");
     const eu = { apiKey: "k", site: "datadoghq.eu" } as const;
-    expect(datadog.evaluations!([evaluation()], eu)[0]!.url).toBe("https://api.datadoghq.eu/api/v2/series");
+    expect(datadog.evaluations!([evaluation()], eu, NOW)[0]!.url).toBe("https://api.datadoghq.eu/api/v2/series");
     expect(datadog.changes!([flagChange()], eu)[0]!.url).toBe("https://event-management-intake.datadoghq.eu/api/v2/events");
-    expect(datadog.evaluations!([evaluation()], { apiKey: "k" })[0]!.url).toBe("https://api.datadoghq.com/api/v2/series");
-    expect(datadog.evaluations!([evaluation()], { ...config, trackEvaluations: false })).toEqual([]);
+    expect(datadog.evaluations!([evaluation()], { apiKey: "k" }, NOW)[0]!.url).toBe("https://api.datadoghq.com/api/v2/series");
+    expect(datadog.evaluations!([evaluation()], { ...config, trackEvaluations: false }, NOW)).toEqual([]);
     expect(datadog.changes!([flagChange()], { ...config, trackChanges: false })).toEqual([]);
   });
 
@@ -92,7 +92,7 @@ describe("datadog connector", () => {
       evaluation({ evaluatedAt: "2026-11-22T10:00:01.000Z" }),
       evaluation({ variant: "Treatment A", evaluatedAt: "2026-11-22T10:00:00.000Z" }),
     ];
-    const [request, ...more] = datadog.evaluations!(records, { ...config, tags: ["team:payments"] });
+    const [request, ...more] = datadog.evaluations!(records, { ...config, tags: ["team:payments"] }, NOW);
     expect(more).toEqual([]);
     expect(request!.headers["dd-api-key"]).toBe(KEY);
     expect(request!.events).toBe(5);
@@ -124,7 +124,7 @@ describe("datadog connector", () => {
 
   test("20,000 evaluations over 5,000 flags: split under the 500 KB payload limit, every one counted", async () => {
     const records = Array.from({ length: 20_000 }, (_, i) => evaluation({ flagKey: `flag-${i % 5_000}`, evaluatedAt: `2026-11-22T10:00:0${i % 4}.000Z` }));
-    const requests = datadog.evaluations!(records, config);
+    const requests = datadog.evaluations!(records, config, NOW);
     expect(requests.length).toBeGreaterThan(1);
     expect(requests.every((r) => Buffer.byteLength(r.body) <= 512_000)).toBe(true);
     expect(requests.reduce((n, r) => n + r.events, 0)).toBe(20_000);
@@ -134,8 +134,8 @@ describe("datadog connector", () => {
 
   test("deterministic; a resend after a 503 (and of a request already taken) overwrites its own points: counted once", async () => {
     const records = Array.from({ length: 100 }, (_, i) => evaluation({ enabled: i % 3 === 0, evaluatedAt: `2026-11-22T10:00:0${i % 5}.000Z` }));
-    const [request] = datadog.evaluations!(records, config);
-    expect(datadog.evaluations!(records, config)[0]!.body).toBe(request!.body);
+    const [request] = datadog.evaluations!(records, config, NOW);
+    expect(datadog.evaluations!(records, config, NOW)[0]!.body).toBe(request!.body);
     mode = "error503";
     expect(datadog.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", retryAfterMs: null });
     mode = "normal";
@@ -194,13 +194,13 @@ describe("datadog connector", () => {
   });
 
   test("403 bad key: failed, bad credentials; 429: retry (Retry-After, else X-RateLimit-Reset); 202 with dropped points: sent, the error kept; 400: failed", async () => {
-    const [metrics] = datadog.evaluations!([evaluation()], { ...config, apiKey: "wrong" });
+    const [metrics] = datadog.evaluations!([evaluation()], { ...config, apiKey: "wrong" }, NOW);
     const forbidden = datadog.outcome(metrics!, await send(metrics!));
     expect(forbidden).toEqual({ kind: "failed", error: 'bad credentials: datadog answered HTTP 403: {"errors":["Forbidden"]}' });
     const [change] = datadog.changes!([flagChange()], { ...config, apiKey: "wrong" });
     expect(datadog.outcome(change!, await send(change!)).kind).toBe("failed");
 
-    const [good] = datadog.evaluations!([evaluation()], config);
+    const [good] = datadog.evaluations!([evaluation()], config, NOW);
     mode = "rateLimited";
     expect(datadog.outcome(good!, await send(good!))).toMatchObject({ kind: "retry", retryAfterMs: 12_000 });
     expect(datadog.outcome(good!, { status: 429, headers: { "Retry-After": "3", "x-ratelimit-reset": "12" }, body: "" })).toMatchObject({ retryAfterMs: 3_000 });

@@ -86,18 +86,18 @@ export function checkConfigSchema(connector: Connector<any>, minimal: Record<str
  * rebuild); without apiHost the region's host is used, and "us" without a region.
  */
 export function checkSwitches(connector: Connector<any>, config: Record<string, unknown>, euUrl: string, usUrl: string): void {
-  expect(connector.evaluations!(records(3), { ...config, trackEvaluations: false })).toEqual([]);
+  expect(connector.evaluations!(records(3), { ...config, trackEvaluations: false }, NOW)).toEqual([]);
   expect(connector.changes!([flagChange()], { ...config, trackChanges: false })).toEqual([]);
-  expect(connector.evaluations!(records(10), { ...config, sampleRate: 0 })).toEqual([]);
+  expect(connector.evaluations!(records(10), { ...config, sampleRate: 0 }, NOW)).toEqual([]);
   const count = (requests: VendorRequest[]) => requests.reduce((n, r) => n + r.events, 0);
-  const half = connector.evaluations!(records(1000), { ...config, sampleRate: 0.5 });
-  const ratio = count(half) / count(connector.evaluations!(records(1000), config));
+  const half = connector.evaluations!(records(1000), { ...config, sampleRate: 0.5 }, NOW);
+  const ratio = count(half) / count(connector.evaluations!(records(1000), config, NOW));
   expect(ratio).toBeGreaterThan(0.4);
   expect(ratio).toBeLessThan(0.6);
-  expect(connector.evaluations!(records(1000), { ...config, sampleRate: 0.5 })).toEqual(half);
+  expect(connector.evaluations!(records(1000), { ...config, sampleRate: 0.5 }, NOW)).toEqual(half);
   const { apiHost: _, region: __, ...noHost } = config;
-  expect(connector.evaluations!(records(1), { ...noHost, region: "eu" })[0]!.url).toBe(euUrl);
-  expect(connector.evaluations!(records(1), noHost)[0]!.url).toBe(usUrl);
+  expect(connector.evaluations!(records(1), { ...noHost, region: "eu" }, NOW)[0]!.url).toBe(euUrl);
+  expect(connector.evaluations!(records(1), noHost, NOW)[0]!.url).toBe(usUrl);
 }
 
 /** A receiver playing a vendor: what it stored (deduped as the vendor does) and how it answers next. */
@@ -140,6 +140,8 @@ export async function checkRetriedThenTaken<M extends string>(connector: Connect
 
 /** When the sample records were evaluated and the sample change was made. */
 export const T0 = Date.parse("2026-11-22T10:00:00.000Z");
+/** The sender's clock when it hands the sample records over (`nowMs` of `evaluations`). */
+export const NOW = T0 + 1_500;
 
 let seq = 0;
 /** One evaluation record of flag checkout-v2 (no variant, on) by a user of its own. */

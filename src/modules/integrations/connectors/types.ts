@@ -47,7 +47,15 @@ export interface Connector<C extends Record<string, unknown> = Record<string, un
   /** JSON Schema of the config (TypeBox `t.Object`), secrets marked `secret: true`, defaults given, optional `apiHost`. */
   configSchema: TObject;
   /** Evaluation records -> requests, split at the vendor's batch limits. Absent: the type does not take evaluations. */
-  evaluations?(records: readonly EvaluationRecord[], config: C): VendorRequest[];
+  evaluations?(records: readonly EvaluationRecord[], config: C, nowMs: number): VendorRequest[];
+  /**
+   * The sender hands this connector evaluations once a second, everything it received in that
+   * second, never more often (Datadog: one count point per series per second; a second sent
+   * twice would overwrite itself).
+   */
+  everySecond?: boolean;
+  /** Requests in flight at once for one integration; default 4. Slack: 1 (a channel reads in order). */
+  concurrency?: number;
   /** Flag changes -> requests. Absent: the type does not take changes. */
   changes?(changes: readonly FlagChangeEvent[], config: C): VendorRequest[];
   /** How the sender must treat the vendor's answer to `request`. */
