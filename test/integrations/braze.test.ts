@@ -145,7 +145,7 @@ describe("braze connector", () => {
     const [request] = braze.evaluations!([evaluation()], { ...config, apiKey: "wrong" }, NOW);
     const unauthorized = braze.outcome(request!, await send(request!));
     expect(unauthorized.kind).toBe("failed");
-    if (unauthorized.kind === "failed") expect(unauthorized.error).toStartWith("bad credentials: braze answered HTTP 401");
+    if (unauthorized.kind === "failed") expect(unauthorized.error).toBe("bad credentials: Braze answered HTTP 401: Invalid API key: unknown or missing REST API Key");
 
     const [good] = braze.evaluations!([evaluation()], config, NOW);
     mode = "rateLimited";
@@ -155,6 +155,6 @@ describe("braze connector", () => {
     expect(reset.kind === "retry" && reset.retryAfterMs! > 15_000 && reset.retryAfterMs! <= 20_000).toBe(true);
 
     mode = "fatal";
-    expect(braze.outcome(good!, await send(good!))).toEqual({ kind: "failed", error: "braze answered HTTP 400: Bad Request" });
+    expect(braze.outcome(good!, await send(good!))).toEqual({ kind: "failed", error: "Braze answered HTTP 400: Bad Request" });
   });
 });

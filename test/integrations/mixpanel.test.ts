@@ -137,7 +137,7 @@ describe("mixpanel connector", () => {
     const [request] = mixpanel.evaluations!(records(2), config({ projectToken: "wrong" }), NOW);
     const outcome = mixpanel.outcome(request!, await send(request!));
     expect(outcome.kind).toBe("failed");
-    expect(outcome.kind === "failed" && outcome.error).toStartWith("bad credentials: Mixpanel answered 401");
+    expect(outcome.kind === "failed" && outcome.error).toStartWith("bad credentials: Mixpanel answered HTTP 401: Invalid username or password");
     expect(vendor.stored.size).toBe(0);
   });
 

@@ -165,7 +165,7 @@ describe("segment connector", () => {
     const [request] = segment.evaluations!(records(1), config(), NOW);
     const broken = { ...request!, body: request!.body.slice(0, -5) };
     const outcome = segment.outcome(broken, await send(broken));
-    expect(outcome).toEqual({ kind: "failed", error: expect.stringContaining("Segment refused the request: 400") });
+    expect(outcome).toEqual({ kind: "failed", error: "Segment answered HTTP 400: Invalid JSON" });
   });
 
   test("a wrong write key: Segment answers 200 and drops the batch (undetectable); with OAuth enforced, 401 is failed as bad credentials", async () => {
@@ -178,7 +178,7 @@ describe("segment connector", () => {
     vendor.next("oauth");
     const outcome = segment.outcome(request!, await send(request!));
     expect(outcome.kind).toBe("failed");
-    expect(outcome.kind === "failed" && outcome.error).toStartWith("bad credentials: Segment answered 401");
+    expect(outcome.kind === "failed" && outcome.error).toStartWith("bad credentials: Segment answered HTTP 401: Unauthorized");
   });
 
   test("429 is retried after Retry-After, or X-RateLimit-Reset; the resend is counted once", async () => {

@@ -114,11 +114,11 @@ describe("slack connector", () => {
     expect(slack.changes!([flagChange()], { botToken: TOKEN, channel: CHANNEL })[0]!.url).toBe("https://slack.com/api/chat.postMessage");
 
     const [badToken] = slack.changes!([flagChange()], { ...viaBot, botToken: "xoxb-revoked" });
-    expect(slack.outcome(badToken!, await send(badToken!))).toEqual({ kind: "failed", error: "bad credentials: slack answered invalid_auth (HTTP 200)" });
+    expect(slack.outcome(badToken!, await send(badToken!))).toEqual({ kind: "failed", error: "bad credentials: Slack answered HTTP 200: invalid_auth" });
     const [badChannel] = slack.changes!([flagChange()], { ...viaBot, channel: "C-GONE" });
-    expect(slack.outcome(badChannel!, await send(badChannel!))).toEqual({ kind: "failed", error: "slack answered channel_not_found (HTTP 200)" });
+    expect(slack.outcome(badChannel!, await send(badChannel!))).toEqual({ kind: "failed", error: "Slack answered HTTP 200: channel_not_found" });
     mode = "internalError";
-    expect(slack.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", error: "slack answered internal_error (HTTP 200)" });
+    expect(slack.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", error: "Slack answered HTTP 200: internal_error" });
     mode = "rateLimited";
     expect(slack.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", retryAfterMs: 30_000 });
   });
@@ -130,12 +130,12 @@ describe("slack connector", () => {
     mode = "rateLimited";
     expect(slack.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", retryAfterMs: 30_000 });
     mode = "archived";
-    expect(slack.outcome(request!, await send(request!))).toEqual({ kind: "failed", error: "slack answered channel_is_archived (HTTP 410)" });
+    expect(slack.outcome(request!, await send(request!))).toEqual({ kind: "failed", error: "Slack answered HTTP 410: channel_is_archived" });
     mode = "normal";
     const [unknown] = slack.changes!([flagChange()], { ...viaHook, webhookUrl: "https://hooks.slack.com/services/T0001/B0001/revoked" });
-    expect(slack.outcome(unknown!, await send(unknown!))).toEqual({ kind: "failed", error: "bad credentials: slack answered no_service (HTTP 404)" });
+    expect(slack.outcome(unknown!, await send(unknown!))).toEqual({ kind: "failed", error: "bad credentials: Slack answered HTTP 404: no_service" });
     const malformed = { ...request!, body: JSON.stringify({ text: "" }) };
-    expect(slack.outcome(malformed, await send(malformed))).toEqual({ kind: "failed", error: "slack answered invalid_payload (HTTP 400)" });
+    expect(slack.outcome(malformed, await send(malformed))).toEqual({ kind: "failed", error: "Slack answered HTTP 400: invalid_payload" });
     // After the 500, the same request again posts the message (Slack offers no dedupe: one message, as it was never posted).
     expect(slack.outcome(request!, await send(request!)).kind).toBe("sent");
     expect(posted.length).toBe(1);

@@ -25,7 +25,8 @@
  * lost 2xx may show one change twice; the event id is in change_metadata to tell them apart.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { commonOutcome, excerpt, joinUrl, lowerHeaders, parseJson, stateText } from "./http-rules";
+import { stateText, trackChangesField, trackEvaluationsField } from "./events";
+import { apiHostField, apiUrl, excerpt, parseJson, rateLimitResetMs, statusOutcome, vendorSays } from "./http";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./types";
 
 export const DATADOG_SITES = [
@@ -63,12 +64,7 @@ const configSchema = Type.Object(
         { default: "datadoghq.com", description: "Your Datadog site: the host of your Datadog app without app. (app.datadoghq.eu -> datadoghq.eu)." },
       ),
     ),
-    apiHost: Type.Optional(
-      Type.String({
-        pattern: "^https?://",
-        description: "A base URL that replaces both Datadog hosts (a proxy); by default metrics go to https://api.<site> and events to https://event-management-intake.<site>.",
-      }),
-    ),
+    apiHost: apiHostField("A base URL that replaces both Datadog hosts (a proxy); by default metrics go to https://api.<site> and events to https://event-management-intake.<site>."),
     service: Type.Optional(
       Type.String({
         minLength: 1,
@@ -83,8 +79,8 @@ const configSchema = Type.Object(
         description: "Tags added to every metric series and event, e.g. team:payments.",
       }),
     ),
-    trackEvaluations: Type.Optional(Type.Boolean({ default: true, description: `Send evaluation counts as the count metric ${DATADOG_METRIC}.` })),
-    trackChanges: Type.Optional(Type.Boolean({ default: true, description: "Send flag changes as Change Tracking events." })),
+    trackEvaluations: trackEvaluationsField(`Send evaluation counts as the count metric ${DATADOG_METRIC}.`),
+    trackChanges: trackChangesField("Send flag changes as Change Tracking events."),
   },
   { additionalProperties: false },
 );
@@ -149,7 +145,7 @@ function evaluations(records: readonly EvaluationRecord[], config: DatadogConfig
     s.counts.set(second, (s.counts.get(second) ?? 0) + 1);
   }
   // Pack series into bodies under the payload limit; a series too long for one body is cut by time.
-  const url = joinUrl(config.apiHost ?? `https://api.${site(config)}`, "/api/v2/series");
+  const url = apiUrl(config.apiHost, `https://api.${site(config)}`, "/api/v2/series");
   const requests: VendorRequest[] = [];
   let batch: Series[] = [];
   let size = 0;
@@ -233,7 +229,7 @@ function changeEvent(change: FlagChangeEvent, config: DatadogConfig): Record<str
 
 function changes(list: readonly FlagChangeEvent[], config: DatadogConfig): VendorRequest[] {
   if (config.trackChanges === false) return [];
-  const url = joinUrl(config.apiHost ?? `https://event-management-intake.${site(config)}`, "/api/v2/events");
+  const url = apiUrl(config.apiHost, `https://event-management-intake.${site(config)}`, "/api/v2/events");
   // The v2 events API takes one event a request.
   return list.map((change) => ({ method: "POST", url, headers: headers(config, true), body: JSON.stringify(changeEvent(change, config)), events: 1 }));
 }
@@ -246,17 +242,16 @@ function errorsOf(body: string): string[] {
 }
 
 function outcome(request: VendorRequest, response: VendorResponse): Outcome {
+  const errors = errorsOf(response.body);
   if (response.status >= 200 && response.status < 300) {
     // /api/v2/series answers 202 { errors: [...] } when it dropped points (e.g. a timestamp out of range) without saying which.
-    const errors = errorsOf(response.body);
-    return { kind: "sent", accepted: request.events, rejected: 0, error: errors.length ? `datadog: ${errors.slice(0, 3).join("; ")}` : null };
+    return { kind: "sent", accepted: request.events, rejected: 0, error: errors.length ? `Datadog: ${errors.slice(0, 3).join("; ")}` : null };
   }
-  // Datadog's X-RateLimit-Reset: seconds until the window resets.
-  const reset = Number(lowerHeaders(response.headers)["x-ratelimit-reset"]);
-  const common = commonOutcome("datadog", response, Number.isFinite(reset) && reset >= 0 ? reset * 1000 : null);
-  if (common) return common;
-  const errors = errorsOf(response.body);
-  return { kind: "failed", error: `datadog answered HTTP ${response.status}: ${errors.length ? errors.slice(0, 3).join("; ") : excerpt(response.body)}` };
+  return statusOutcome("Datadog", request, response, {
+    // Datadog's X-RateLimit-Reset: seconds until the window resets.
+    fallbackWaitMs: (r) => (r.status === 429 ? rateLimitResetMs(r.headers, "in") : null),
+    detail: (r) => (errors.length ? errors.slice(0, 3).join("; ") : vendorSays(r.body)),
+  });
 }
 
 export const datadog: Connector<DatadogConfig> = {
