@@ -7,6 +7,7 @@
  */
 import Ajv2020 from "ajv/dist/2020";
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { CONNECTORS } from "../../src/modules/integrations/connectors";
 import { slack, slackText, type SlackConfig } from "../../src/modules/integrations/connectors/slack";
 import type { FlagChangeEvent } from "../../src/modules/integrations/connectors/types";
 import { startReceiver } from "../webhook-receiver";
@@ -70,6 +71,12 @@ describe("slack connector", () => {
     expect(validate({ channel: "C1" })).toBe(false);
     expect(slack.category).toBe("notifications");
     expect(slack.evaluations).toBeUndefined();
+  });
+
+  test("one message in flight at a time (a channel reads in order); every other connector keeps the sender's default", () => {
+    expect(slack.concurrency).toBe(1);
+    expect(Object.values(CONNECTORS).filter((c) => c.concurrency !== undefined).map((c) => c.type)).toEqual(["slack"]);
+    expect(Object.values(CONNECTORS).filter((c) => c.everySecond).map((c) => c.type)).toEqual(["datadog"]);
   });
 
   test("the text says who, what, which environment, before -> after, for every kind of change and actor", () => {

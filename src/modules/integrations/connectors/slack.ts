@@ -169,4 +169,6 @@ export const slack: Connector<SlackConfig> = {
   configSchema,
   changes,
   outcome,
+  // A channel reads in order: one message in flight at a time.
+  concurrency: 1,
 };
