@@ -92,6 +92,7 @@ const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 const met = (ok: boolean) => (ok ? "met" : "NOT met");
 const med = (runs: WrkResult[]): WrkResult => ({
   rps: median(runs.map((r) => r.rps)),
+  requests: median(runs.map((r) => r.requests)),
   p50Ms: median(runs.map((r) => r.p50Ms)),
   p99Ms: median(runs.map((r) => r.p99Ms)),
   non2xx: 0,

@@ -130,6 +130,11 @@ describe("Pro", () => {
     expect(refused.details).toEqual([{ path: "body.config.apiHost", message: expect.stringContaining("127.0.0.1") }]);
     const slack = await json(await h.request("POST", base, { headers: admin, body: { type: "slack", config: { webhookUrl: "http://169.254.169.254/services/T/B/X" } } }), 400);
     expect(slack.details[0].path).toBe("body.config.webhookUrl");
+    // Slack's rule beyond single properties: a webhook URL, or a bot token with a channel.
+    const none = await json(await h.request("POST", base, { headers: admin, body: { type: "slack", config: {} } }), 400);
+    expect(none.details).toEqual([{ path: "body.config.webhookUrl", message: "Required: a webhook URL, or botToken with channel" }]);
+    const half = await json(await h.request("POST", base, { headers: admin, body: { type: "slack", config: { botToken: "xoxb-1-abc" } } }), 400);
+    expect(half.details).toEqual([{ path: "body.config.channel", message: "Required with botToken" }]);
     expect((await json(await h.request("GET", base, { headers: admin }), 200)).integrations).toEqual([]);
     const before = lastPosition(h.ctx);
     const jwt = await userToken(h.ctx, "admin");

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { AMPLITUDE_HOSTS, amplitude, type AmplitudeConfig, THROTTLE_PAUSE_MS } from "../../src/modules/integrations/connectors/amplitude";
 import type { VendorRequest } from "../../src/modules/integrations/connectors/types";
 import { type Received, startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./event-vendors";
+import { checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, NOW, records, send } from "./vendor";
 
 const API_KEY = "0123456789abcdef0123456789abcdef";
 const INVALID_IDS = new Set(["anonymous", "nil", "none", "null", "n/a", "na", "undefined", "unknown", '""', "00000000-0000-0000-0000-000000000000", "{}", "lmy47d", "0", "-1"]);
@@ -82,8 +82,8 @@ describe("amplitude connector", () => {
 
   test("evaluations arrive as $exposure events with flag_key and variant; anonymous ones are left out", async () => {
     vendor.stored.clear();
-    const input = [...records(2), ...records(1, { userId: null }), ...records(1, { userId: "u1", variant: null, evaluatedAt: "2025-06-01T12:00:05.000Z" })];
-    const requests = amplitude.evaluations!(input, config());
+    const input = [...records(2), ...records(1, { userId: null }), ...records(1, { userId: "u1", variant: null, evaluatedAt: "2026-11-22T10:00:05.000Z" })];
+    const requests = amplitude.evaluations!(input, config(), NOW);
     expect(requests).toHaveLength(1);
     expect(requests[0]!.events).toBe(3);
     expect(await deliver(requests)).toEqual([{ kind: "sent", accepted: 3, rejected: 0, error: null }]);
@@ -97,7 +97,7 @@ describe("amplitude connector", () => {
       event_type: "$exposure",
       time: Date.parse(input[0]!.evaluatedAt),
       insert_id: expect.stringMatching(/^[0-9a-f]{64}$/),
-      event_properties: { flag_key: "new-checkout", variant: "treatment", enabled: true, reason: "rule_match", rule_id: "rule_1", environment: "production" },
+      event_properties: { flag_key: "checkout-v2", variant: "treatment", enabled: true, reason: "rule_match", rule_id: "rule_1", environment: "production" },
     });
     // A two-character user id is a real id here (min_id_length 1); no variant on an enabled flag: "on".
     expect(got.json.events[2]).toMatchObject({ user_id: "u1", event_properties: { variant: "on" } });
@@ -107,16 +107,16 @@ describe("amplitude connector", () => {
   test("2,001 records are split at Amplitude's 2,000 events (and under 1 MB) per request", async () => {
     vendor.stored.clear();
     const input = records(2001);
-    const requests = amplitude.evaluations!(input, config());
+    const requests = amplitude.evaluations!(input, config(), NOW);
     expect(requests.map((r) => r.events)).toEqual([2000, 1]);
     for (const r of requests) expect(Buffer.byteLength(r.body)).toBeLessThan(1_000_000);
-    expect(amplitude.evaluations!(input, config())).toEqual(requests);
+    expect(amplitude.evaluations!(input, config(), NOW)).toEqual(requests);
     expect((await deliver(requests)).map((o) => o.kind === "sent" && o.accepted)).toEqual([2000, 1]);
     expect(vendor.stored.size).toBe(2001);
   });
 
   test("long flag keys: the 1 MB limit splits before the 2,000 events", () => {
-    const requests = amplitude.evaluations!(records(2000, { flagKey: "k".repeat(400) }), config());
+    const requests = amplitude.evaluations!(records(2000, { flagKey: "k".repeat(400) }), config(), NOW);
     expect(requests.length).toBeGreaterThan(1);
     for (const r of requests) expect(Buffer.byteLength(r.body)).toBeLessThan(1_000_000);
     expect(requests.reduce((n, r) => n + r.events, 0)).toBe(2000);
@@ -125,7 +125,7 @@ describe("amplitude connector", () => {
   test("a 400 naming bad events ingests nothing: the bad ones are rejected, the rest resent (remainder) and taken", async () => {
     vendor.stored.clear();
     const input = [...records(1), ...records(1, { userId: "user-bad", evaluatedAt: "not a time" }), ...records(2, { userId: "user-z" }).map((r, i) => ({ ...r, evaluatedAt: new Date(Date.parse(r.evaluatedAt) + 10 + i).toISOString() }))];
-    const [request] = amplitude.evaluations!(input, config());
+    const [request] = amplitude.evaluations!(input, config(), NOW);
     const response = await send(request!);
     expect(response.status).toBe(400);
     expect(amplitude.outcome(request!, response)).toEqual({ kind: "sent", accepted: 0, rejected: 1, error: expect.stringContaining("time") });
@@ -141,7 +141,7 @@ describe("amplitude connector", () => {
 
   test("an invalid API key: Amplitude's 400 \"Invalid API key\", failed for good as bad credentials", async () => {
     vendor.stored.clear();
-    const [request] = amplitude.evaluations!(records(2), config({ apiKey: "wrong" }));
+    const [request] = amplitude.evaluations!(records(2), config({ apiKey: "wrong" }), NOW);
     const response = await send(request!);
     expect(response.status).toBe(400);
     const outcome = amplitude.outcome(request!, response);
@@ -152,13 +152,13 @@ describe("amplitude connector", () => {
   });
 
   test("429 is retried after Amplitude's 30 s pause (or Retry-After when given); the resend is counted once", async () => {
-    const [request] = amplitude.evaluations!(records(5), config());
+    const [request] = amplitude.evaluations!(records(5), config(), NOW);
     await checkRetriedThenTaken(amplitude, request!, vendor, ["429"], [THROTTLE_PAUSE_MS]);
     expect(amplitude.outcome(request!, { status: 429, headers: { "retry-after": "2" }, body: "{}" })).toMatchObject({ kind: "retry", retryAfterMs: 2000 });
   });
 
   test("5xx is retried; a resend after a 500 that had stored the events is deduped by insert_id", async () => {
-    await checkDedupedResend(amplitude, () => amplitude.evaluations!(records(4), config())[0]!, vendor, ["store-then-500", "503"]);
+    await checkDedupedResend(amplitude, () => amplitude.evaluations!(records(4), config(), NOW)[0]!, vendor, ["store-then-500", "503"]);
     expect(vendor.stored.size).toBe(4);
   });
 
@@ -169,10 +169,10 @@ describe("amplitude connector", () => {
     ]);
     const [enabled, updated] = vendor.receiver.received.at(-1)!.json.events;
     expect(enabled).toMatchObject({
-      user_id: "flagsvc:usr_42",
+      user_id: "flagsvc:usr_1",
       event_type: "Feature Flag Changed",
       time: Date.parse(flagChange().timestamp),
-      event_properties: { change: "enabled", flag_key: "new-checkout", environment: "production", enabled_before: false, enabled_after: true, actor_label: "ada@example.com" },
+      event_properties: { change: "enabled", flag_key: "checkout-v2", environment: "production", enabled_before: false, enabled_after: true, actor_label: "alice@example.com" },
     });
     expect(updated).toMatchObject({ user_id: "flagsvc:ak_1", event_properties: { change: "updated", actor_type: "admin_key" } });
     await deliver(amplitude.changes!([flagChange()], config()));

@@ -10,7 +10,7 @@ import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { braze, type BrazeConfig } from "../../src/modules/integrations/connectors/braze";
 import type { EvaluationRecord } from "../../src/modules/integrations/connectors/types";
 import { startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, deliver, evaluation, json } from "./vendor-http";
+import { checkConfigSchema, evaluation, json, NOW, send } from "./vendor";
 
 const KEY = "braze-rest-key-1";
 const BLOCKED = "blocked-user";
@@ -79,7 +79,7 @@ describe("braze connector", () => {
       evaluation({ userId: null }),
       evaluation({ userId: "u3", environment: "staging" }),
     ];
-    const [request, ...more] = braze.evaluations!(records, config);
+    const [request, ...more] = braze.evaluations!(records, config, NOW);
     expect(more).toEqual([]);
     expect(request!.method).toBe("POST");
     expect(request!.url).toBe(`http://127.0.0.1:${rx.port}/users/track`);
@@ -91,48 +91,48 @@ describe("braze connector", () => {
         { external_id: "u2", _update_existing_only: true, "flagsvc_checkout-v2": "off" },
       ],
     });
-    const outcome = braze.outcome(request!, await deliver(request!));
+    const outcome = braze.outcome(request!, await send(request!));
     expect(outcome).toEqual({ kind: "sent", accepted: 2, rejected: 0, error: null });
     expect(profiles.get("u1")).toEqual({ "flagsvc_checkout-v2": "treatment", "flagsvc_dark-mode": "on" });
-    expect(braze.evaluations!(records, { ...config, environment: "*" })[0]!.events).toBe(3);
-    expect(braze.evaluations!(records, { ...config, attributePrefix: "ff_", updateExistingOnly: false })[0]!.body).toContain('"_update_existing_only":false,"ff_checkout-v2":"treatment"');
+    expect(braze.evaluations!(records, { ...config, environment: "*" }, NOW)[0]!.events).toBe(3);
+    expect(braze.evaluations!(records, { ...config, attributePrefix: "ff_", updateExistingOnly: false }, NOW)[0]!.body).toContain('"_update_existing_only":false,"ff_checkout-v2":"treatment"');
   });
 
   test("2,001 users: 27 requests of at most 75 objects (41 of 50 with batchSize 50), every user stored once", async () => {
     const records = Array.from({ length: 2_001 }, (_, i) => evaluation({ userId: `user-${i}` }));
-    const requests = braze.evaluations!(records, config);
+    const requests = braze.evaluations!(records, config, NOW);
     expect(requests.length).toBe(27);
     expect(requests.every((r) => r.events <= 75)).toBe(true);
     let accepted = 0;
     for (const r of requests) {
-      const o = braze.outcome(r, await deliver(r));
+      const o = braze.outcome(r, await send(r));
       expect(o.kind).toBe("sent");
       if (o.kind === "sent") accepted += o.accepted;
     }
     expect(accepted).toBe(2_001);
     expect(profiles.size).toBe(2_001);
-    expect(braze.evaluations!(records, { ...config, batchSize: 50 }).length).toBe(41);
+    expect(braze.evaluations!(records, { ...config, batchSize: 50 }, NOW).length).toBe(41);
   });
 
   test("deterministic: the same records give the same bodies; a resend after a 500 changes nothing twice", async () => {
     const records = Array.from({ length: 10 }, (_, i) => evaluation({ userId: `u${i}`, variant: i % 2 ? "a" : "b" }));
-    const [request] = braze.evaluations!(records, config);
-    expect(braze.evaluations!(records, config)[0]!.body).toBe(request!.body);
+    const [request] = braze.evaluations!(records, config, NOW);
+    expect(braze.evaluations!(records, config, NOW)[0]!.body).toBe(request!.body);
     mode = "error500";
-    const first = braze.outcome(request!, await deliver(request!));
+    const first = braze.outcome(request!, await send(request!));
     expect(first.kind).toBe("retry");
     mode = "normal";
-    expect(braze.outcome(request!, await deliver(request!))).toEqual({ kind: "sent", accepted: 10, rejected: 0, error: null });
+    expect(braze.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 10, rejected: 0, error: null });
     // The 2xx answer was lost: the sender sends the same request again.
-    expect(braze.outcome(request!, await deliver(request!)).kind).toBe("sent");
+    expect(braze.outcome(request!, await send(request!)).kind).toBe("sent");
     expect(changedValues).toBe(10);
     expect(profiles.size).toBe(10);
   });
 
   test("a partial failure (Braze's non-fatal errors): the others count, the refused object is rejected, not retried", async () => {
     const records = [evaluation({ userId: "ok-1" }), evaluation({ userId: BLOCKED }), evaluation({ userId: "ok-2" })];
-    const [request] = braze.evaluations!(records, config);
-    const outcome = braze.outcome(request!, await deliver(request!));
+    const [request] = braze.evaluations!(records, config, NOW);
+    const outcome = braze.outcome(request!, await send(request!));
     expect(outcome.kind).toBe("sent");
     if (outcome.kind !== "sent") return;
     expect(outcome.accepted).toBe(2);
@@ -142,19 +142,19 @@ describe("braze connector", () => {
   });
 
   test("401 bad key: failed, bad credentials; 429: retry after Retry-After; a fatal 400: failed with Braze's message", async () => {
-    const [request] = braze.evaluations!([evaluation()], { ...config, apiKey: "wrong" });
-    const unauthorized = braze.outcome(request!, await deliver(request!));
+    const [request] = braze.evaluations!([evaluation()], { ...config, apiKey: "wrong" }, NOW);
+    const unauthorized = braze.outcome(request!, await send(request!));
     expect(unauthorized.kind).toBe("failed");
-    if (unauthorized.kind === "failed") expect(unauthorized.error).toStartWith("bad credentials: braze answered HTTP 401");
+    if (unauthorized.kind === "failed") expect(unauthorized.error).toBe("bad credentials: Braze answered HTTP 401: Invalid API key: unknown or missing REST API Key");
 
-    const [good] = braze.evaluations!([evaluation()], config);
+    const [good] = braze.evaluations!([evaluation()], config, NOW);
     mode = "rateLimited";
-    expect(braze.outcome(good!, await deliver(good!))).toMatchObject({ kind: "retry", retryAfterMs: 7_000 });
+    expect(braze.outcome(good!, await send(good!))).toMatchObject({ kind: "retry", retryAfterMs: 7_000 });
     // Without Retry-After, Braze's X-RateLimit-Reset (a UNIX time) says how long.
     const reset = braze.outcome(good!, { status: 429, headers: { "X-RateLimit-Reset": String(Math.floor(Date.now() / 1000) + 20) }, body: "" });
     expect(reset.kind === "retry" && reset.retryAfterMs! > 15_000 && reset.retryAfterMs! <= 20_000).toBe(true);
 
     mode = "fatal";
-    expect(braze.outcome(good!, await deliver(good!))).toEqual({ kind: "failed", error: "braze answered HTTP 400: Bad Request" });
+    expect(braze.outcome(good!, await send(good!))).toEqual({ kind: "failed", error: "Braze answered HTTP 400: Bad Request" });
   });
 });

@@ -7,9 +7,9 @@
  * as Datadog does: one value a series a second, the latest write overwriting the one before.
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { closedSeconds, datadog, DATADOG_METRIC, type DatadogConfig } from "../../src/modules/integrations/connectors/datadog";
+import { datadog, DATADOG_METRIC, type DatadogConfig } from "../../src/modules/integrations/connectors/datadog";
 import { startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, deliver, evaluation, flagChange, json } from "./vendor-http";
+import { checkConfigSchema, evaluation, flagChange, json, NOW, send } from "./vendor";
 
 const KEY = "dd-api-key-1";
 
@@ -77,14 +77,14 @@ describe("datadog connector", () => {
     checkConfigSchema(datadog, { apiKey: "k" }, ["apiKey", "applicationKey"]);
     expect(datadog.category).toBe("monitoring");
     const eu = { apiKey: "k", site: "datadoghq.eu" } as const;
-    expect(datadog.evaluations!([evaluation()], eu)[0]!.url).toBe("https://api.datadoghq.eu/api/v2/series");
+    expect(datadog.evaluations!([evaluation()], eu, NOW)[0]!.url).toBe("https://api.datadoghq.eu/api/v2/series");
     expect(datadog.changes!([flagChange()], eu)[0]!.url).toBe("https://event-management-intake.datadoghq.eu/api/v2/events");
-    expect(datadog.evaluations!([evaluation()], { apiKey: "k" })[0]!.url).toBe("https://api.datadoghq.com/api/v2/series");
-    expect(datadog.evaluations!([evaluation()], { ...config, trackEvaluations: false })).toEqual([]);
+    expect(datadog.evaluations!([evaluation()], { apiKey: "k" }, NOW)[0]!.url).toBe("https://api.datadoghq.com/api/v2/series");
+    expect(datadog.evaluations!([evaluation()], { ...config, trackEvaluations: false }, NOW)).toEqual([]);
     expect(datadog.changes!([flagChange()], { ...config, trackChanges: false })).toEqual([]);
   });
 
-  test("evaluations: a count a second a series (flag, env, variant, enabled, reason), summed", async () => {
+  test("evaluations: one count point a series (flag, env, variant, enabled, reason), at the hand-over's second, the sum of its records", async () => {
     const records = [
       evaluation({ evaluatedAt: "2026-11-22T10:00:00.100Z" }),
       evaluation({ evaluatedAt: "2026-11-22T10:00:00.900Z" }),
@@ -92,63 +92,71 @@ describe("datadog connector", () => {
       evaluation({ evaluatedAt: "2026-11-22T10:00:01.000Z" }),
       evaluation({ variant: "Treatment A", evaluatedAt: "2026-11-22T10:00:00.000Z" }),
     ];
-    const [request, ...more] = datadog.evaluations!(records, { ...config, tags: ["team:payments"] });
+    expect(datadog.everySecond).toBe(true);
+    const [request, ...more] = datadog.evaluations!(records, { ...config, tags: ["team:payments"] }, NOW);
     expect(more).toEqual([]);
     expect(request!.headers["dd-api-key"]).toBe(KEY);
     expect(request!.events).toBe(5);
-    const t0 = Date.parse("2026-11-22T10:00:00.000Z") / 1000;
+    const second = Math.floor(NOW / 1000);
     expect(JSON.parse(request!.body)).toEqual({
       series: [
         {
           metric: DATADOG_METRIC,
           type: 1,
           interval: 1,
-          points: [
-            { timestamp: t0, value: 3 },
-            { timestamp: t0 + 1, value: 1 },
-          ],
+          points: [{ timestamp: second, value: 4 }],
           tags: ["flag:checkout-v2", "env:production", "variant:none", "enabled:true", "reason:rule_match", "team:payments"],
         },
         {
           metric: DATADOG_METRIC,
           type: 1,
           interval: 1,
-          points: [{ timestamp: t0, value: 1 }],
+          points: [{ timestamp: second, value: 1 }],
           tags: ["flag:checkout-v2", "env:production", "variant:treatment_a", "enabled:true", "reason:rule_match", "team:payments"],
         },
       ],
     });
-    expect(datadog.outcome(request!, await deliver(request!))).toEqual({ kind: "sent", accepted: 5, rejected: 0, error: null });
+    expect(datadog.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 5, rejected: 0, error: null });
     expect(total()).toBe(5);
+  });
+
+  test("two hand-overs in different seconds: different timestamps, each the sum of its records, both kept", async () => {
+    const first = [evaluation(), evaluation(), evaluation({ evaluatedAt: "2026-11-22T09:59:59.000Z" })];
+    const second = [evaluation(), evaluation()];
+    const [a] = datadog.evaluations!(first, config, NOW);
+    const [b] = datadog.evaluations!(second, config, NOW + 1_000);
+    const pointOf = (r: { body: string }) => JSON.parse(r.body).series[0].points[0];
+    expect(pointOf(a!)).toEqual({ timestamp: Math.floor(NOW / 1000), value: 3 });
+    expect(pointOf(b!)).toEqual({ timestamp: Math.floor(NOW / 1000) + 1, value: 2 });
+    for (const r of [a!, b!]) expect(datadog.outcome(r, await send(r)).kind).toBe("sent");
+    expect(points.size).toBe(2);
+    expect(total()).toBe(5);
+    // Why the sender hands over once a second: a second sent twice overwrites itself.
+    const [again] = datadog.evaluations!([evaluation()], config, NOW + 1_400);
+    expect(datadog.outcome(again!, await send(again!)).kind).toBe("sent");
+    expect(total()).toBe(4);
   });
 
   test("20,000 evaluations over 5,000 flags: split under the 500 KB payload limit, every one counted", async () => {
     const records = Array.from({ length: 20_000 }, (_, i) => evaluation({ flagKey: `flag-${i % 5_000}`, evaluatedAt: `2026-11-22T10:00:0${i % 4}.000Z` }));
-    const requests = datadog.evaluations!(records, config);
+    const requests = datadog.evaluations!(records, config, NOW);
     expect(requests.length).toBeGreaterThan(1);
     expect(requests.every((r) => Buffer.byteLength(r.body) <= 512_000)).toBe(true);
     expect(requests.reduce((n, r) => n + r.events, 0)).toBe(20_000);
-    for (const r of requests) expect(datadog.outcome(r, await deliver(r)).kind).toBe("sent");
+    for (const r of requests) expect(datadog.outcome(r, await send(r)).kind).toBe("sent");
     expect(total()).toBe(20_000);
   });
 
-  test("deterministic; a resend after a 503 (and of a request already taken) overwrites its own points: counted once", async () => {
+  test("deterministic; a resend after a 503 (and of a request already taken) is the same body and overwrites its own points: counted once", async () => {
     const records = Array.from({ length: 100 }, (_, i) => evaluation({ enabled: i % 3 === 0, evaluatedAt: `2026-11-22T10:00:0${i % 5}.000Z` }));
-    const [request] = datadog.evaluations!(records, config);
-    expect(datadog.evaluations!(records, config)[0]!.body).toBe(request!.body);
+    const [request] = datadog.evaluations!(records, config, NOW);
+    expect(datadog.evaluations!(records, config, NOW)[0]!.body).toBe(request!.body);
     mode = "error503";
-    expect(datadog.outcome(request!, await deliver(request!))).toMatchObject({ kind: "retry", retryAfterMs: null });
+    expect(datadog.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", retryAfterMs: null });
     mode = "normal";
-    expect(datadog.outcome(request!, await deliver(request!)).kind).toBe("sent");
-    expect(datadog.outcome(request!, await deliver(request!)).kind).toBe("sent");
+    expect(datadog.outcome(request!, await send(request!)).kind).toBe("sent");
+    expect(datadog.outcome(request!, await send(request!)).kind).toBe("sent");
     expect(total()).toBe(100);
-  });
-
-  test("closedSeconds: the sender holds the running second, so no second reaches Datadog in two parts", () => {
-    const now = Date.parse("2026-11-22T10:00:02.400Z");
-    const done = evaluation({ evaluatedAt: "2026-11-22T10:00:01.999Z" });
-    const running = evaluation({ evaluatedAt: "2026-11-22T10:00:02.100Z" });
-    expect(closedSeconds([done, running], now)).toEqual({ ready: [done], hold: [running] });
   });
 
   test("a flag change: a Change Tracking event, the actor as author, before and after", async () => {
@@ -185,7 +193,7 @@ describe("datadog connector", () => {
         },
       },
     });
-    expect(datadog.outcome(request!, await deliver(request!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: null });
+    expect(datadog.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: null });
     expect(events.length).toBe(1);
     const two = datadog.changes!([change, flagChange({ id: "evt_2", event: "flag.created", actor: { type: "user", id: "u", label: "bob@example.com" } })], config);
     expect(two.length).toBe(2);
@@ -194,22 +202,22 @@ describe("datadog connector", () => {
   });
 
   test("403 bad key: failed, bad credentials; 429: retry (Retry-After, else X-RateLimit-Reset); 202 with dropped points: sent, the error kept; 400: failed", async () => {
-    const [metrics] = datadog.evaluations!([evaluation()], { ...config, apiKey: "wrong" });
-    const forbidden = datadog.outcome(metrics!, await deliver(metrics!));
-    expect(forbidden).toEqual({ kind: "failed", error: 'bad credentials: datadog answered HTTP 403: {"errors":["Forbidden"]}' });
+    const [metrics] = datadog.evaluations!([evaluation()], { ...config, apiKey: "wrong" }, NOW);
+    const forbidden = datadog.outcome(metrics!, await send(metrics!));
+    expect(forbidden).toEqual({ kind: "failed", error: "bad credentials: Datadog answered HTTP 403: Forbidden" });
     const [change] = datadog.changes!([flagChange()], { ...config, apiKey: "wrong" });
-    expect(datadog.outcome(change!, await deliver(change!)).kind).toBe("failed");
+    expect(datadog.outcome(change!, await send(change!)).kind).toBe("failed");
 
-    const [good] = datadog.evaluations!([evaluation()], config);
+    const [good] = datadog.evaluations!([evaluation()], config, NOW);
     mode = "rateLimited";
-    expect(datadog.outcome(good!, await deliver(good!))).toMatchObject({ kind: "retry", retryAfterMs: 12_000 });
+    expect(datadog.outcome(good!, await send(good!))).toMatchObject({ kind: "retry", retryAfterMs: 12_000 });
     expect(datadog.outcome(good!, { status: 429, headers: { "Retry-After": "3", "x-ratelimit-reset": "12" }, body: "" })).toMatchObject({ retryAfterMs: 3_000 });
 
     mode = "dropsPoints";
-    expect(datadog.outcome(good!, await deliver(good!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: "datadog: Point timestamp is more than 1 hour in the past" });
+    expect(datadog.outcome(good!, await send(good!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: "Datadog: Point timestamp is more than 1 hour in the past" });
 
     mode = "normal";
     const broken = { ...good!, body: JSON.stringify({ series: [{ metric: DATADOG_METRIC }] }) };
-    expect(datadog.outcome(broken, await deliver(broken))).toEqual({ kind: "failed", error: "datadog answered HTTP 400: Payload is not in the expected format" });
+    expect(datadog.outcome(broken, await send(broken))).toEqual({ kind: "failed", error: "Datadog answered HTTP 400: Payload is not in the expected format" });
   });
 });

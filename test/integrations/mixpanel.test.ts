@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { MIXPANEL_HOSTS, mixpanel, type MixpanelConfig } from "../../src/modules/integrations/connectors/mixpanel";
 import type { VendorRequest } from "../../src/modules/integrations/connectors/types";
 import { type Received, startReceiver } from "../webhook-receiver";
-import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./event-vendors";
+import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, NOW, records, send } from "./vendor";
 
 const TOKEN = "mp-project-token-1234";
 const DISALLOWED_IDS = new Set(["00000000-0000-0000-0000-000000000000", "anon", "anonymous", "nil", "none", "null", "n/a", "na", "undefined", "unknown", "<nil>", "0", "-1", "true", "false", "[]", "{}"]);
@@ -74,8 +74,8 @@ describe("mixpanel connector", () => {
 
   test("evaluations arrive as $experiment_started exposures with the documented fields", async () => {
     vendor.stored.clear();
-    const input = [...records(2), ...records(1, { userId: null, variant: null, enabled: false, evaluatedAt: "2025-06-01T12:00:01.000Z" })];
-    const requests = mixpanel.evaluations!(input, config());
+    const input = [...records(2), ...records(1, { userId: null, variant: null, enabled: false, evaluatedAt: "2026-11-22T10:00:01.000Z" })];
+    const requests = mixpanel.evaluations!(input, config(), NOW);
     expect(requests).toHaveLength(1);
     expect(requests[0]!.events).toBe(3);
     expect(await deliver(requests)).toEqual([{ kind: "sent", accepted: 3, rejected: 0, error: null }]);
@@ -92,9 +92,9 @@ describe("mixpanel connector", () => {
         distinct_id: "user-0",
         $insert_id: expect.stringMatching(/^[0-9a-f]{36}$/),
         ip: 0,
-        "Experiment name": "new-checkout",
+        "Experiment name": "checkout-v2",
         "Variant name": "treatment",
-        flag_key: "new-checkout",
+        flag_key: "checkout-v2",
         variant: "treatment",
         enabled: true,
         reason: "rule_match",
@@ -110,9 +110,9 @@ describe("mixpanel connector", () => {
   test("2,001 records are split at Mixpanel's 2,000 events per request; ids are deterministic", async () => {
     vendor.stored.clear();
     const input = records(2001);
-    const requests = mixpanel.evaluations!(input, config());
+    const requests = mixpanel.evaluations!(input, config(), NOW);
     expect(requests.map((r) => r.events)).toEqual([2000, 1]);
-    expect(mixpanel.evaluations!(input, config())).toEqual(requests);
+    expect(mixpanel.evaluations!(input, config(), NOW)).toEqual(requests);
     for (const r of requests) expect(Buffer.byteLength(r.body)).toBeLessThanOrEqual(2 * 1024 * 1024);
     const outcomes = await deliver(requests);
     expect(outcomes.map((o) => o.kind === "sent" && o.accepted)).toEqual([2000, 1]);
@@ -124,7 +124,7 @@ describe("mixpanel connector", () => {
   test("a 400 naming failed_records is a partial success: the others are ingested, the batch is not retried", async () => {
     vendor.stored.clear();
     const input = [...records(2), ...records(1, { userId: "user-old", evaluatedAt: "1970-01-01T00:00:00.000Z" })];
-    const [request] = mixpanel.evaluations!(input, config());
+    const [request] = mixpanel.evaluations!(input, config(), NOW);
     const response = await send(request!);
     expect(response.status).toBe(400);
     const outcome = mixpanel.outcome(request!, response);
@@ -134,20 +134,20 @@ describe("mixpanel connector", () => {
 
   test("a wrong project token: 401, failed for good as bad credentials", async () => {
     vendor.stored.clear();
-    const [request] = mixpanel.evaluations!(records(2), config({ projectToken: "wrong" }));
+    const [request] = mixpanel.evaluations!(records(2), config({ projectToken: "wrong" }), NOW);
     const outcome = mixpanel.outcome(request!, await send(request!));
     expect(outcome.kind).toBe("failed");
-    expect(outcome.kind === "failed" && outcome.error).toStartWith("bad credentials: Mixpanel answered 401");
+    expect(outcome.kind === "failed" && outcome.error).toStartWith("bad credentials: Mixpanel answered HTTP 401: Invalid username or password");
     expect(vendor.stored.size).toBe(0);
   });
 
   test("429 is retried (after Retry-After when given), and the resend is counted once", async () => {
     // Mixpanel documents no Retry-After: null leaves the wait to the sender's backoff.
-    await checkRetriedThenTaken(mixpanel, mixpanel.evaluations!(records(5), config())[0]!, vendor, ["429", "429-retry-after"], [null, 3000]);
+    await checkRetriedThenTaken(mixpanel, mixpanel.evaluations!(records(5), config(), NOW)[0]!, vendor, ["429", "429-retry-after"], [null, 3000]);
   });
 
   test("5xx is retried; a resend after a 500 that had stored the batch is deduped by $insert_id", async () => {
-    await checkDedupedResend(mixpanel, () => mixpanel.evaluations!(records(4), config())[0]!, vendor, ["store-then-500", "503"]);
+    await checkDedupedResend(mixpanel, () => mixpanel.evaluations!(records(4), config(), NOW)[0]!, vendor, ["store-then-500", "503"]);
     expect(vendor.stored.size).toBe(4);
   });
 
@@ -160,21 +160,21 @@ describe("mixpanel connector", () => {
       event: "Feature Flag Changed",
       properties: {
         time: Date.parse(flagChange().timestamp),
-        distinct_id: "flagsvc:usr_42",
+        distinct_id: "flagsvc:usr_1",
         $insert_id: expect.stringMatching(/^[0-9a-f]{36}$/),
         ip: 0,
         change: "enabled",
-        flag_key: "new-checkout",
+        flag_key: "checkout-v2",
         project: "shop",
         environment: "production",
         enabled_before: false,
         enabled_after: true,
-        rollout_before: 20,
-        rollout_after: 20,
+        rollout_before: 10,
+        rollout_after: 50,
         actor_type: "user",
-        actor_id: "usr_42",
-        actor_label: "ada@example.com",
-        event_id: "evt_01J0000000000000000000000A",
+        actor_id: "usr_1",
+        actor_label: "alice@example.com",
+        event_id: "evt_01JD5Q2M7W3K9X",
       },
     });
     // Resent (at least once delivery): the same $insert_id, stored once.

@@ -11,7 +11,7 @@ import { SEGMENT_HOSTS, segment, type SegmentConfig } from "../../src/modules/in
 import type { VendorRequest } from "../../src/modules/integrations/connectors/types";
 import { VERSION } from "../../src/version";
 import { type Received, startReceiver } from "../webhook-receiver";
-import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, records, send } from "./event-vendors";
+import { basicCredentials, checkConfigSchema, checkDedupedResend, checkRetriedThenTaken, checkSwitches, deliver as deliverTo, flagChange, json, NOW, records, send } from "./vendor";
 
 const WRITE_KEY = "seg-write-key-0123456789abcdef0";
 const TYPES = new Set(["identify", "track", "page", "screen", "group", "alias"]);
@@ -87,10 +87,10 @@ describe("segment connector", () => {
       ...records(2),
       ...records(1, { userId: null }),
       // user-0 again, later, another flag and the first flag's newer variant.
-      ...records(1, { userId: "user-0", flagKey: "dark-mode", variant: null, evaluatedAt: "2025-06-01T12:00:01.000Z" }),
-      ...records(1, { userId: "user-0", variant: "control", evaluatedAt: "2025-06-01T12:00:02.000Z" }),
+      ...records(1, { userId: "user-0", flagKey: "dark-mode", variant: null, evaluatedAt: "2026-11-22T10:00:01.000Z" }),
+      ...records(1, { userId: "user-0", variant: "control", evaluatedAt: "2026-11-22T10:00:02.000Z" }),
     ];
-    const requests = segment.evaluations!(input, config());
+    const requests = segment.evaluations!(input, config(), NOW);
     expect(requests).toHaveLength(1);
     expect(requests[0]!.events).toBe(2 + 4); // identifies for user-0 and user-1, four tracks (the anonymous one left out)
     expect(await deliver(requests)).toEqual([{ kind: "sent", accepted: 6, rejected: 0, error: null }]);
@@ -108,11 +108,11 @@ describe("segment connector", () => {
       event: "Experiment Viewed",
       timestamp: input[0]!.evaluatedAt,
       properties: {
-        experiment_id: "new-checkout",
-        experiment_name: "new-checkout",
+        experiment_id: "checkout-v2",
+        experiment_name: "checkout-v2",
         variation_id: "treatment",
         variation_name: "treatment",
-        flag_key: "new-checkout",
+        flag_key: "checkout-v2",
         variant: "treatment",
         enabled: true,
         reason: "rule_match",
@@ -123,36 +123,36 @@ describe("segment connector", () => {
     });
     const identify = messages().find((m) => m.type === "identify" && m.userId === "user-0");
     expect(identify).toMatchObject({
-      timestamp: "2025-06-01T12:00:02.000Z",
-      traits: { "flagsvc_production_new-checkout": "control", "flagsvc_production_dark-mode": "on" },
+      timestamp: "2026-11-22T10:00:02.000Z",
+      traits: { "flagsvc_production_checkout-v2": "control", "flagsvc_production_dark-mode": "on" },
     });
-    expect(messages().find((m) => m.type === "identify" && m.userId === "user-1")!.traits).toEqual({ "flagsvc_production_new-checkout": "control" });
+    expect(messages().find((m) => m.type === "identify" && m.userId === "user-1")!.traits).toEqual({ "flagsvc_production_checkout-v2": "control" });
     expect(vendor.dropped()).toBe(0);
   });
 
   test("batches stay under Segment's 500 KB (and 2,500 messages): 2,001 records, every message stored once", async () => {
     vendor.stored.clear();
     const input = records(2001);
-    const requests = segment.evaluations!(input, config());
+    const requests = segment.evaluations!(input, config(), NOW);
     expect(requests.length).toBeGreaterThan(1);
     for (const r of requests) {
       expect(Buffer.byteLength(r.body)).toBeLessThanOrEqual(500 * 1024);
       expect(r.events).toBeLessThanOrEqual(2500);
     }
     expect(requests.reduce((n, r) => n + r.events, 0)).toBe(4002);
-    expect(segment.evaluations!(input, config())).toEqual(requests);
+    expect(segment.evaluations!(input, config(), NOW)).toEqual(requests);
     const outcomes = await deliver(requests);
     expect(outcomes.every((o) => o.kind === "sent")).toBe(true);
     expect(outcomes.reduce((n, o) => n + (o.kind === "sent" ? o.accepted : 0), 0)).toBe(4002);
     expect(vendor.stored.size).toBe(4002);
     // Without the traits: only the tracks.
-    expect(segment.evaluations!(input, config({ identifyTraits: false })).reduce((n, r) => n + r.events, 0)).toBe(2001);
+    expect(segment.evaluations!(input, config({ identifyTraits: false }), NOW).reduce((n, r) => n + r.events, 0)).toBe(2001);
   });
 
   test("a user evaluated on many flags at once gets several Identifies, each under Segment's 32 KB a message", async () => {
     vendor.stored.clear();
-    const input = Array.from({ length: 1500 }, (_, i) => records(1, { flagKey: `flag-number-${String(i).padStart(4, "0")}`, evaluatedAt: new Date(Date.parse("2025-06-01T12:00:00.000Z") + i).toISOString() })[0]!);
-    const requests = segment.evaluations!(input, config());
+    const input = Array.from({ length: 1500 }, (_, i) => records(1, { flagKey: `flag-number-${String(i).padStart(4, "0")}`, evaluatedAt: new Date(Date.parse("2026-11-22T10:00:00.000Z") + i).toISOString() })[0]!);
+    const requests = segment.evaluations!(input, config(), NOW);
     const outcomes = await deliver(requests);
     expect(outcomes.every((o) => o.kind === "sent")).toBe(true);
     const identifies = messages().filter((m) => m.type === "identify");
@@ -162,31 +162,31 @@ describe("segment connector", () => {
   });
 
   test("a 400 (the whole batch refused: too large, invalid JSON) is failed, not retried", async () => {
-    const [request] = segment.evaluations!(records(1), config());
+    const [request] = segment.evaluations!(records(1), config(), NOW);
     const broken = { ...request!, body: request!.body.slice(0, -5) };
     const outcome = segment.outcome(broken, await send(broken));
-    expect(outcome).toEqual({ kind: "failed", error: expect.stringContaining("Segment refused the request: 400") });
+    expect(outcome).toEqual({ kind: "failed", error: "Segment answered HTTP 400: Invalid JSON" });
   });
 
   test("a wrong write key: Segment answers 200 and drops the batch (undetectable); with OAuth enforced, 401 is failed as bad credentials", async () => {
     vendor.stored.clear();
     const before = vendor.dropped();
-    const [request] = segment.evaluations!(records(2), config({ writeKey: "wrong" }));
+    const [request] = segment.evaluations!(records(2), config({ writeKey: "wrong" }), NOW);
     expect(segment.outcome(request!, await send(request!)).kind).toBe("sent");
     expect(vendor.stored.size).toBe(0);
     expect(vendor.dropped() - before).toBe(4);
     vendor.next("oauth");
     const outcome = segment.outcome(request!, await send(request!));
     expect(outcome.kind).toBe("failed");
-    expect(outcome.kind === "failed" && outcome.error).toStartWith("bad credentials: Segment answered 401");
+    expect(outcome.kind === "failed" && outcome.error).toStartWith("bad credentials: Segment answered HTTP 401: Unauthorized");
   });
 
   test("429 is retried after Retry-After, or X-RateLimit-Reset; the resend is counted once", async () => {
-    await checkRetriedThenTaken(segment, segment.evaluations!(records(3), config())[0]!, vendor, ["429", "429-reset"], [7000, 4000]);
+    await checkRetriedThenTaken(segment, segment.evaluations!(records(3), config(), NOW)[0]!, vendor, ["429", "429-reset"], [7000, 4000]);
   });
 
   test("5xx is retried; a resend after a 500 that had stored the batch is deduped by messageId", async () => {
-    await checkDedupedResend(segment, () => segment.evaluations!(records(4), config())[0]!, vendor, ["store-then-500", "502"]);
+    await checkDedupedResend(segment, () => segment.evaluations!(records(4), config(), NOW)[0]!, vendor, ["store-then-500", "502"]);
     expect(vendor.stored.size).toBe(8);
   });
 
@@ -197,10 +197,10 @@ describe("segment connector", () => {
     const [enabled, deleted] = messages();
     expect(enabled).toMatchObject({
       type: "track",
-      userId: "flagsvc:usr_42",
+      userId: "flagsvc:usr_1",
       event: "Feature Flag Enabled",
       timestamp: flagChange().timestamp,
-      properties: { change: "enabled", flag_key: "new-checkout", project: "shop", environment: "production", enabled_before: false, enabled_after: true, actor_label: "ada@example.com", event_id: "evt_01J0000000000000000000000A" },
+      properties: { change: "enabled", flag_key: "checkout-v2", project: "shop", environment: "production", enabled_before: false, enabled_after: true, actor_label: "alice@example.com", event_id: "evt_01JD5Q2M7W3K9X" },
     });
     expect(deleted).toMatchObject({ event: "Feature Flag Deleted", userId: "flagsvc:cli:bob", properties: { actor_type: "cli" } });
     await deliver(segment.changes!(changes, config()));

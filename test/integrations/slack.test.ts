@@ -7,10 +7,11 @@
  */
 import Ajv2020 from "ajv/dist/2020";
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { CONNECTORS } from "../../src/modules/integrations/connectors";
 import { slack, slackText, type SlackConfig } from "../../src/modules/integrations/connectors/slack";
 import type { FlagChangeEvent } from "../../src/modules/integrations/connectors/types";
 import { startReceiver } from "../webhook-receiver";
-import { checkConfigSchema, deliver, flagChange, json } from "./vendor-http";
+import { checkConfigSchema, flagChange, json, send } from "./vendor";
 
 const HOOK_PATH = "/services/T0001/B0001/abcDEF123";
 const TOKEN = "xoxb-1-good";
@@ -72,6 +73,12 @@ describe("slack connector", () => {
     expect(slack.evaluations).toBeUndefined();
   });
 
+  test("one message in flight at a time (a channel reads in order); every other connector keeps the sender's default", () => {
+    expect(slack.concurrency).toBe(1);
+    expect(Object.values(CONNECTORS).filter((c) => c.concurrency !== undefined).map((c) => c.type)).toEqual(["slack"]);
+    expect(Object.values(CONNECTORS).filter((c) => c.everySecond).map((c) => c.type)).toEqual(["datadog"]);
+  });
+
   test("the text says who, what, which environment, before -> after, for every kind of change and actor", () => {
     expect(slackText(flagChange())).toBe("alice@example.com turned on flag *checkout-v2* in *production* (project shop): off, rollout 10% → on, rollout 50%");
     const cases: [Partial<FlagChangeEvent>, string][] = [
@@ -97,7 +104,7 @@ describe("slack connector", () => {
         { type: "context", elements: [{ type: "mrkdwn", text: "2026-11-22T10:00:00.000Z · flag.enabled · evt_01JD5Q2M7W3K9X" }] },
       ],
     });
-    for (const r of requests) expect(slack.outcome(r, await deliver(r))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: null });
+    for (const r of requests) expect(slack.outcome(r, await send(r))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: null });
     expect(posted.map((p) => p.text)).toEqual(changes.map(slackText));
     expect(slack.changes!(changes, { ...viaHook, environments: ["production"] }).length).toBe(2);
     // Without apiHost the webhook URL is used as it is.
@@ -109,35 +116,35 @@ describe("slack connector", () => {
     expect(request!.url).toBe(`${base}/api/chat.postMessage`);
     expect(request!.headers.authorization).toBe(`Bearer ${TOKEN}`);
     expect(JSON.parse(request!.body)).toMatchObject({ channel: CHANNEL, unfurl_links: false, text: slackText(flagChange()) });
-    expect(slack.outcome(request!, await deliver(request!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: null });
+    expect(slack.outcome(request!, await send(request!))).toEqual({ kind: "sent", accepted: 1, rejected: 0, error: null });
     expect(posted).toEqual([{ channel: CHANNEL, text: slackText(flagChange()) }]);
     expect(slack.changes!([flagChange()], { botToken: TOKEN, channel: CHANNEL })[0]!.url).toBe("https://slack.com/api/chat.postMessage");
 
     const [badToken] = slack.changes!([flagChange()], { ...viaBot, botToken: "xoxb-revoked" });
-    expect(slack.outcome(badToken!, await deliver(badToken!))).toEqual({ kind: "failed", error: "bad credentials: slack answered invalid_auth (HTTP 200)" });
+    expect(slack.outcome(badToken!, await send(badToken!))).toEqual({ kind: "failed", error: "bad credentials: Slack answered HTTP 200: invalid_auth" });
     const [badChannel] = slack.changes!([flagChange()], { ...viaBot, channel: "C-GONE" });
-    expect(slack.outcome(badChannel!, await deliver(badChannel!))).toEqual({ kind: "failed", error: "slack answered channel_not_found (HTTP 200)" });
+    expect(slack.outcome(badChannel!, await send(badChannel!))).toEqual({ kind: "failed", error: "Slack answered HTTP 200: channel_not_found" });
     mode = "internalError";
-    expect(slack.outcome(request!, await deliver(request!))).toMatchObject({ kind: "retry", error: "slack answered internal_error (HTTP 200)" });
+    expect(slack.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", error: "Slack answered HTTP 200: internal_error" });
     mode = "rateLimited";
-    expect(slack.outcome(request!, await deliver(request!))).toMatchObject({ kind: "retry", retryAfterMs: 30_000 });
+    expect(slack.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", retryAfterMs: 30_000 });
   });
 
   test("webhook errors: 500 and 429 retried (Retry-After), an unknown webhook is bad credentials, archived and malformed fail", async () => {
     const [request] = slack.changes!([flagChange()], viaHook);
     mode = "error500";
-    expect(slack.outcome(request!, await deliver(request!))).toMatchObject({ kind: "retry", retryAfterMs: null });
+    expect(slack.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", retryAfterMs: null });
     mode = "rateLimited";
-    expect(slack.outcome(request!, await deliver(request!))).toMatchObject({ kind: "retry", retryAfterMs: 30_000 });
+    expect(slack.outcome(request!, await send(request!))).toMatchObject({ kind: "retry", retryAfterMs: 30_000 });
     mode = "archived";
-    expect(slack.outcome(request!, await deliver(request!))).toEqual({ kind: "failed", error: "slack answered channel_is_archived (HTTP 410)" });
+    expect(slack.outcome(request!, await send(request!))).toEqual({ kind: "failed", error: "Slack answered HTTP 410: channel_is_archived" });
     mode = "normal";
     const [unknown] = slack.changes!([flagChange()], { ...viaHook, webhookUrl: "https://hooks.slack.com/services/T0001/B0001/revoked" });
-    expect(slack.outcome(unknown!, await deliver(unknown!))).toEqual({ kind: "failed", error: "bad credentials: slack answered no_service (HTTP 404)" });
+    expect(slack.outcome(unknown!, await send(unknown!))).toEqual({ kind: "failed", error: "bad credentials: Slack answered HTTP 404: no_service" });
     const malformed = { ...request!, body: JSON.stringify({ text: "" }) };
-    expect(slack.outcome(malformed, await deliver(malformed))).toEqual({ kind: "failed", error: "slack answered invalid_payload (HTTP 400)" });
+    expect(slack.outcome(malformed, await send(malformed))).toEqual({ kind: "failed", error: "Slack answered HTTP 400: invalid_payload" });
     // After the 500, the same request again posts the message (Slack offers no dedupe: one message, as it was never posted).
-    expect(slack.outcome(request!, await deliver(request!)).kind).toBe("sent");
+    expect(slack.outcome(request!, await send(request!)).kind).toBe("sent");
     expect(posted.length).toBe(1);
   });
 });

@@ -22,28 +22,23 @@
  *
  * A 400 listing rejected events ingests none of the batch. The Outcome then counts the rejected
  * ones (`sent`, accepted 0) and `amplitude.remainder(request, response)` builds the request that
- * carries the others (same insert ids), which the sender must send next: see the report of the
- * connectors' branch (the interface has no place for it yet).
+ * carries the others (same insert ids), which the sender sends next (`Connector.remainder`).
  */
 import { type Static, Type } from "@sinclair/typebox";
 import {
   actorUserId,
-  apiHostField,
-  baseUrl,
   changeId,
   changeProperties,
   chunk,
   epochMs,
   evaluationsToSend,
   evaluationProperties,
-  parseBody,
   regionField,
   sampleRateField,
-  snippet,
-  statusOutcome,
   trackChangesField,
   trackEvaluationsField,
-} from "./event-batches";
+} from "./events";
+import { answered, apiHostField, apiUrl, badCredentials, parseJson, statusOutcome, vendorSays } from "./http";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./types";
 
 export const AMPLITUDE_MAX_EVENTS = 2000;
@@ -63,7 +58,7 @@ const configSchema = Type.Object(
       description: "The Amplitude project's API key (Settings > Projects > your project > General), sent in the body of each request.",
     }),
     region: regionField(AMPLITUDE_HOSTS, "The project's data center: us (api2.amplitude.com) or eu (api.eu.amplitude.com)."),
-    apiHost: apiHostField("https://api2.amplitude.com, or the region's host"),
+    apiHost: apiHostField("Base URL with scheme to send to instead of Amplitude's API (a proxy, a test receiver). Default: https://api2.amplitude.com, or the region's host."),
     trackEvaluations: trackEvaluationsField(),
     trackChanges: trackChangesField(),
     sampleRate: sampleRateField(),
@@ -102,7 +97,7 @@ function envelope(apiKey: string, events: readonly string[]): string {
 }
 
 function requests(events: string[], config: AmplitudeConfig): VendorRequest[] {
-  const url = `${baseUrl(config.apiHost, AMPLITUDE_HOSTS[config.region ?? "us"] ?? AMPLITUDE_HOSTS.us)}/2/httpapi`;
+  const url = apiUrl(config.apiHost, AMPLITUDE_HOSTS[config.region ?? "us"] ?? AMPLITUDE_HOSTS.us, "/2/httpapi");
   const overhead = Buffer.byteLength(envelope(config.apiKey, []));
   return chunk(events, AMPLITUDE_MAX_EVENTS, AMPLITUDE_MAX_BYTES, overhead).map((group) => ({
     method: "POST",
@@ -128,13 +123,13 @@ function isInvalidKey(body: any): boolean {
 }
 
 function outcome(request: VendorRequest, response: VendorResponse): Outcome {
-  const body = parseBody(response.body);
+  const body = parseJson(response.body);
   const { status } = response;
   if (status === 200) {
     const ingested = body?.events_ingested;
     return { kind: "sent", accepted: typeof ingested === "number" ? ingested : request.events, rejected: 0, error: null };
   }
-  if (status === 400 && isInvalidKey(body)) return { kind: "failed", error: `bad credentials: Amplitude answered 400 "${body.error}" (check the API key and the region)` };
+  if (status === 400 && isInvalidKey(body)) return badCredentials("Amplitude", 400, body.error, "check the API key and the region");
   if (status === 400) {
     const rejected = rejectedIndexes(body);
     if (rejected.size > 0 && rejected.size <= request.events) {
@@ -148,11 +143,11 @@ function outcome(request: VendorRequest, response: VendorResponse): Outcome {
         error: `Amplitude rejected ${rejected.size} of ${request.events} events: ${why}; the batch was not ingested${rest > 0 ? `, the other ${rest} must be resent (amplitude.remainder)` : ""}`,
       };
     }
-    return { kind: "failed", error: `Amplitude refused the request: 400: ${snippet(response.body)}` };
   }
-  if (status === 403) return { kind: "failed", error: `Amplitude blocked the request (403: its firewall, or a region it does not serve): ${snippet(response.body)}` };
-  if (status === 413) return { kind: "failed", error: `Amplitude refused the request as too large (413): ${snippet(response.body)}` };
-  return statusOutcome("Amplitude", request.events, response, status === 429 ? THROTTLE_PAUSE_MS : null);
+  // Amplitude's 403 is its firewall or a region it does not serve, not the key (that is a 400).
+  if (status === 403) return { kind: "failed", error: `${answered("Amplitude", 403, vendorSays(response.body))} (blocked: its firewall, or a region it does not serve)` };
+  // 429: Amplitude documents a 30 s pause for the throttled user or device.
+  return statusOutcome("Amplitude", request, response, { fallbackWaitMs: (r) => (r.status === 429 ? THROTTLE_PAUSE_MS : null) });
 }
 
 /**
@@ -161,11 +156,11 @@ function outcome(request: VendorRequest, response: VendorResponse): Outcome {
  */
 function remainder(request: VendorRequest, response: VendorResponse): VendorRequest | null {
   if (response.status !== 400) return null;
-  const body = parseBody(response.body);
+  const body = parseJson(response.body);
   if (isInvalidKey(body)) return null;
   const rejected = rejectedIndexes(body);
   if (rejected.size === 0) return null;
-  const sent = parseBody(request.body) as { api_key: string; events: unknown[] } | null;
+  const sent = parseJson(request.body) as { api_key: string; events: unknown[] } | null;
   if (!sent || !Array.isArray(sent.events)) return null;
   const kept = sent.events.filter((_, i) => !rejected.has(i)).map((e) => JSON.stringify(e));
   if (kept.length === 0) return null;

@@ -21,7 +21,8 @@
  * what the call holds is sent).
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { chunk, commonOutcome, excerpt, joinUrl, lowerHeaders, parseJson } from "./http-rules";
+import { chunk, latestPerUser, variantLabel } from "./events";
+import { apiHostField, apiUrl, excerpt, parseJson, rateLimitResetMs, statusOutcome } from "./http";
 import type { Connector, EvaluationRecord, Outcome, VendorRequest, VendorResponse } from "./types";
 
 export const BRAZE_DEFAULT_HOST = "https://rest.iad-01.braze.com";
@@ -35,12 +36,9 @@ const configSchema = Type.Object(
       secret: true,
       description: "A Braze REST API key with the users.track permission (Settings > APIs and Identifiers), sent as Authorization: Bearer.",
     }),
-    apiHost: Type.Optional(
-      Type.String({
-        pattern: "^https?://",
-        default: BRAZE_DEFAULT_HOST,
-        description: "Your Braze instance's REST endpoint, e.g. https://rest.iad-05.braze.com or https://rest.fra-01.braze.eu (the API overview's table matches dashboard URLs to REST endpoints); or a proxy.",
-      }),
+    apiHost: apiHostField(
+      "Your Braze instance's REST endpoint, e.g. https://rest.iad-05.braze.com or https://rest.fra-01.braze.eu (the API overview's table matches dashboard URLs to REST endpoints); or a proxy.",
+      BRAZE_DEFAULT_HOST,
     ),
     environment: Type.Optional(
       Type.String({
@@ -77,50 +75,34 @@ const configSchema = Type.Object(
 
 export type BrazeConfig = Static<typeof configSchema>;
 
-/** The value a user's attribute for a flag holds: the variant, else "on"/"off". */
-export function brazeValue(record: EvaluationRecord): string {
-  return record.variant ?? (record.enabled ? "on" : "off");
-}
-
-/** One attributes object a user: the latest evaluation of each flag in `records`. */
-function attributeObjects(records: readonly EvaluationRecord[], config: BrazeConfig): Record<string, unknown>[] {
+/** One attributes object a user (its text): the latest evaluation of each flag in `records`. */
+function attributeObjects(records: readonly EvaluationRecord[], config: BrazeConfig): string[] {
   const environment = config.environment ?? "production";
   const prefix = config.attributePrefix ?? "flagsvc_";
-  const latest = new Map<string, { at: number; record: EvaluationRecord }>();
-  for (const record of records) {
-    if (record.userId === null || record.userId === "") continue;
-    if (environment !== "*" && record.environment !== environment) continue;
-    const at = Date.parse(record.evaluatedAt);
-    const key = JSON.stringify([record.userId, record.flagKey]);
-    const seen = latest.get(key);
-    if (!seen || !(at < seen.at)) latest.set(key, { at, record });
+  const kept = environment === "*" ? records : records.filter((r) => r.environment === environment);
+  const objects: string[] = [];
+  for (const [userId, latest] of latestPerUser(kept, (r) => r.flagKey)) {
+    const object: Record<string, unknown> = { external_id: userId, _update_existing_only: config.updateExistingOnly ?? true };
+    // The value a user's attribute for a flag holds: the variant, else "on"/"off".
+    for (const record of latest.values()) object[`${prefix}${record.flagKey}`] = variantLabel(record);
+    objects.push(JSON.stringify(object));
   }
-  const users = new Map<string, Record<string, unknown>>();
-  for (const { record } of latest.values()) {
-    let object = users.get(record.userId!);
-    if (!object) {
-      object = { external_id: record.userId, _update_existing_only: config.updateExistingOnly ?? true };
-      users.set(record.userId!, object);
-    }
-    object[`${prefix}${record.flagKey}`] = brazeValue(record);
-  }
-  return [...users.values()];
+  return objects;
 }
 
 function evaluations(records: readonly EvaluationRecord[], config: BrazeConfig): VendorRequest[] {
-  const url = joinUrl(config.apiHost ?? BRAZE_DEFAULT_HOST, "/users/track");
+  const url = apiUrl(config.apiHost, BRAZE_DEFAULT_HOST, "/users/track");
   const headers = { "content-type": "application/json", authorization: `Bearer ${config.apiKey}` };
   return chunk(attributeObjects(records, config), config.batchSize ?? BRAZE_MAX_OBJECTS).map((attributes) => ({
     method: "POST",
     url,
     headers,
-    body: JSON.stringify({ attributes }),
+    body: `{"attributes":[${attributes.join(",")}]}`,
     events: attributes.length,
   }));
 }
 
 interface BrazeAnswer {
-  message?: unknown;
   errors?: unknown;
   attributes_processed?: unknown;
 }
@@ -133,12 +115,6 @@ function errorText(error: unknown): string {
     if (typeof type === "string") return input_array !== undefined ? `${type} (${String(input_array)}[${String(index)}])` : type;
   }
   return excerpt(JSON.stringify(error));
-}
-
-/** Braze's rate-limit reset (X-RateLimit-Reset, a UNIX time in seconds) as a wait in ms. */
-function resetWaitMs(headers: Record<string, string>, now = Date.now()): number | null {
-  const reset = Number(lowerHeaders(headers)["x-ratelimit-reset"]);
-  return Number.isFinite(reset) && reset > 0 ? Math.max(0, reset * 1000 - now) : null;
 }
 
 function outcome(request: VendorRequest, response: VendorResponse): Outcome {
@@ -154,12 +130,12 @@ function outcome(request: VendorRequest, response: VendorResponse): Outcome {
       }),
     );
     const rejected = Math.min(request.events, named.size);
-    return { kind: "sent", accepted: request.events - rejected, rejected, error: `braze: ${errors.map(errorText).slice(0, 3).join("; ")}` };
+    return { kind: "sent", accepted: request.events - rejected, rejected, error: `Braze: ${errors.map(errorText).slice(0, 3).join("; ")}` };
   }
-  const common = commonOutcome("braze", response, resetWaitMs(response.headers));
-  if (common) return common;
-  const message = typeof answer.message === "string" ? answer.message : excerpt(response.body);
-  return { kind: "failed", error: `braze answered HTTP ${response.status}: ${message}` };
+  return statusOutcome("Braze", request, response, {
+    // Braze's X-RateLimit-Reset: the UNIX time (seconds) the limit resets.
+    fallbackWaitMs: (r) => (r.status === 429 ? rateLimitResetMs(r.headers, "at") : null),
+  });
 }
 
 export const braze: Connector<BrazeConfig> = {

@@ -17,15 +17,20 @@
  * - Sites and their hosts (datadoghq.com, us3, us5, datadoghq.eu, ap1, ap2, uk1, ddog-gov.com, us2.ddog-gov.com):
  *   the endpoint tables of the two pages above.
  *
- * Idempotency: Datadog offers no insert id for either API. Metrics: each request carries, per
- * series, one point a second (the evaluations of that second summed), so a resend overwrites
- * its own points with the same values: never counted twice. The sender must therefore hand
- * this connector each second whole (records of one second split across two calls would
- * overwrite one another: see `closedSeconds`). Change events have no dedupe: a resend after a
- * lost 2xx may show one change twice; the event id is in change_metadata to tell them apart.
+ * Idempotency: Datadog offers no insert id for either API. Metrics: the connector is
+ * `everySecond`: the sender hands it evaluations once a second, everything it received in that
+ * second, and each hand-over becomes one count point per series stamped with the second of the
+ * sender's clock (`Math.floor(nowMs / 1000)`), its value the number of those records. So each
+ * (series, second) is sent exactly once, and a retry sends the same body (same points, same
+ * values), which overwrites itself at Datadog: never counted twice. A point is stamped with the
+ * second the sender handed the evaluations over, not the second each was made (usually the
+ * next one); a retry more than an hour late is dropped by Datadog (202 with errors, kept as
+ * the error). Change events have no dedupe: a resend after a lost 2xx may show one change
+ * twice; the event id is in change_metadata to tell them apart.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { commonOutcome, excerpt, joinUrl, lowerHeaders, parseJson, stateText } from "./http-rules";
+import { chunk, stateText, trackChangesField, trackEvaluationsField } from "./events";
+import { apiHostField, apiUrl, excerpt, parseJson, rateLimitResetMs, statusOutcome, vendorSays } from "./http";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./types";
 
 export const DATADOG_SITES = [
@@ -63,12 +68,7 @@ const configSchema = Type.Object(
         { default: "datadoghq.com", description: "Your Datadog site: the host of your Datadog app without app. (app.datadoghq.eu -> datadoghq.eu)." },
       ),
     ),
-    apiHost: Type.Optional(
-      Type.String({
-        pattern: "^https?://",
-        description: "A base URL that replaces both Datadog hosts (a proxy); by default metrics go to https://api.<site> and events to https://event-management-intake.<site>.",
-      }),
-    ),
+    apiHost: apiHostField("A base URL that replaces both Datadog hosts (a proxy); by default metrics go to https://api.<site> and events to https://event-management-intake.<site>."),
     service: Type.Optional(
       Type.String({
         minLength: 1,
@@ -83,8 +83,8 @@ const configSchema = Type.Object(
         description: "Tags added to every metric series and event, e.g. team:payments.",
       }),
     ),
-    trackEvaluations: Type.Optional(Type.Boolean({ default: true, description: `Send evaluation counts as the count metric ${DATADOG_METRIC}.` })),
-    trackChanges: Type.Optional(Type.Boolean({ default: true, description: "Send flag changes as Change Tracking events." })),
+    trackEvaluations: trackEvaluationsField(`Send evaluation counts as the count metric ${DATADOG_METRIC}.`),
+    trackChanges: trackChangesField("Send flag changes as Change Tracking events."),
   },
   { additionalProperties: false },
 );
@@ -106,18 +106,6 @@ export function ddTag(key: string, value: string): string {
   return `${key}:${value.toLowerCase().replace(/[^a-z0-9_\-:./]/g, "_")}`.slice(0, 200);
 }
 
-/**
- * The records of the seconds that are over at `nowMs` (ready to send), and the rest (to hold
- * for the next call): what the sender must do so that no second reaches Datadog in two parts.
- */
-export function closedSeconds(records: readonly EvaluationRecord[], nowMs: number): { ready: EvaluationRecord[]; hold: EvaluationRecord[] } {
-  const current = Math.floor(nowMs / 1000);
-  const ready: EvaluationRecord[] = [];
-  const hold: EvaluationRecord[] = [];
-  for (const r of records) (Math.floor(Date.parse(r.evaluatedAt) / 1000) < current ? ready : hold).push(r);
-  return { ready, hold };
-}
-
 interface Series {
   metric: string;
   type: 1;
@@ -126,14 +114,18 @@ interface Series {
   tags: string[];
 }
 
-function evaluations(records: readonly EvaluationRecord[], config: DatadogConfig): VendorRequest[] {
+/**
+ * One hand-over: per series (flag, env, variant, enabled, reason and the config's tags) one
+ * count point at the second of `nowMs`, the number of its records; the series packed into
+ * bodies under the payload limit.
+ */
+function evaluations(records: readonly EvaluationRecord[], config: DatadogConfig, nowMs: number): VendorRequest[] {
   if (config.trackEvaluations === false) return [];
   const extra = config.tags ?? [];
-  // series (by its tags) -> second -> count
-  const bySeries = new Map<string, { tags: string[]; counts: Map<number, number> }>();
+  const timestamp = Math.floor(nowMs / 1000);
+  // series (by its tags) -> count
+  const counts = new Map<string, { tags: string[]; count: number }>();
   for (const r of records) {
-    const at = Date.parse(r.evaluatedAt);
-    if (Number.isNaN(at)) continue;
     const tags = [
       ddTag("flag", r.flagKey),
       ddTag("env", r.environment),
@@ -143,37 +135,22 @@ function evaluations(records: readonly EvaluationRecord[], config: DatadogConfig
       ...extra,
     ];
     const key = tags.join(",");
-    let s = bySeries.get(key);
-    if (!s) bySeries.set(key, (s = { tags, counts: new Map() }));
-    const second = Math.floor(at / 1000);
-    s.counts.set(second, (s.counts.get(second) ?? 0) + 1);
+    const s = counts.get(key);
+    if (s) s.count++;
+    else counts.set(key, { tags, count: 1 });
   }
-  // Pack series into bodies under the payload limit; a series too long for one body is cut by time.
-  const url = joinUrl(config.apiHost ?? `https://api.${site(config)}`, "/api/v2/series");
-  const requests: VendorRequest[] = [];
-  let batch: Series[] = [];
-  let size = 0;
-  let events = 0;
-  const flush = () => {
-    if (batch.length === 0) return;
-    requests.push({ method: "POST", url, headers: headers(config, false), body: JSON.stringify({ series: batch }), events });
-    batch = [];
-    size = 0;
-    events = 0;
-  };
-  for (const { tags, counts } of bySeries.values()) {
-    const points = [...counts].sort((a, b) => a[0] - b[0]).map(([timestamp, value]) => ({ timestamp, value }));
-    for (let i = 0; i < points.length; i += 5_000) {
-      const part: Series = { metric: DATADOG_METRIC, type: 1, interval: 1, points: points.slice(i, i + 5_000), tags };
-      const bytes = Buffer.byteLength(JSON.stringify(part)) + 1;
-      if (size + bytes > DATADOG_MAX_BODY_BYTES - 20) flush();
-      batch.push(part);
-      size += bytes;
-      events += part.points.reduce((n, p) => n + p.value, 0);
-    }
-  }
-  flush();
-  return requests;
+  const parts = [...counts.values()].map(({ tags, count }) => {
+    const series: Series = { metric: DATADOG_METRIC, type: 1, interval: 1, points: [{ timestamp, value: count }], tags };
+    return { text: JSON.stringify(series), count };
+  });
+  const url = apiUrl(config.apiHost, `https://api.${site(config)}`, "/api/v2/series");
+  return chunk(parts, Number.POSITIVE_INFINITY, DATADOG_MAX_BODY_BYTES, Buffer.byteLength('{"series":[]}'), (p) => p.text).map((group) => ({
+    method: "POST",
+    url,
+    headers: headers(config, false),
+    body: `{"series":[${group.map((p) => p.text).join(",")}]}`,
+    events: group.reduce((n, p) => n + p.count, 0),
+  }));
 }
 
 const VERB: Record<FlagChangeEvent["event"], string> = {
@@ -233,7 +210,7 @@ function changeEvent(change: FlagChangeEvent, config: DatadogConfig): Record<str
 
 function changes(list: readonly FlagChangeEvent[], config: DatadogConfig): VendorRequest[] {
   if (config.trackChanges === false) return [];
-  const url = joinUrl(config.apiHost ?? `https://event-management-intake.${site(config)}`, "/api/v2/events");
+  const url = apiUrl(config.apiHost, `https://event-management-intake.${site(config)}`, "/api/v2/events");
   // The v2 events API takes one event a request.
   return list.map((change) => ({ method: "POST", url, headers: headers(config, true), body: JSON.stringify(changeEvent(change, config)), events: 1 }));
 }
@@ -246,17 +223,16 @@ function errorsOf(body: string): string[] {
 }
 
 function outcome(request: VendorRequest, response: VendorResponse): Outcome {
+  const errors = errorsOf(response.body);
   if (response.status >= 200 && response.status < 300) {
     // /api/v2/series answers 202 { errors: [...] } when it dropped points (e.g. a timestamp out of range) without saying which.
-    const errors = errorsOf(response.body);
-    return { kind: "sent", accepted: request.events, rejected: 0, error: errors.length ? `datadog: ${errors.slice(0, 3).join("; ")}` : null };
+    return { kind: "sent", accepted: request.events, rejected: 0, error: errors.length ? `Datadog: ${errors.slice(0, 3).join("; ")}` : null };
   }
-  // Datadog's X-RateLimit-Reset: seconds until the window resets.
-  const reset = Number(lowerHeaders(response.headers)["x-ratelimit-reset"]);
-  const common = commonOutcome("datadog", response, Number.isFinite(reset) && reset >= 0 ? reset * 1000 : null);
-  if (common) return common;
-  const errors = errorsOf(response.body);
-  return { kind: "failed", error: `datadog answered HTTP ${response.status}: ${errors.length ? errors.slice(0, 3).join("; ") : excerpt(response.body)}` };
+  return statusOutcome("Datadog", request, response, {
+    // Datadog's X-RateLimit-Reset: seconds until the window resets.
+    fallbackWaitMs: (r) => (r.status === 429 ? rateLimitResetMs(r.headers, "in") : null),
+    detail: (r) => (errors.length ? errors.slice(0, 3).join("; ") : vendorSays(r.body)),
+  });
 }
 
 export const datadog: Connector<DatadogConfig> = {
@@ -266,6 +242,7 @@ export const datadog: Connector<DatadogConfig> = {
   description: `Flag changes as Datadog Change Tracking events (feature_flag) and evaluation counts as the count metric ${DATADOG_METRIC}, tagged by flag, env, variant, enabled and reason.`,
   configSchema,
   evaluations,
+  everySecond: true,
   changes,
   outcome,
 };

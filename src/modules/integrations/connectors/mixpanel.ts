@@ -22,8 +22,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import {
   actorUserId,
-  apiHostField,
-  baseUrl,
   basicAuth,
   changeId,
   changeProperties,
@@ -31,15 +29,13 @@ import {
   epochMs,
   evaluationsToSend,
   evaluationProperties,
-  parseBody,
   regionField,
   sampleRateField,
-  snippet,
-  statusOutcome,
   trackChangesField,
   trackEvaluationsField,
   variantLabel,
-} from "./event-batches";
+} from "./events";
+import { apiHostField, apiUrl, excerpt, parseJson, statusOutcome } from "./http";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./types";
 
 export const MIXPANEL_MAX_EVENTS = 2000;
@@ -56,7 +52,7 @@ const configSchema = Type.Object(
       description: "The Mixpanel project's token (Project Settings > Overview > Access Keys), sent as the Basic auth user of /import.",
     }),
     region: regionField(MIXPANEL_HOSTS, "The project's data residency: us (api.mixpanel.com), eu (api-eu.mixpanel.com) or in (api-in.mixpanel.com)."),
-    apiHost: apiHostField("https://api.mixpanel.com, or the region's host"),
+    apiHost: apiHostField("Base URL with scheme to send to instead of Mixpanel's API (a proxy, a test receiver). Default: https://api.mixpanel.com, or the region's host."),
     trackEvaluations: trackEvaluationsField(),
     trackChanges: trackChangesField(),
     sampleRate: sampleRateField(),
@@ -99,7 +95,7 @@ function changeEvent(c: FlagChangeEvent): string {
 }
 
 function requests(events: string[], config: MixpanelConfig): VendorRequest[] {
-  const url = `${baseUrl(config.apiHost, MIXPANEL_HOSTS[config.region ?? "us"] ?? MIXPANEL_HOSTS.us)}/import?strict=1`;
+  const url = apiUrl(config.apiHost, MIXPANEL_HOSTS[config.region ?? "us"] ?? MIXPANEL_HOSTS.us, "/import?strict=1");
   const headers = { authorization: basicAuth(config.projectToken), "content-type": "application/json", accept: "application/json" };
   return chunk(events, MIXPANEL_MAX_EVENTS, MIXPANEL_MAX_BYTES, 2).map((group) => ({
     method: "POST",
@@ -111,7 +107,7 @@ function requests(events: string[], config: MixpanelConfig): VendorRequest[] {
 }
 
 function outcome(request: VendorRequest, response: VendorResponse): Outcome {
-  const body = parseBody(response.body);
+  const body = parseJson(response.body);
   if (response.status === 200) {
     const imported = body?.num_records_imported;
     return { kind: "sent", accepted: typeof imported === "number" ? imported : request.events, rejected: 0, error: null };
@@ -121,13 +117,10 @@ function outcome(request: VendorRequest, response: VendorResponse): Outcome {
     const failed: { field?: string; message?: string }[] = body.failed_records;
     const imported = typeof body.num_records_imported === "number" ? body.num_records_imported : Math.max(0, request.events - failed.length);
     const first = failed[0];
-    const why = first ? `${first.field ?? "event"}: ${first.message ?? "invalid"}` : snippet(response.body);
+    const why = first ? `${first.field ?? "event"}: ${first.message ?? "invalid"}` : excerpt(response.body);
     return { kind: "sent", accepted: imported, rejected: failed.length, error: `Mixpanel rejected ${failed.length} of ${request.events} events (${why})` };
   }
-  if (response.status === 401 || response.status === 403) {
-    return { kind: "failed", error: `bad credentials: Mixpanel answered ${response.status} (check the project token and the region): ${snippet(response.body)}` };
-  }
-  return statusOutcome("Mixpanel", request.events, response);
+  return statusOutcome("Mixpanel", request, response, { credentialsHint: "check the project token and the region" });
 }
 
 export const mixpanel: Connector<MixpanelConfig> = {

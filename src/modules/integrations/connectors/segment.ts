@@ -24,8 +24,6 @@ import { type Static, Type } from "@sinclair/typebox";
 import { VERSION } from "../../../version";
 import {
   actorUserId,
-  apiHostField,
-  baseUrl,
   basicAuth,
   changeId,
   changeProperties,
@@ -33,13 +31,14 @@ import {
   evaluationsToSend,
   evaluationProperties,
   hashId,
+  latestPerUser,
   regionField,
   sampleRateField,
-  statusOutcome,
   trackChangesField,
   trackEvaluationsField,
   variantLabel,
-} from "./event-batches";
+} from "./events";
+import { apiHostField, apiUrl, rateLimitResetMs, statusOutcome } from "./http";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./types";
 
 export const SEGMENT_MAX_MESSAGES = 2500;
@@ -67,12 +66,14 @@ const configSchema = Type.Object(
       SEGMENT_HOSTS,
       "Where the workspace lives: us (api.segment.io) or eu (events.eu1.segmentapis.com). An EU workspace sent to the US host drops the events without an error.",
     ),
-    apiHost: apiHostField("https://api.segment.io, or the region's host"),
+    apiHost: apiHostField("Base URL with scheme to send to instead of Segment's API (a proxy, a test receiver). Default: https://api.segment.io, or the region's host."),
     trackEvaluations: trackEvaluationsField(),
-    identifyTraits: Type.Boolean({
-      default: true,
-      description: "With the evaluations, send one Identify per user setting the trait flagsvc_<environment>_<flag key> to the variant served (for audiences and destinations).",
-    }),
+    identifyTraits: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description: "With the evaluations, send one Identify per user setting the trait flagsvc_<environment>_<flag key> to the variant served (for audiences and destinations).",
+      }),
+    ),
     trackChanges: trackChangesField(),
     sampleRate: sampleRateField(),
   },
@@ -102,24 +103,16 @@ function experimentViewed(r: EvaluationRecord, id: string, userId: string): stri
 
 /** One Identify per user: each flag's latest variant (per environment) in the records. */
 function identifies(records: readonly EvaluationRecord[]): string[] {
-  const users = new Map<string, { traits: Map<string, { value: string; at: string }>; latest: string }>();
-  for (const r of records) {
-    if (r.userId === null || r.userId === "") continue;
-    let user = users.get(r.userId);
-    if (!user) users.set(r.userId, (user = { traits: new Map(), latest: r.evaluatedAt }));
-    const name = traitName(r.environment, r.flagKey);
-    const seen = user.traits.get(name);
-    if (!seen || seen.at <= r.evaluatedAt) user.traits.set(name, { value: variantLabel(r), at: r.evaluatedAt });
-    if (user.latest < r.evaluatedAt) user.latest = r.evaluatedAt;
-  }
   const out: string[] = [];
-  for (const [userId, user] of users) {
+  for (const [userId, latest] of latestPerUser(records, (r) => traitName(r.environment, r.flagKey))) {
+    const at = [...latest.values()].reduce((a, b) => (Date.parse(b.evaluatedAt) > Date.parse(a.evaluatedAt) ? b : a)).evaluatedAt;
     const identify = (traits: Record<string, string>) =>
-      out.push(JSON.stringify({ type: "identify", messageId: hashId("identify", userId, JSON.stringify(traits), user.latest), userId, timestamp: user.latest, traits }));
+      out.push(JSON.stringify({ type: "identify", messageId: hashId("identify", userId, JSON.stringify(traits), at), userId, timestamp: at, traits }));
     // A user evaluated on many flags at once: several Identifies, each well under Segment's 32 KB a message.
     let traits: Record<string, string> = {};
     let bytes = 0;
-    for (const [name, { value }] of [...user.traits].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    for (const [name, record] of [...latest].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const value = variantLabel(record);
       const size = Buffer.byteLength(JSON.stringify(name) + JSON.stringify(value)) + 2;
       if (bytes > 0 && bytes + size > IDENTIFY_TRAITS_MAX_BYTES) {
         identify(traits);
@@ -150,7 +143,7 @@ function envelope(messages: readonly string[]): string {
 }
 
 function requests(messages: string[], config: SegmentConfig): VendorRequest[] {
-  const url = `${baseUrl(config.apiHost, SEGMENT_HOSTS[config.region ?? "us"] ?? SEGMENT_HOSTS.us)}/v1/batch`;
+  const url = apiUrl(config.apiHost, SEGMENT_HOSTS[config.region ?? "us"] ?? SEGMENT_HOSTS.us, "/v1/batch");
   const headers = { authorization: basicAuth(config.writeKey), "content-type": "application/json" };
   return chunk(messages, SEGMENT_MAX_MESSAGES, SEGMENT_MAX_BYTES, Buffer.byteLength(envelope([]))).map((group) => ({
     method: "POST",
@@ -162,13 +155,9 @@ function requests(messages: string[], config: SegmentConfig): VendorRequest[] {
 }
 
 function outcome(request: VendorRequest, response: VendorResponse): Outcome {
-  // Segment's 429 gives the wait in Retry-After, or in X-RateLimit-Reset (seconds).
-  if (response.status === 429 && response.headers["retry-after"] === undefined) {
-    const reset = Number(response.headers["x-ratelimit-reset"]);
-    if (Number.isFinite(reset)) return statusOutcome("Segment", request.events, response, Math.max(0, reset * 1000));
-  }
   // 400 is the whole batch (too large, invalid JSON): a malformed request, never retried.
-  return statusOutcome("Segment", request.events, response);
+  // Segment's 429 gives the wait in Retry-After, or in X-RateLimit-Reset (seconds).
+  return statusOutcome("Segment", request, response, { fallbackWaitMs: (r) => (r.status === 429 ? rateLimitResetMs(r.headers, "in") : null) });
 }
 
 export const segment: Connector<SegmentConfig> = {

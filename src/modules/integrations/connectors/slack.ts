@@ -20,8 +20,9 @@
  * event id is in the message's context line so a reader can tell.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { commonOutcome, excerpt, joinUrl, lowerHeaders, parseJson, stateText } from "./http-rules";
-import { retryAfterMs, type Connector, type FlagChangeEvent, type Outcome, type VendorRequest, type VendorResponse } from "./types";
+import { stateText } from "./events";
+import { answered, apiHostField, apiUrl, badCredentials, excerpt, parseJson, retryAfterMs, statusOutcome } from "./http";
+import type { Connector, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./types";
 
 export const SLACK_API_HOST = "https://slack.com";
 const POST_MESSAGE = "/api/chat.postMessage";
@@ -55,13 +56,7 @@ const configSchema = Type.Object(
         description: "Only changes in these environments (slugs) are posted; absent: every environment.",
       }),
     ),
-    apiHost: Type.Optional(
-      Type.String({
-        pattern: "^https?://",
-        default: SLACK_API_HOST,
-        description: "A base URL that replaces the scheme and host of the webhook URL, or of https://slack.com for the bot token (a proxy).",
-      }),
-    ),
+    apiHost: apiHostField("A base URL that replaces the scheme and host of the webhook URL, or of https://slack.com for the bot token (a proxy).", SLACK_API_HOST),
   },
   {
     additionalProperties: false,
@@ -125,7 +120,7 @@ function message(change: FlagChangeEvent): Record<string, unknown> {
 /** The webhook URL, its scheme and host replaced by `apiHost` when one is set. */
 function webhookTarget(config: SlackConfig): string {
   const url = new URL(config.webhookUrl!);
-  return config.apiHost ? joinUrl(config.apiHost, `${url.pathname}${url.search}`) : url.href;
+  return apiUrl(config.apiHost, url.origin, `${url.pathname}${url.search}`);
 }
 
 function changes(list: readonly FlagChangeEvent[], config: SlackConfig): VendorRequest[] {
@@ -135,7 +130,7 @@ function changes(list: readonly FlagChangeEvent[], config: SlackConfig): VendorR
     const url = webhookTarget(config);
     return kept.map((c) => ({ method: "POST", url, headers: { "content-type": "application/json" }, body: JSON.stringify(message(c)), events: 1 }));
   }
-  const url = joinUrl(config.apiHost ?? SLACK_API_HOST, POST_MESSAGE);
+  const url = apiUrl(config.apiHost, SLACK_API_HOST, POST_MESSAGE);
   const headers = { "content-type": "application/json; charset=utf-8", authorization: `Bearer ${config.botToken}` };
   return kept.map((c) => ({ method: "POST", url, headers, body: JSON.stringify({ channel: config.channel, unfurl_links: false, ...message(c) }), events: 1 }));
 }
@@ -143,26 +138,27 @@ function changes(list: readonly FlagChangeEvent[], config: SlackConfig): VendorR
 const BAD_CREDENTIALS = new Set(["invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "invalid_token", "no_service", "no_team", "team_disabled", "missing_scope"]);
 const TRANSIENT = new Set(["internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited", "rate_limited", "rollup_error"]);
 
-function byCode(code: string, status: number, response: VendorResponse): Outcome {
-  if (BAD_CREDENTIALS.has(code)) return { kind: "failed", error: `bad credentials: slack answered ${code} (HTTP ${status})` };
-  if (TRANSIENT.has(code)) return { kind: "retry", error: `slack answered ${code} (HTTP ${status})`, retryAfterMs: retryAfterMs(lowerHeaders(response.headers)) };
-  return { kind: "failed", error: `slack answered ${code} (HTTP ${status})` };
+/** An answer read by Slack's error code: bad credentials, a transient error of chat.postMessage's HTTP 200 (retried), or failed. */
+function byCode(code: string, response: VendorResponse): Outcome {
+  const { status } = response;
+  if (status === 401 || BAD_CREDENTIALS.has(code)) return badCredentials("Slack", status, code);
+  if (status < 300 && TRANSIENT.has(code)) return { kind: "retry", error: answered("Slack", status, code), retryAfterMs: retryAfterMs(response.headers) };
+  return { kind: "failed", error: answered("Slack", status, code) };
 }
 
 function outcome(request: VendorRequest, response: VendorResponse): Outcome {
   const viaBot = new URL(request.url).pathname.endsWith(POST_MESSAGE);
   const { status } = response;
+  const code = (r: VendorResponse) => excerpt(r.body, 80) || "nothing";
   if (viaBot && status >= 200 && status < 300) {
+    // chat.postMessage answers HTTP 200 { ok, error }.
     const answer = parseJson(response.body) as { ok?: unknown; error?: unknown } | null;
     if (answer?.ok === true) return { kind: "sent", accepted: request.events, rejected: 0, error: null };
-    return byCode(typeof answer?.error === "string" ? answer.error : excerpt(response.body), status, response);
+    return byCode(typeof answer?.error === "string" ? answer.error : code(response), response);
   }
-  if (status >= 200 && status < 300) return { kind: "sent", accepted: request.events, rejected: 0, error: null };
-  if (status === 429 || status === 408 || status >= 500) return commonOutcome("slack", response)!;
   // Webhooks answer a plain error string; a 403 is action_prohibited unless it names the token.
-  const code = excerpt(response.body, 80);
-  if (status === 401 || BAD_CREDENTIALS.has(code)) return { kind: "failed", error: `bad credentials: slack answered ${code || "nothing"} (HTTP ${status})` };
-  return { kind: "failed", error: `slack answered ${code || "nothing"} (HTTP ${status})` };
+  if (status >= 400 && status < 500 && status !== 408 && status !== 429) return byCode(code(response), response);
+  return statusOutcome("Slack", request, response, { detail: code });
 }
 
 export const slack: Connector<SlackConfig> = {
@@ -171,6 +167,16 @@ export const slack: Connector<SlackConfig> = {
   name: "Slack",
   description: "A message in a Slack channel for each flag change: who changed which flag, in which environment, before → after (an incoming webhook, or a bot token and a channel).",
   configSchema,
+  // The schema's anyOf, as the API checks it (TypeBox's checker reads an object's properties only).
+  check(config) {
+    if (config.webhookUrl !== undefined) return [];
+    if (config.botToken === undefined && config.channel === undefined) return [{ key: "webhookUrl", message: "Required: a webhook URL, or botToken with channel" }];
+    if (config.botToken === undefined) return [{ key: "botToken", message: "Required with channel (or give webhookUrl instead)" }];
+    if (config.channel === undefined) return [{ key: "channel", message: "Required with botToken" }];
+    return [];
+  },
   changes,
   outcome,
+  // A channel reads in order: one message in flight at a time.
+  concurrency: 1,
 };

@@ -72,12 +72,5 @@ export interface Connector<C extends Record<string, unknown> = Record<string, un
   remainder?(request: VendorRequest, response: VendorResponse): VendorRequest | null;
 }
 
-/** Retry-After (seconds or an HTTP date) in ms, or null. */
-export function retryAfterMs(headers: Record<string, string>, now = Date.now()): number | null {
-  const value = headers["retry-after"];
-  if (value === undefined) return null;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
-}
+/** Retry-After (seconds or an HTTP date) in ms, or null: with the status rules in ./http. */
+export { retryAfterMs } from "./http";

@@ -1,11 +1,14 @@
 /**
- * What the event connectors (mixpanel, amplitude, segment) share: deterministic insert ids,
- * deterministic sampling, splitting serialized events at a vendor's count and byte limits,
- * Basic auth, and the status-code rules every vendor follows (decisions §12). Pure, no I/O.
+ * What the connectors share about the events they send: deterministic ids, deterministic
+ * sampling, the properties of an evaluation and of a change, a user's latest evaluations,
+ * splitting serialized items at a vendor's count and byte limits, Basic auth, and the config
+ * fields the event connectors (mixpanel, amplitude, segment) have in common. Pure, no I/O.
  */
 import { createHash } from "node:crypto";
 import { Type } from "@sinclair/typebox";
-import { type EvaluationRecord, type FlagChangeEvent, type Outcome, type VendorResponse, retryAfterMs } from "./types";
+import type { EvaluationRecord, FlagChangeEvent } from "./types";
+
+// ---- ids and sampling ---------------------------------------------------------------------------
 
 /** SHA-256 (hex) of the parts, unambiguously joined (JSON: `null` and `""` differ). Same input, same id. */
 export function hashId(...parts: (string | number | boolean | null)[]): string {
@@ -32,7 +35,7 @@ export function sampled(id: string, rate: number | undefined): boolean {
   return Number.parseInt(id.slice(0, 8), 16) / 0x1_0000_0000 < rate;
 }
 
-/** What the event connectors' configs share (defaults may be missing when the store did not fill them in). */
+/** What the event connectors' configs share (defaults may be missing: the API stores a config as given). */
 export interface EventConfig {
   trackEvaluations?: boolean;
   sampleRate?: number;
@@ -53,6 +56,8 @@ export function evaluationsToSend(records: readonly EvaluationRecord[], config: 
   return out;
 }
 
+// ---- what an evaluation and a change say --------------------------------------------------------
+
 /** The variant a user was served: the variant key, else "on"/"off" for a flag without variants. */
 export function variantLabel(r: EvaluationRecord): string {
   return r.variant ?? (r.enabled ? "on" : "off");
@@ -66,6 +71,12 @@ export function epochMs(iso: string): number {
 /** Who made a change, as the id the event is attributed to in the vendor: `flagsvc:<actor id>`. */
 export function actorUserId(c: FlagChangeEvent): string {
   return `flagsvc:${c.actor.id}`;
+}
+
+/** A flag's state for people: "on", "off, rollout 50%". */
+export function stateText(state: FlagChangeEvent["data"]["currentState"]): string {
+  const rollout = state.rolloutPercentage === undefined || state.rolloutPercentage === null ? "" : `, rollout ${state.rolloutPercentage}%`;
+  return `${state.enabled ? "on" : "off"}${rollout}`;
 }
 
 /** A change's properties, the same for every event vendor (snake_case). */
@@ -99,22 +110,49 @@ export function evaluationProperties(r: EvaluationRecord): Record<string, unknow
 }
 
 /**
- * Groups serialized items (JSON texts) so that each group has at most `maxCount` items and,
- * joined with commas inside an envelope of `overhead` bytes, at most `maxBytes` bytes. An item
- * alone over the limit still gets a group of its own (the vendor will say what it thinks of it).
+ * Per user (records without one left out), the latest record of each `key` (e.g. the flag):
+ * users, and each user's keys, in the order first seen; of two records at the same time the
+ * later in `records` wins. What a vendor that keeps a user's state (attributes, traits) is sent.
  */
-export function chunk(items: readonly string[], maxCount: number, maxBytes: number, overhead: number): string[][] {
-  const groups: string[][] = [];
-  let group: string[] = [];
+export function latestPerUser(records: readonly EvaluationRecord[], key: (r: EvaluationRecord) => string): Map<string, Map<string, EvaluationRecord>> {
+  const users = new Map<string, Map<string, EvaluationRecord>>();
+  for (const r of records) {
+    if (r.userId === null || r.userId === "") continue;
+    let latest = users.get(r.userId);
+    if (!latest) users.set(r.userId, (latest = new Map()));
+    const k = key(r);
+    const seen = latest.get(k);
+    if (!seen || !(Date.parse(r.evaluatedAt) < Date.parse(seen.evaluatedAt))) latest.set(k, r);
+  }
+  return users;
+}
+
+// ---- requests -----------------------------------------------------------------------------------
+
+/**
+ * Groups `items` in order so that each group has at most `maxCount` items and, serialized with
+ * `text` and joined with commas inside an envelope of `overhead` bytes, at most `maxBytes`
+ * bytes. An item alone over the limit still gets a group of its own (the vendor will say what
+ * it thinks of it).
+ */
+export function chunk<T>(
+  items: readonly T[],
+  maxCount: number,
+  maxBytes = Number.POSITIVE_INFINITY,
+  overhead = 0,
+  text: (item: T) => string = String,
+): T[][] {
+  const groups: T[][] = [];
+  let group: T[] = [];
   let bytes = overhead;
   for (const item of items) {
-    const size = Buffer.byteLength(item) + (group.length > 0 ? 1 : 0);
-    if (group.length > 0 && (group.length >= maxCount || bytes + size > maxBytes)) {
+    const size = Buffer.byteLength(text(item));
+    if (group.length > 0 && (group.length >= maxCount || bytes + 1 + size > maxBytes)) {
       groups.push(group);
       group = [];
       bytes = overhead;
     }
-    bytes += Buffer.byteLength(item) + (group.length > 0 ? 1 : 0);
+    bytes += size + (group.length > 0 ? 1 : 0);
     group.push(item);
   }
   if (group.length > 0) groups.push(group);
@@ -126,67 +164,25 @@ export function basicAuth(user: string): string {
   return `Basic ${Buffer.from(`${user}:`).toString("base64")}`;
 }
 
-/** The base URL: `apiHost` when set (a proxy, a test receiver), else the vendor's host; no trailing slash. */
-export function baseUrl(apiHost: unknown, fallback: string): string {
-  return (typeof apiHost === "string" && apiHost !== "" ? apiHost : fallback).replace(/\/+$/, "");
-}
-
-/** The start of a response body, for an error message. */
-export function snippet(body: string): string {
-  const text = body.trim().replace(/\s+/g, " ");
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-}
-
-/** The body as JSON, or null. */
-export function parseBody(body: string): any {
-  try {
-    return JSON.parse(body);
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The rules every vendor follows, for answers a connector has no special reading of: 2xx all
- * taken; 401/403 bad credentials (never retried); 408, 429 and 5xx retried (after Retry-After
- * when given, else `defaultRetryMs`); any other 4xx a malformed request (never retried).
- */
-export function statusOutcome(vendor: string, events: number, response: VendorResponse, defaultRetryMs: number | null = null): Outcome {
-  const { status } = response;
-  const said = snippet(response.body);
-  const detail = said === "" ? `${status}` : `${status}: ${said}`;
-  if (status >= 200 && status < 300) return { kind: "sent", accepted: events, rejected: 0, error: null };
-  if (status === 401 || status === 403) return { kind: "failed", error: `bad credentials: ${vendor} answered ${detail}` };
-  if (status === 408 || status === 429 || status >= 500) {
-    return { kind: "retry", error: `${vendor} answered ${detail}`, retryAfterMs: retryAfterMs(response.headers) ?? defaultRetryMs };
-  }
-  return { kind: "failed", error: `${vendor} refused the request: ${detail}` };
-}
-
 // ---- config fields the event connectors share ---------------------------------------------------
 
-export const apiHostField = (vendorDefault: string) =>
-  Type.Optional(
-    Type.String({
-      pattern: "^https?://",
-      description: `Base URL with scheme to send to instead of the vendor's public API (a proxy, a test receiver). Default: ${vendorDefault}.`,
-    }),
-  );
-
-/** A region choice: the keys of `hosts`, default "us". */
+/** A region choice: one of the keys of `hosts`, default "us" (literals: TypeBox's Value checks them, as the API does). */
 export const regionField = <H extends Record<string, string>>(hosts: H, description: string) =>
-  Type.Unsafe<keyof H & string>({ type: "string", enum: Object.keys(hosts), default: "us", description });
+  Type.Optional(Type.Union((Object.keys(hosts) as (keyof H & string)[]).map((k) => Type.Literal(k)), { default: "us", description }));
 
-export const trackEvaluationsField = () =>
-  Type.Boolean({ default: true, description: "Send flag evaluations as events (batched, off the request path)." });
+// Optional: the API stores a config as given (no defaults filled in), so a field with a default may be absent.
+export const trackEvaluationsField = (description = "Send flag evaluations as events (batched, off the request path).") =>
+  Type.Optional(Type.Boolean({ default: true, description }));
 
-export const trackChangesField = () =>
-  Type.Boolean({ default: true, description: "Send an event for each flag change (created, updated, deleted, enabled, disabled), with who made it." });
+export const trackChangesField = (description = "Send an event for each flag change (created, updated, deleted, enabled, disabled), with who made it.") =>
+  Type.Optional(Type.Boolean({ default: true, description }));
 
 export const sampleRateField = () =>
-  Type.Number({
-    minimum: 0,
-    maximum: 1,
-    default: 1,
-    description: "Share of evaluations to send, from 0 to 1 (1: all). The choice is made per evaluation from its id, so a retry sends the same ones.",
-  });
+  Type.Optional(
+    Type.Number({
+      minimum: 0,
+      maximum: 1,
+      default: 1,
+      description: "Share of evaluations to send, from 0 to 1 (1: all). The choice is made per evaluation from its id, so a retry sends the same ones.",
+    }),
+  );
