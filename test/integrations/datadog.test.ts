@@ -204,7 +204,7 @@ describe("datadog connector", () => {
   test("403 bad key: failed, bad credentials; 429: retry (Retry-After, else X-RateLimit-Reset); 202 with dropped points: sent, the error kept; 400: failed", async () => {
     const [metrics] = datadog.evaluations!([evaluation()], { ...config, apiKey: "wrong" }, NOW);
     const forbidden = datadog.outcome(metrics!, await send(metrics!));
-    expect(forbidden).toEqual({ kind: "failed", error: "bad credentials: Datadog answered HTTP 403: Forbidden" });
+    expect(forbidden).toEqual({ kind: "failed", error: "bad credentials: Datadog answered HTTP 403: Forbidden", credentials: true });
     const [change] = datadog.changes!([flagChange()], { ...config, apiKey: "wrong" });
     expect(datadog.outcome(change!, await send(change!)).kind).toBe("failed");
 

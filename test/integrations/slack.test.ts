@@ -121,7 +121,7 @@ describe("slack connector", () => {
     expect(slack.changes!([flagChange()], { botToken: TOKEN, channel: CHANNEL })[0]!.url).toBe("https://slack.com/api/chat.postMessage");
 
     const [badToken] = slack.changes!([flagChange()], { ...viaBot, botToken: "xoxb-revoked" });
-    expect(slack.outcome(badToken!, await send(badToken!))).toEqual({ kind: "failed", error: "bad credentials: Slack answered HTTP 200: invalid_auth" });
+    expect(slack.outcome(badToken!, await send(badToken!))).toEqual({ kind: "failed", error: "bad credentials: Slack answered HTTP 200: invalid_auth", credentials: true });
     const [badChannel] = slack.changes!([flagChange()], { ...viaBot, channel: "C-GONE" });
     expect(slack.outcome(badChannel!, await send(badChannel!))).toEqual({ kind: "failed", error: "Slack answered HTTP 200: channel_not_found" });
     mode = "internalError";
@@ -140,7 +140,7 @@ describe("slack connector", () => {
     expect(slack.outcome(request!, await send(request!))).toEqual({ kind: "failed", error: "Slack answered HTTP 410: channel_is_archived" });
     mode = "normal";
     const [unknown] = slack.changes!([flagChange()], { ...viaHook, webhookUrl: "https://hooks.slack.com/services/T0001/B0001/revoked" });
-    expect(slack.outcome(unknown!, await send(unknown!))).toEqual({ kind: "failed", error: "bad credentials: Slack answered HTTP 404: no_service" });
+    expect(slack.outcome(unknown!, await send(unknown!))).toEqual({ kind: "failed", error: "bad credentials: Slack answered HTTP 404: no_service", credentials: true });
     const malformed = { ...request!, body: JSON.stringify({ text: "" }) };
     expect(slack.outcome(malformed, await send(malformed))).toEqual({ kind: "failed", error: "Slack answered HTTP 400: invalid_payload" });
     // After the 500, the same request again posts the message (Slack offers no dedupe: one message, as it was never posted).

@@ -22,8 +22,9 @@
  * - Answers, as the connector reads them: `sent` counts accepted and rejected events (a
  *   partial failure is not resent whole; Amplitude's `remainder` is); `retry` waits
  *   Retry-After when the vendor said it (429: the whole integration holds until then), else an
- *   exponential backoff with jitter; `failed` gives the request up, and a 401/403 also pauses
- *   the integration (PAUSE_MS doubling to PAUSE_MAX_MS) instead of hammering the vendor.
+ *   exponential backoff with jitter; `failed` gives the request up, and refused credentials
+ *   (`credentials`: a 401/403, or the vendor's own way of saying so) also pause the
+ *   integration (PAUSE_MS doubling to PAUSE_MAX_MS) instead of hammering the vendor.
  *   Network errors and time-outs are retried.
  * - `stats`: `sent` events the vendor accepted, `failed` events refused, given up or dropped,
  *   `lastError`, `lastSentAt` (the last accepted request); added to the row every
@@ -39,7 +40,7 @@ import type { Logger } from "../../lib/log";
 import { guardedFetch, OutboundBlockedError, OutboundPolicy, readTextCapped } from "../../lib/outbound";
 import { VERSION } from "../../version";
 import { ChangeEventRows, type QueuedEvent } from "../change-events/store";
-import type { Connector, EvaluationRecord, FlagChangeEvent, VendorRequest, VendorResponse } from "./connectors/types";
+import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./connectors/types";
 
 export const USER_AGENT = `flagsvc-integrations/${VERSION}`;
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -363,12 +364,18 @@ export class IntegrationSender implements IntegrationSink {
       if (blocked) this.pause(r, job, error!, now);
       else this.retry(r, job, error!, null, now);
     } else {
-      const outcome = r.connector.outcome(request, response);
+      let outcome: Outcome;
+      let rest: VendorRequest | null = null;
+      try {
+        outcome = r.connector.outcome(request, response);
+        if (outcome.kind === "sent") rest = r.connector.remainder?.(request, response) ?? null;
+      } catch (e) {
+        outcome = { kind: "failed", error: `could not read ${r.connector.name}'s answer (HTTP ${response.status}): ${e instanceof Error ? e.message : String(e)}` };
+      }
       switch (outcome.kind) {
         case "sent": {
           r.pauseMs = PAUSE_MS;
           this.count(r, { sent: outcome.accepted, failed: outcome.rejected, error: outcome.error, at: outcome.accepted > 0 ? iso(this.deps.clock.now()) : null });
-          const rest = r.connector.remainder?.(request, response) ?? null;
           if (rest) (job.batch ? r.changeJobs : r.evaluationJobs).unshift({ ...job, request: rest, dueAt: now });
           else this.settle(r, job);
           break;
@@ -377,7 +384,7 @@ export class IntegrationSender implements IntegrationSink {
           this.retry(r, job, outcome.error, outcome.retryAfterMs, now, response.status === 429);
           break;
         case "failed":
-          if (response.status === 401 || response.status === 403) this.pause(r, job, outcome.error, now);
+          if (outcome.credentials) this.pause(r, job, outcome.error, now);
           else {
             this.count(r, { failed: request.events, error: outcome.error });
             this.settle(r, job);

@@ -66,7 +66,7 @@ export function answered(vendor: string, status: number, detail: string): string
 
 /** A refusal of the credentials: never retried, and the sender pauses the integration on a 401/403. */
 export function badCredentials(vendor: string, status: number, detail: string, hint?: string): Outcome {
-  return { kind: "failed", error: `bad credentials: ${answered(vendor, status, detail)}${hint ? ` (${hint})` : ""}` };
+  return { kind: "failed", error: `bad credentials: ${answered(vendor, status, detail)}${hint ? ` (${hint})` : ""}`, credentials: true };
 }
 
 /** How a vendor departs from the shared rules (every field optional). */

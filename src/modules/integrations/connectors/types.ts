@@ -36,8 +36,12 @@ export type Outcome =
   | { kind: "sent"; accepted: number; rejected: number; error: string | null }
   /** Try the same request again later (5xx, 429, timeouts): after `retryAfterMs` when the vendor says (Retry-After). */
   | { kind: "retry"; error: string; retryAfterMs: number | null }
-  /** Never retried (bad credentials, a malformed request): `error` shown as the integration's lastError. */
-  | { kind: "failed"; error: string };
+  /**
+   * Never retried (bad credentials, a malformed request): `error` shown as the integration's
+   * lastError. `credentials`: the vendor refused the credentials; the sender pauses the
+   * integration instead of sending more that would be refused alike.
+   */
+  | { kind: "failed"; error: string; credentials?: boolean };
 
 export interface Connector<C extends Record<string, unknown> = Record<string, unknown>> {
   type: string;
