@@ -11,7 +11,10 @@ import type { IntegrationService } from "./service";
 const TAGS = ["Integrations (Pro)"];
 const WHO = "Who: admin keys and login JWTs of role admin; any other credential is 403 FORBIDDEN, none 401.";
 const RECORD =
-  'The record: `{ id, type, config, enabled, stats: { sent, failed, lastError, lastSentAt }, createdAt, updatedAt }`; `config` with every secret as "********"; `stats` count events the vendor accepted, not requests.';
+  'The record: `{ id, type, config, enabled, stats: { sent, failed, lastError, lastSentAt }, createdAt, updatedAt }`; `config` with every secret as "********"; `stats.sent` counts events the vendor accepted (not requests), `failed` events it refused, given up after retries, or dropped while it could not keep up (at most 20,000 evaluations wait); `lastError` starts `bad credentials:` when the vendor refused them (the integration then pauses, 1 to 15 minutes, until a config change).';
+const SENDING =
+  "Sending (on the background thread, never on a request): evaluations batched to the vendor's limits, flag changes from a durable queue at least once across restarts; 408, 429 (Retry-After) and 5xx retried with exponential backoff and jitter; at most 4 requests in flight (Slack 1). See docs/integrations.md.";
+const URLS = "A URL of the config (`apiHost`, Slack's `webhookUrl`) that SVC_OUTBOUND_ALLOWED_HOSTS refuses (a literal address) is 400 at its key.";
 const AUDIT = "Recorded in the audit log as resource `integration` (key: its type), secrets masked.";
 const UNKNOWN = "Unknown project or integration 404 (another project's integration is unknown here).";
 
@@ -38,7 +41,7 @@ export const integrationsRoutes = (integrations: IntegrationService, config: Pic
       params: ProjectParams,
       body: NewIntegration,
       response: { 201: Integration },
-      detail: { tags: TAGS, summary: "Configure an integration", description: `\`type\` one of GET /v1/integrations/types (another value is 400 at \`body.type\`); \`config\` checked against its schema (400 with one detail per property, e.g. \`body.config.projectToken\`); \`enabled\` default true. ${RECORD} ${AUDIT} ${PRO_ONLY_NOTE} ${WHO}` },
+      detail: { tags: TAGS, summary: "Configure an integration", description: `\`type\` one of GET /v1/integrations/types (another value is 400 at \`body.type\`); \`config\` checked against its schema (400 with one detail per property, e.g. \`body.config.projectToken\`); \`enabled\` default true. ${URLS} ${RECORD} ${SENDING} ${AUDIT} ${PRO_ONLY_NOTE} ${WHO}` },
     })
     .get("/v1/projects/:slug/integrations/:integrationId", ({ params }) => integrations.get(params.slug, params.integrationId), {
       access: "admin",
@@ -53,7 +56,7 @@ export const integrationsRoutes = (integrations: IntegrationService, config: Pic
       params: IntegrationParams,
       body: IntegrationPatch,
       response: { 200: Integration },
-      detail: { tags: TAGS, summary: "Update an integration", description: `\`{ config?, enabled? }\`: \`config\` merged into the stored one key by key (\`null\` removes an optional key; a secret sent as "********" keeps the stored value), the result checked against the type's schema (400 with details). A PATCH that changes nothing leaves \`updatedAt\` alone. ${RECORD} ${AUDIT} ${UNKNOWN} ${PRO_ONLY_NOTE} ${WHO}` },
+      detail: { tags: TAGS, summary: "Update an integration", description: `\`{ config?, enabled? }\`: \`config\` merged into the stored one key by key (\`null\` removes an optional key; a secret sent as "********" keeps the stored value), the result checked against the type's schema (400 with details). A changed config clears \`lastError\` and restarts sending with it; \`enabled: false\` stops sending at once (requests in flight aborted); enabled again, it sends the changes made from then on. A PATCH that changes nothing leaves \`updatedAt\` alone. ${URLS} ${RECORD} ${AUDIT} ${UNKNOWN} ${PRO_ONLY_NOTE} ${WHO}` },
     })
     .delete(
       "/v1/projects/:slug/integrations/:integrationId",
