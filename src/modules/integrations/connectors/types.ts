@@ -76,5 +76,3 @@ export interface Connector<C extends Record<string, unknown> = Record<string, un
   remainder?(request: VendorRequest, response: VendorResponse): VendorRequest | null;
 }
 
-/** Retry-After (seconds or an HTTP date) in ms, or null: with the status rules in ./http. */
-export { retryAfterMs } from "./http";
