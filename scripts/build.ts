@@ -25,9 +25,9 @@ const proc = Bun.spawnSync(
     // with a bare 431, before the application can answer in JSON: raised to 64 KiB (as `npm
     // start` does; docs/decisions.md, HTTP).
     "--compile-exec-argv=--max-http-header-size=65536",
-    // The background thread's worker and the plugin workers are entry points of their own
-    // (src/background/thread.ts, src/plugins/host.ts).
-    "src/main.ts", "src/background/worker.ts", "src/plugins/worker.ts", "--outfile", outfile,
+    // The background thread's worker, the plugin workers and the integrations thread are entry
+    // points of their own (src/background/thread.ts, src/plugins/host.ts, src/modules/integrations/thread.ts).
+    "src/main.ts", "src/background/worker.ts", "src/plugins/worker.ts", "src/modules/integrations/worker.ts", "--outfile", outfile,
   ],
   { cwd: root, stdout: "inherit", stderr: "inherit" },
 );

@@ -26,6 +26,7 @@ import type { PluginHost } from "./plugins/host";
 import type { SqliteRuntimeStore } from "./plugins/runtime-store";
 import type { SqlitePluginStore } from "./modules/plugins/store";
 import type { SqliteIntegrationStore } from "./modules/integrations/store";
+import type { IntegrationSink } from "./modules/integrations/sender";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -78,6 +79,8 @@ export interface AppContext extends Store {
   catalog: Catalog;
   /** The running plugins, each in its own worker. */
   plugins: PluginHost;
+  /** The integrations' sender (its own thread in the server): what the feed hands evaluations and change events to. */
+  integrations: IntegrationSink;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** Stops the jobs, closes the database and releases the data-dir lock. */

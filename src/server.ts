@@ -65,7 +65,8 @@ import { ChangeEventQueue } from "./modules/change-events/queue";
 import { ChangeEventRows } from "./modules/change-events/store";
 import { CONNECTORS } from "./modules/integrations/connectors";
 import { IntegrationFeed } from "./modules/integrations/feed";
-import { IntegrationSender } from "./modules/integrations/sender";
+import { IntegrationSender, type IntegrationSink } from "./modules/integrations/sender";
+import { IntegrationThread } from "./modules/integrations/thread";
 import { integrationsRoutes } from "./modules/integrations/routes";
 import { integrationService } from "./modules/integrations/service";
 import { SqliteIntegrationStore } from "./modules/integrations/store";
@@ -234,8 +235,9 @@ export interface ContextDeps {
   log?: Logger;
   clock?: Clock;
   /**
-   * Webhooks are sent from the background thread (src/background/), the server's choice;
-   * otherwise on this thread with this context's clock (tests step it to drive retries).
+   * Webhooks are sent from the background thread (src/background/) and integrations from a
+   * thread of their own (src/modules/integrations/thread.ts), the server's choice; otherwise
+   * both on this thread with this context's clock (tests step it to drive retries).
    */
   background?: boolean;
 }
@@ -267,9 +269,11 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     limits: { ...DEFAULT_LIMITS, memoryMb: config.pluginMemoryMb },
     outboundAllowedHosts: config.outboundAllowedHosts,
   });
-  // The integrations' sender: on the background thread in the server, here otherwise.
-  const sender = deliveries instanceof BackgroundThread ? null : new IntegrationSender({ sqlite: store.sqlite, clock, log, config, connectors: CONNECTORS });
-  const integrations = new IntegrationFeed({ sqlite: store.sqlite, records, sink: sender ?? (deliveries as BackgroundThread), connectors: CONNECTORS });
+  // The integrations' sender: on a thread of its own (lowest CPU priority) in the server, here otherwise.
+  const sender: IntegrationSink = deps.background
+    ? new IntegrationThread({ file: join(config.dataDir, DB_FILE), config, log })
+    : new IntegrationSender({ sqlite: store.sqlite, clock, log, config, connectors: CONNECTORS });
+  const integrations = new IntegrationFeed({ sqlite: store.sqlite, records, sink: sender, connectors: CONNECTORS });
   const changeEvents = new ChangeEventQueue(new ChangeEventRows(store.sqlite), stores.webhooks, [plugins, integrations]);
   changeLog.participate(outbox.participant);
   changeLog.participate(changeEvents.participant);
@@ -300,13 +304,14 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     stores,
     catalog,
     plugins,
+    integrations: sender,
     startedAt: performance.now(),
     close() {
       catalog.close();
       scheduler.stopAll();
       plugins.close();
       integrations.close();
-      sender?.close();
+      void sender.stop();
       records.stop();
       deliveries.stop();
       store.close();
@@ -400,6 +405,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         }
         ctx.credentials.flushLastUsed();
         await ctx.plugins.stopAll();
+        await ctx.integrations.stop();
         await ctx.deliveries.stop();
         ctx.sqlite.run("PRAGMA optimize");
         ctx.close();

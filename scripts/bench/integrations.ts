@@ -11,14 +11,14 @@
  *     vendor (target p99 < 200 ms).
  * The receiver plays the six vendors' endpoints (one local server, in this process): in 1 it
  * reads each body and answers; in 2 and 3 it also parses them to time what arrives.
- * Servers on CPU 0 (every thread: the sender runs on the background thread), wrk and this
- * process on CPU 1.
+ * Servers on CPU 0 (every thread, the integrations thread included), wrk and this process on
+ * CPU 1; the throughput comparison is run again with the request thread alone on CPU 0.
  * Usage: scripts/bench/integrations [--binary PATH] [--rounds N] [--seconds N]
  */
 import { join } from "node:path";
 import { apiClient, pool } from "../lib/api";
 import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
-import { ensureWrk, pairedRounds, percentile, pinServer, runWrk, type WrkResult } from "../lib/wrk";
+import { ensureWrk, pairedRounds, percentile, pinRequestThread, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 
 const argv = process.argv.slice(2);
 const arg = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
@@ -138,11 +138,17 @@ console.log(`binary: ${binary}; ${FLAGS} flags; ${cpu === undefined ? "one CPU s
 await evaluate(none, 2);
 await evaluate(six, 2);
 await Bun.sleep(3000);
-{
+await throughput("every server thread on CPU 0 (a one-core server: the integrations thread shares the request core, at SCHED_IDLE)");
+// As on a machine with a core to spare: the request thread alone on CPU 0, the server's other
+// threads (the integrations thread, the background thread) on CPU 1 beside wrk and the receiver.
+if (cpu !== undefined && [none, six].every((s) => pinRequestThread(s.pid, cpu!))) await throughput(`the request thread alone on CPU 0, the other threads with wrk on CPU ${cpu}`);
+
+async function throughput(where: string): Promise<void> {
   const before = await stats(six);
   const { a, b, ratio } = await pairedRounds(ROUNDS, () => evaluate(none, SECONDS), () => evaluate(six, SECONDS));
+  console.log(`${where}:`);
   for (let r = 0; r < ROUNDS; r++) console.log(`  round ${r + 1}: none ${fmt(a[r]!)}   six integrations ${fmt(b[r]!)}   ${((b[r]!.rps / a[r]!.rps) * 100).toFixed(1)} %`);
-  console.log(`evaluation with six integrations (trackEvaluations on): ${(ratio * 100).toFixed(1)} % of none (median of ${ROUNDS} rounds; target >= 95 %)`);
+  console.log(`  evaluation with six integrations (trackEvaluations on): ${(ratio * 100).toFixed(1)} % of none (median of ${ROUNDS} rounds; target >= 95 %)`);
   await Bun.sleep(5000);
   const evaluated = b.reduce((n, r) => n + r.requests, 0);
   console.log(`  ${evaluated} evaluations on the six's server; the six then: ${statsDelta(before, await stats(six))}`);

@@ -11,12 +11,6 @@ export type ToWorker =
   | { kind: "prune" }
   /** The audit log's daily retention clean-up (SVC_AUDIT_RETENTION_DAYS). */
   | { kind: "prune-audit-log" }
-  /** Integrations (modules/integrations/sender.ts): read the enabled ones again. */
-  | { kind: "integrations-reload" }
-  /** A batch of a project's evaluation records (the stream's shared JSON text). */
-  | { kind: "integration-evaluations"; projectId: string; batch: string }
-  /** New change events for a project's integrations. */
-  | { kind: "integration-events"; projectId: string }
   | { kind: "stop" };
 
 export type FromWorker =

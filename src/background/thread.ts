@@ -1,10 +1,7 @@
 /**
  * The main thread's side of the background thread (worker.ts): starts it, hands it the
- * webhook kicks and what the integrations' sender needs, writes its log lines, and starts it
- * again if it dies. Implements the `Deliveries` the services call, so a write's
- * `ctx.deliveries.kick()` costs one message, and the `IntegrationSink` the integrations' feed
- * calls (one message each; a worker that is down loses evaluation batches, not change events:
- * those are rows, and the one started after it reads the integrations and the queue again).
+ * webhook kicks, writes its log lines, and starts it again if it dies. Implements the
+ * `Deliveries` the services call, so a write's `ctx.deliveries.kick()` costs one message.
  *
  * While the worker runs, the main connection's automatic WAL checkpoints are off (the worker
  * checkpoints every second); while it is down, they are on again, so the WAL never grows
@@ -15,7 +12,6 @@ import { workerUrl } from "../lib/worker-url";
 import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
 import type { Logger } from "../lib/log";
-import type { IntegrationSink } from "../modules/integrations/sender";
 import type { Deliveries } from "../modules/webhooks/dispatcher";
 import type { FromWorker, ToWorker } from "./protocol";
 
@@ -35,7 +31,7 @@ export interface BackgroundDeps {
   log: Logger;
 }
 
-export class BackgroundThread implements Deliveries, IntegrationSink {
+export class BackgroundThread implements Deliveries {
   private worker: Worker | undefined;
   /** Requests (kicks that wait, drains) by id, until the worker answers or ends. */
   private readonly waiting = new Map<number, () => void>();
@@ -68,18 +64,6 @@ export class BackgroundThread implements Deliveries, IntegrationSink {
 
   prune(): void {
     this.post({ kind: "prune" });
-  }
-
-  reload(): void {
-    this.post({ kind: "integrations-reload" });
-  }
-
-  evaluations(projectId: string, batch: string): void {
-    this.post({ kind: "integration-evaluations", projectId, batch });
-  }
-
-  eventsCommitted(projectId: string): void {
-    this.post({ kind: "integration-events", projectId });
   }
 
   /** The audit log's retention clean-up, here off the request thread (modules/audit/retention.ts). */
@@ -134,7 +118,7 @@ export class BackgroundThread implements Deliveries, IntegrationSink {
 
   private spawn(): void {
     const { config, file, log } = this.deps;
-    // smol: a small heap is enough for sending webhooks and integrations, and it keeps the process lean.
+    // smol: a small heap is enough for sending webhooks, and it keeps the process lean.
     const worker = new Worker(WORKER_URL, { smol: true });
     this.worker = worker;
     worker.onmessage = (event: MessageEvent<FromWorker>) => this.receive(event.data);

@@ -7,8 +7,6 @@
  *    process dies.
  *    The daily retention clean-up runs here too, in short chunks.
  *  - The audit log's daily retention clean-up (SVC_AUDIT_RETENTION_DAYS), in short batches.
- *  - The integrations' sender (modules/integrations/sender.ts): the vendors' requests, their
- *    retries, and each integration's stats and change-queue position.
  *  - WAL checkpoints: the main connection has automatic checkpoints off while this thread
  *    runs (a checkpoint copies pages and syncs the file: milliseconds, inside whichever commit
  *    crosses the threshold); a passive checkpoint here every second keeps the WAL short.
@@ -19,8 +17,6 @@ import { systemClock } from "../lib/clock";
 import { forwardingLogger, type Logger } from "../lib/log";
 import { pruneAuditLog } from "../modules/audit/retention";
 import { SqliteAuditStore } from "../modules/audit/store";
-import { CONNECTORS } from "../modules/integrations/connectors";
-import { IntegrationSender } from "../modules/integrations/sender";
 import { DeliveryDispatcher } from "../modules/webhooks/dispatcher";
 import type { FromWorker, ToWorker } from "./protocol";
 
@@ -30,7 +26,7 @@ const CHECKPOINT_EVERY_MS = 1000;
 
 const send = (message: FromWorker) => self.postMessage(message);
 
-let running: { store: Store; dispatcher: DeliveryDispatcher; integrations: IntegrationSender; log: Logger; timer: ReturnType<typeof setInterval>; retentionDays: number } | undefined;
+let running: { store: Store; dispatcher: DeliveryDispatcher; log: Logger; timer: ReturnType<typeof setInterval>; retentionDays: number } | undefined;
 
 function checkpoint(store: Store, log: Logger): void {
   try {
@@ -56,9 +52,8 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       const log = forwardingLogger(message.config.logLevel, (record) => send({ kind: "log", record }));
       const store = openDatabase(message.file);
       const dispatcher = new DeliveryDispatcher({ ...store, clock: systemClock, log, config: message.config });
-      const integrations = new IntegrationSender({ sqlite: store.sqlite, clock: systemClock, log, config: message.config, connectors: CONNECTORS });
       const timer = setInterval(() => checkpoint(store, log), CHECKPOINT_EVERY_MS);
-      running = { store, dispatcher, integrations, log, timer, retentionDays: message.config.auditRetentionDays };
+      running = { store, dispatcher, log, timer, retentionDays: message.config.auditRetentionDays };
       send({ kind: "ready" });
       return;
     }
@@ -72,15 +67,6 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     case "prune-audit-log":
       if (running) void pruneAudit(running);
       return;
-    case "integrations-reload":
-      running?.integrations.reload();
-      return;
-    case "integration-evaluations":
-      running?.integrations.evaluations(message.projectId, message.batch);
-      return;
-    case "integration-events":
-      running?.integrations.eventsCommitted(message.projectId);
-      return;
     case "drain":
       void (running ? running.dispatcher.drain() : Promise.resolve()).then(() => send({ kind: "drained", id: message.id }));
       return;
@@ -88,7 +74,6 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       if (running) {
         clearInterval(running.timer);
         running.dispatcher.stop();
-        running.integrations.close();
         checkpoint(running.store, running.log);
         running.store.sqlite.close();
         running = undefined;

@@ -18,7 +18,7 @@ import { workerUrl } from "../lib/worker-url";
 import { iso, type Clock } from "../lib/clock";
 import type { Logger } from "../lib/log";
 import type { EvaluationRecords } from "../modules/evaluation/records";
-import { runnableTimer } from "./scheduling";
+import { runnableTimer } from "../lib/scheduling";
 import { maskSecrets } from "./secrets";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import type { RunStatus, RuntimeStore } from "./runtime-store";

@@ -21,7 +21,7 @@
  */
 import releaseSync from "@jitl/quickjs-wasmfile-release-sync";
 import wasmPath from "@jitl/quickjs-wasmfile-release-sync/wasm" with { type: "file" };
-import { runnableTimer } from "./scheduling";
+import { runnableTimer } from "../lib/scheduling";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten-core";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";

@@ -7,7 +7,7 @@
  */
 import { OutboundPolicy } from "../lib/outbound";
 import { pluginHttp, USER_AGENT } from "./http";
-import { lowestPriority, threadId } from "./scheduling";
+import { lowestPriority, threadId } from "../lib/scheduling";
 import { maskSecrets } from "./secrets";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import { loadPlugin, PluginDied, provideWasmModule, type LogLevel, type Sandbox } from "./sandbox";

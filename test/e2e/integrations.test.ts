@@ -1,5 +1,5 @@
 /**
- * Integrations through the compiled binary (Pro): the sender runs on the background thread
+ * Integrations through the compiled binary (Pro): the sender runs on a thread of its own
  * there. Evaluations and changes reach a local receiver playing Mixpanel, with `stats` counting
  * what it took; flag changes committed before a kill -9 reach a receiver playing Slack after the
  * restart, each of them (at least once: one in flight at the kill may come twice).
@@ -20,7 +20,7 @@ afterAll(() => cleanup());
 
 const api = (srv: RunningBinary, method: string, path: string, body?: unknown) => callServer(srv.url, method, path, { key: ADMIN_KEY, body });
 
-test("evaluations and changes reach Mixpanel's /import from the background thread; stats count the events taken", async () => {
+test("evaluations and changes reach Mixpanel's /import from the integrations thread; stats count the events taken", async () => {
   const mixpanel = startReceiver({ answer: (_req, n) => Response.json({ code: 200, num_records_imported: mixpanel.received[n - 1]!.json.length, status: "OK" }) });
   const srv = await startBinary({ dataDir: join(tempDir(), "data"), env: ENV });
   try {

@@ -1,10 +1,10 @@
 /**
- * Plugin threads and the CPU (src/plugins/scheduling.ts): a plugin worker runs at SCHED_IDLE, and
+ * Plugin threads and the CPU (src/lib/scheduling.ts): a plugin worker runs at SCHED_IDLE, and
  * its time limits do not count the time it waited for a CPU. Proven with a real starved thread:
  * the worker and this thread pinned to one CPU, this thread busy for 1.5 s.
  */
 import { expect, test } from "bun:test";
-import { runQueueWaitMs, threadId } from "../../src/plugins/scheduling";
+import { runQueueWaitMs, threadId } from "../../src/lib/scheduling";
 
 const linux = process.platform === "linux" && Bun.which("taskset") !== null;
 

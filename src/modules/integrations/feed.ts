@@ -4,8 +4,8 @@
  * project with an enabled integration that takes evaluations, and passes each batch's shared
  * JSON text on as it is; it passes on which projects have new change events; and after an API
  * write of an integration (or a deleted project) it reads the enabled integrations again and
- * tells the sender to do the same. The sender runs on the background thread in the server, so
- * each of these is one message.
+ * tells the sender to do the same. The sender runs on a thread of its own in the server, so
+ * each of these is one message to the integrations thread.
  */
 import type { Database } from "bun:sqlite";
 import type { ChangeEntry } from "../../changes/entry";
@@ -57,7 +57,7 @@ export class IntegrationFeed {
     const next = new Map<string, (() => void) | null>();
     for (const [projectId, evaluations] of wanted) {
       const current = this.projects.get(projectId) ?? null;
-      if (evaluations) next.set(projectId, current ?? records.subscribe(projectId, (json) => sink.evaluations(projectId, json)));
+      if (evaluations) next.set(projectId, current ?? records.subscribe(projectId, (json, count) => sink.evaluations(projectId, json, count)));
       else {
         current?.();
         next.set(projectId, null);

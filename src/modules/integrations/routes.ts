@@ -13,7 +13,7 @@ const WHO = "Who: admin keys and login JWTs of role admin; any other credential 
 const RECORD =
   'The record: `{ id, type, config, enabled, stats: { sent, failed, lastError, lastSentAt }, createdAt, updatedAt }`; `config` with every secret as "********"; `stats.sent` counts events the vendor accepted (not requests), `failed` events it refused, given up after retries, or dropped while it could not keep up (at most 20,000 evaluations wait); `lastError` starts `bad credentials:` when the vendor refused them (the integration then pauses, 1 to 15 minutes, until a config change).';
 const SENDING =
-  "Sending (on the background thread, never on a request): evaluations batched to the vendor's limits, flag changes from a durable queue at least once across restarts; 408, 429 (Retry-After) and 5xx retried with exponential backoff and jitter; at most 4 requests in flight (Slack 1). See docs/integrations.md.";
+  "Sending (on a thread of its own at the lowest CPU priority, never on a request): evaluations batched to the vendor's limits, flag changes from a durable queue at least once across restarts; 408, 429 (Retry-After) and 5xx retried with exponential backoff and jitter; at most 4 requests in flight (Slack 1). See docs/integrations.md.";
 const URLS = "A URL of the config (`apiHost`, Slack's `webhookUrl`) that SVC_OUTBOUND_ALLOWED_HOSTS refuses (a literal address) is 400 at its key.";
 const AUDIT = "Recorded in the audit log as resource `integration` (key: its type), secrets masked.";
 const UNKNOWN = "Unknown project or integration 404 (another project's integration is unknown here).";

@@ -3,10 +3,11 @@
  * change-event queue into each vendor's requests (the connectors, ./connectors/), sends them
  * through the outbound guard, and keeps each integration's `stats` and queue position.
  *
- * Where it runs: on the server's background thread (src/background/), on that thread's own
- * database connection, so nothing of it runs on a request; tests run it in process. The
- * request thread only hands it the shared JSON text of each batch of evaluation records
- * (feed.ts) and says when a project has new change events or its integrations changed.
+ * Where it runs: in the server, on a thread of its own at the lowest CPU priority (thread.ts,
+ * worker.ts), on that thread's own database connection, so nothing of it runs on a request;
+ * tests run it in process. The request thread only hands it the shared JSON text of each batch
+ * of evaluation records (feed.ts) and says when a project has new change events or its
+ * integrations changed.
  *
  * Per enabled integration, a runner:
  * - Evaluations: the records of its project's batches wait in a buffer of at most
@@ -60,14 +61,16 @@ const TICK_MS = 1000;
 const RESPONSE_MAX_BYTES = 1024 * 1024;
 const ERROR_MAX = 500;
 
-/** What the request thread tells the sender (in process, or posted to the background thread). */
+/** What the request thread tells the sender (in process, or posted to the integrations thread). */
 export interface IntegrationSink {
   /** The enabled integrations or their configs changed (an API write, a deleted project): read them again. */
   reload(): void;
-  /** A batch of a project's evaluation records, as the stream's shared JSON text. */
-  evaluations(projectId: string, batchJson: string): void;
+  /** A batch of `count` evaluation records of a project, as the stream's shared JSON text. */
+  evaluations(projectId: string, batchJson: string, count: number): void;
   /** New rows in the change-event queue for this project. */
   eventsCommitted(projectId: string): void;
+  /** Stops sending; what was counted is stored (requests in flight are aborted: their changes stay queued). */
+  stop(): void | Promise<void>;
 }
 
 export interface SenderDeps {
@@ -204,8 +207,17 @@ export class IntegrationSender implements IntegrationSink {
     for (const r of this.runners.values()) if (r.row.projectId === projectId) this.pullChanges(r);
   }
 
+  /** `count` of the project's records were dropped before they got here (the thread's flow control): counted as failed. */
+  dropped(projectId: string, count: number): void {
+    for (const r of this.runners.values()) {
+      if (r.row.projectId === projectId && r.connector.evaluations && r.config.trackEvaluations !== false) {
+        this.count(r, { failed: count, error: `${count} evaluations dropped: the integrations thread is not keeping up (the server is saturated)` });
+      }
+    }
+  }
+
   /** Stops every runner (requests in flight aborted: their changes stay queued) and stores the stats. */
-  close(): void {
+  stop(): void {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.tick);

@@ -1,8 +1,9 @@
 /**
- * Plugin threads and the CPU (Linux; best effort elsewhere). A plugin thread runs only on CPU
- * time nothing else wants (SCHED_IDLE), so plugins never take CPU from request serving, even when
- * ten of them share the request thread's core. Time limits must then not count the time such a
- * thread waited for a CPU: `runQueueWaitMs` reads it from the kernel's schedstat.
+ * Background threads and the CPU (Linux; best effort elsewhere). A plugin thread, and the
+ * integrations' sender, run only on CPU time nothing else wants (SCHED_IDLE), so they never take
+ * CPU from request serving, even when they share the request thread's core. Time limits must
+ * then not count the time such a thread waited for a CPU: `runQueueWaitMs` reads it from the
+ * kernel's schedstat.
  */
 import { readFileSync, readlinkSync } from "node:fs";
 import { setPriority } from "node:os";

@@ -1,0 +1,52 @@
+/**
+ * The integrations thread (thread.ts starts and watches it): the sender (sender.ts) on its own
+ * SQLite connection, at the lowest CPU priority (SCHED_IDLE): it gets only CPU time evaluation
+ * does not want, so on a saturated core it falls behind (evaluations dropped and counted,
+ * changes wait in their durable queue) instead of slowing evaluation. Each batch of evaluation
+ * records is acknowledged once handed to the sender, for the main thread's flow control.
+ */
+import { openDatabase, type Store } from "../../db/client";
+import { systemClock } from "../../lib/clock";
+import { forwardingLogger } from "../../lib/log";
+import { lowestPriority } from "../../lib/scheduling";
+import { CONNECTORS } from "./connectors";
+import { IntegrationSender } from "./sender";
+import type { FromIntegrations, ToIntegrations } from "./thread";
+
+declare const self: Worker;
+
+const send = (message: FromIntegrations) => self.postMessage(message);
+let running: { store: Store; sender: IntegrationSender } | undefined;
+
+self.onmessage = (event: MessageEvent<ToIntegrations>) => {
+  const message = event.data;
+  switch (message.kind) {
+    case "start": {
+      const priority = lowestPriority();
+      const log = forwardingLogger(message.config.logLevel, (record) => send({ kind: "log", record }));
+      if (priority !== "idle") log.info("integrations thread: SCHED_IDLE is not available here", { priority });
+      const store = openDatabase(message.file);
+      running = { store, sender: new IntegrationSender({ sqlite: store.sqlite, clock: systemClock, log, config: message.config, connectors: CONNECTORS }) };
+      return;
+    }
+    case "reload":
+      running?.sender.reload();
+      return;
+    case "evaluations":
+      if (message.dropped > 0) running?.sender.dropped(message.projectId, message.dropped);
+      running?.sender.evaluations(message.projectId, message.batch);
+      send({ kind: "took" });
+      return;
+    case "events":
+      running?.sender.eventsCommitted(message.projectId);
+      return;
+    case "stop":
+      if (running) {
+        running.sender.stop();
+        running.store.sqlite.close();
+        running = undefined;
+      }
+      send({ kind: "stopped" });
+      return;
+  }
+};
