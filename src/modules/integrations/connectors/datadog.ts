@@ -123,23 +123,24 @@ function evaluations(records: readonly EvaluationRecord[], config: DatadogConfig
   if (config.trackEvaluations === false) return [];
   const extra = config.tags ?? [];
   const timestamp = Math.floor(nowMs / 1000);
-  // series (by its tags) -> count
-  const counts = new Map<string, { tags: string[]; count: number }>();
+  // series (by the values its tags are made of) -> count; the tags are built once a series.
+  const counts = new Map<string, { record: EvaluationRecord; count: number }>();
   for (const r of records) {
-    const tags = [
-      ddTag("flag", r.flagKey),
-      ddTag("env", r.environment),
-      ddTag("variant", r.variant ?? "none"),
-      ddTag("enabled", String(r.enabled)),
-      ddTag("reason", r.reason),
-      ...extra,
-    ];
-    const key = tags.join(",");
+    const key = `${r.flagKey}\u0000${r.environment}\u0000${r.variant}\u0000${r.enabled}\u0000${r.reason}`;
     const s = counts.get(key);
     if (s) s.count++;
-    else counts.set(key, { tags, count: 1 });
+    else counts.set(key, { record: r, count: 1 });
   }
-  const parts = [...counts.values()].map(({ tags, count }) => {
+  // Values that differ can make the same tags (ddTag folds case and characters): one series each.
+  const bySeries = new Map<string, { tags: string[]; count: number }>();
+  for (const { record: r, count } of counts.values()) {
+    const tags = [ddTag("flag", r.flagKey), ddTag("env", r.environment), ddTag("variant", r.variant ?? "none"), ddTag("enabled", String(r.enabled)), ddTag("reason", r.reason), ...extra];
+    const key = tags.join(",");
+    const s = bySeries.get(key);
+    if (s) s.count += count;
+    else bySeries.set(key, { tags, count });
+  }
+  const parts = [...bySeries.values()].map(({ tags, count }) => {
     const series: Series = { metric: DATADOG_METRIC, type: 1, interval: 1, points: [{ timestamp, value: count }], tags };
     return { text: JSON.stringify(series), count };
   });

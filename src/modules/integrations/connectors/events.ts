@@ -4,7 +4,7 @@
  * splitting serialized items at a vendor's count and byte limits, Basic auth, and the config
  * fields the event connectors (mixpanel, amplitude, segment) have in common. Pure, no I/O.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { Type } from "@sinclair/typebox";
 import type { EvaluationRecord, FlagChangeEvent } from "./types";
 
@@ -12,12 +12,17 @@ import type { EvaluationRecord, FlagChangeEvent } from "./types";
 
 /** SHA-256 (hex) of the parts, unambiguously joined (JSON: `null` and `""` differ). Same input, same id. */
 export function hashId(...parts: (string | number | boolean | null)[]): string {
-  return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
+  return hash("sha256", JSON.stringify(parts), "hex");
 }
+
+/** Ids already worked out: the sender hands the same record objects to every integration of a project. */
+const evaluationIds = new WeakMap<EvaluationRecord, string>();
 
 /** The id of one evaluation: a retried or rebuilt request carries the same id (the vendor dedupes it). */
 export function evaluationId(r: EvaluationRecord): string {
-  return hashId("evaluation", r.flagKey, r.userId, r.evaluatedAt, r.environment);
+  let id = evaluationIds.get(r);
+  if (id === undefined) evaluationIds.set(r, (id = hashId("evaluation", r.flagKey, r.userId, r.evaluatedAt, r.environment)));
+  return id;
 }
 
 /** The id of one flag change, from its event id (stable across retries). */
