@@ -6,8 +6,9 @@
  *
  * Flow control: at most MAX_BATCHES_IN_FLIGHT batches of evaluation records are posted and not
  * yet taken by the worker (it runs at SCHED_IDLE, so on a saturated core it may not run for a
- * while). Beyond that a batch is dropped here, without a copy, and its records are counted with
- * the project's next batch, so that the integrations' `failed` shows them.
+ * while). Beyond that a batch is dropped here, without a copy, and its records are counted; the
+ * counts go to the worker as soon as it takes a batch again, so that the integrations' `failed`
+ * shows them.
  */
 import type { Config } from "../../config";
 import type { LogRecord, Logger } from "../../lib/log";
@@ -22,8 +23,9 @@ export const MAX_BATCHES_IN_FLIGHT = 16;
 export type ToIntegrations =
   | { kind: "start"; file: string; config: Config }
   | { kind: "reload" }
-  /** `dropped`: the project's records dropped here since its last batch went through. */
-  | { kind: "evaluations"; projectId: string; batch: string; dropped: number }
+  | { kind: "evaluations"; projectId: string; batch: string }
+  /** `count` of the project's records were dropped here (flow control). */
+  | { kind: "dropped"; projectId: string; count: number }
   | { kind: "events"; projectId: string }
   | { kind: "stop" };
 
@@ -51,10 +53,8 @@ export class IntegrationThread implements IntegrationSink {
       this.dropped.set(projectId, (this.dropped.get(projectId) ?? 0) + count);
       return;
     }
-    const dropped = this.dropped.get(projectId) ?? 0;
-    this.dropped.delete(projectId);
     this.inFlight++;
-    this.post({ kind: "evaluations", projectId, batch, dropped });
+    this.post({ kind: "evaluations", projectId, batch });
   }
 
   eventsCommitted(projectId: string): void {
@@ -90,7 +90,11 @@ export class IntegrationThread implements IntegrationSink {
     this.inFlight = 0;
     worker.onmessage = (event: MessageEvent<FromIntegrations>) => {
       const message = event.data;
-      if (message.kind === "took") this.inFlight = Math.max(0, this.inFlight - 1);
+      if (message.kind === "took") {
+        this.inFlight = Math.max(0, this.inFlight - 1);
+        for (const [projectId, count] of this.dropped) this.post({ kind: "dropped", projectId, count });
+        this.dropped.clear();
+      }
       else if (message.kind === "log") log[message.record.level](message.record.msg, message.record.fields);
       else this.onStopped?.();
     };

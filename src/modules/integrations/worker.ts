@@ -33,9 +33,11 @@ self.onmessage = (event: MessageEvent<ToIntegrations>) => {
       running?.sender.reload();
       return;
     case "evaluations":
-      if (message.dropped > 0) running?.sender.dropped(message.projectId, message.dropped);
       running?.sender.evaluations(message.projectId, message.batch);
       send({ kind: "took" });
+      return;
+    case "dropped":
+      running?.sender.dropped(message.projectId, message.count);
       return;
     case "events":
       running?.sender.eventsCommitted(message.projectId);
