@@ -225,11 +225,6 @@ export class IntegrationSender implements IntegrationSink {
     this.flushStats();
   }
 
-  /** The integrations running now, by id (tests, diagnostics). */
-  running(): string[] {
-    return [...this.runners.keys()];
-  }
-
   private startRunner(row: Row, connector: Connector): Runner {
     return {
       row,
