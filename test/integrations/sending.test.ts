@@ -5,7 +5,9 @@
  * changes through the API; what arrives, what `stats` say; retries after 5xx and 429
  * (Retry-After) without duplicates past the vendor's ids; a 401 pauses instead of hammering;
  * a partial failure is not resent whole; disable and delete stop at once; a new context over
- * the same database sends the changes the old one did not get through (at least once).
+ * the same database sends the changes the old one did not get through (at least once). Each
+ * type meets a 5xx then a 429 (the same request again, after the backoff and Retry-After) and a
+ * 401 (a pause, one request; a new credential resumes it).
  * The wire format of each vendor is checked in detail by the connector tests beside this one.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
@@ -14,7 +16,12 @@ import { createContext } from "../../src/server";
 import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, until } from "../helpers";
 import { startReceiver, type Received } from "../webhook-receiver";
 
-type Mode = { kind: "ok" } | { kind: "status"; status: number; times: number; headers?: Record<string, string>; body?: unknown } | { kind: "hold"; ms: number };
+interface Refusal {
+  status: number;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+type Mode = { kind: "ok" } | ({ kind: "status"; times: number } & Refusal) | { kind: "script"; answers: Refusal[] } | { kind: "hold"; ms: number };
 let mode: Mode = { kind: "ok" };
 
 /** What a vendor answers when it takes a request, by path. */
@@ -31,10 +38,8 @@ const rx = startReceiver({
   answer: async (_request, n) => {
     const r = rx.received[n - 1]!;
     if (mode.kind === "hold") await Bun.sleep(mode.ms);
-    if (mode.kind === "status" && mode.times > 0) {
-      mode.times--;
-      return new Response(typeof mode.body === "string" ? mode.body : JSON.stringify(mode.body ?? { error: "vendor says no" }), { status: mode.status, headers: mode.headers });
-    }
+    const refusal = mode.kind === "status" && mode.times-- > 0 ? mode : mode.kind === "script" ? mode.answers.shift() : undefined;
+    if (refusal) return new Response(typeof refusal.body === "string" ? refusal.body : JSON.stringify(refusal.body ?? { error: "vendor says no" }), { status: refusal.status, headers: refusal.headers });
     return accepted(r);
   },
 });
@@ -44,6 +49,8 @@ afterAll(() => rx.stop());
 interface Vendor {
   type: string;
   config: () => Record<string, unknown>;
+  /** A config key whose new value a PATCH sends (a new credential). */
+  credential: [string, string];
   /** Evaluation ids (the vendor's dedupe key) of one taken request, or counts for Datadog. */
   evaluations(r: Received): string[];
   /** Each change event of one taken request as the actor label and flag key it names. */
@@ -56,18 +63,21 @@ const VENDORS: Vendor[] = [
   {
     type: "mixpanel",
     config: () => ({ projectToken: "mp-token", apiHost: HOST() }),
+    credential: ["projectToken", "mp-token-2"] as [string, string],
     evaluations: (r) => (r.path === "/import" ? r.json.filter((e: any) => e.event === "$experiment_started").map((e: any) => e.properties.$insert_id) : []),
     changes: (r) => (r.path === "/import" ? r.json.filter((e: any) => e.event !== "$experiment_started").map((e: any) => ({ actor: e.properties.actor_label, flag: e.properties.flag_key })) : []),
   },
   {
     type: "amplitude",
     config: () => ({ apiKey: "amp-key", apiHost: HOST() }),
+    credential: ["apiKey", "amp-key-2"] as [string, string],
     evaluations: (r) => (r.path === "/2/httpapi" ? r.json.events.filter((e: any) => e.event_type === "$exposure").map((e: any) => e.insert_id) : []),
     changes: (r) => (r.path === "/2/httpapi" ? r.json.events.filter((e: any) => e.event_type !== "$exposure").map((e: any) => ({ actor: e.event_properties.actor_label, flag: e.event_properties.flag_key })) : []),
   },
   {
     type: "segment",
     config: () => ({ writeKey: "seg-key", apiHost: HOST() }),
+    credential: ["writeKey", "seg-key-2"] as [string, string],
     evaluations: (r) => (r.path === "/v1/batch" ? r.json.batch.filter((m: any) => m.event === "Experiment Viewed").map((m: any) => m.messageId) : []),
     changes: (r) => (r.path === "/v1/batch" ? r.json.batch.filter((m: any) => m.type === "track" && m.event !== "Experiment Viewed").map((m: any) => ({ actor: m.properties.actor_label, flag: m.properties.flag_key })) : []),
     taken: (r) => (r.path === "/v1/batch" ? r.json.batch.length : 0),
@@ -75,18 +85,21 @@ const VENDORS: Vendor[] = [
   {
     type: "braze",
     config: () => ({ apiKey: "braze-key", apiHost: HOST() }),
+    credential: ["apiKey", "braze-key-2"] as [string, string],
     evaluations: (r) => (r.path === "/users/track" ? r.json.attributes.map((a: any) => a.external_id) : []),
     changes: () => [],
   },
   {
     type: "datadog",
     config: () => ({ apiKey: "dd-key", apiHost: HOST() }),
+    credential: ["apiKey", "dd-key-2"] as [string, string],
     evaluations: (r) => (r.path === "/api/v2/series" ? r.json.series.flatMap((s: any) => s.points.flatMap((p: any) => Array.from({ length: p.value }, () => `${s.tags.join()}@${p.timestamp}`))) : []),
     changes: (r) => (r.path === "/api/v2/events" ? [{ actor: r.json.data.attributes.attributes.author.name, flag: r.json.data.attributes.attributes.changed_resource.name }] : []),
   },
   {
     type: "slack",
     config: () => ({ webhookUrl: `${HOST()}/services/T0001/B0001/xyz` }),
+    credential: ["webhookUrl", `${HOST()}/services/T0001/B0001/new`] as [string, string],
     evaluations: () => [],
     // "admin key “release-bot” turned on flag *flag-1* in *production* (project default): off → on"
     changes: (r) => (r.path.startsWith("/services/") ? [{ actor: /“([^”]+)”/.exec(r.json.text)?.[1] ?? "", flag: /flag \*([^*]+)\*/.exec(r.json.text)?.[1] ?? "" }] : []),
@@ -168,45 +181,55 @@ describe.each(VENDORS.map((v) => [v.type, v] as const))("%s", (_type, vendor) =>
   }, 15_000);
 });
 
+/** Something for the type to send: a change, or (Braze, which takes no changes) evaluations. */
+async function trigger(vendor: Vendor, flag: string, round: number): Promise<void> {
+  if (vendor.type === "braze") await evaluate(flag, 3, `t${round}`);
+  else await toggle(flag, round % 2 === 0);
+}
+
+describe.each(VENDORS.map((v) => [v.type, v] as const))("%s answers", (_type, vendor) => {
+  test("5xx, then 429 with Retry-After: the same request again each time (the vendor's ids dedupe it), after the backoff and the wait; counted once", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration(vendor.type, vendor.config());
+    mode = { kind: "script", answers: [{ status: 503 }, { status: 429, headers: { "retry-after": "1" } }] };
+    await trigger(vendor, flag, 0);
+    await until("three attempts", () => rx.received.length >= 3, 10_000);
+    await Bun.sleep(300);
+    const [a, b, c] = rx.received;
+    expect(rx.received.length).toBe(3);
+    expect([b!.path, b!.text]).toEqual([a!.path, a!.text]);
+    expect([c!.path, c!.text]).toEqual([a!.path, a!.text]);
+    expect(b!.at - a!.at).toBeGreaterThanOrEqual(450); // backoff 1 s, jitter down to half
+    expect(c!.at - b!.at).toBeGreaterThanOrEqual(950); // Retry-After: 1
+    const events = vendor.taken?.(c!) ?? vendor.evaluations(c!).length + vendor.changes(c!).length;
+    const r = await until("stats", async () => ((got) => got.stats.sent > 0 && got)(await record(id)));
+    expect(r.stats).toMatchObject({ sent: events, failed: 0, lastError: expect.stringContaining("429") });
+  }, 15_000);
+
+  test("401: lastError says bad credentials and the integration pauses (one request while more comes); a new credential resumes it", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration(vendor.type, vendor.config());
+    mode = { kind: "status", status: 401, times: 1_000, body: { error: "invalid key" } };
+    for (let round = 0; round < 3; round++) {
+      await trigger(vendor, flag, round);
+      await Bun.sleep(1100);
+    }
+    expect(rx.received.length).toBe(1);
+    expect((await record(id)).stats).toMatchObject({ sent: 0, lastError: expect.stringMatching(/^bad credentials: /) });
+    mode = { kind: "ok" };
+    const [key, value] = vendor.credential;
+    const patched = await json(await h.request("PATCH", `/v1/projects/default/integrations/${id}`, { headers: admin, body: { config: { [key]: value } } }), 200);
+    expect(patched.stats.lastError).toBeNull();
+    await trigger(vendor, flag, 3);
+    await until("sent again", async () => (await record(id)).stats.sent > 0);
+  }, 15_000);
+});
+
 describe("failures", () => {
   const mixpanel = VENDORS[0]!;
   const amplitude = VENDORS[1]!;
 
-  test("5xx then success: retried with backoff, each event once past the vendor's $insert_id", async () => {
-    const flag = await newFlag();
-    const id = await createIntegration("mixpanel", mixpanel.config());
-    mode = { kind: "status", status: 503, times: 2 };
-    await evaluate(flag, 20);
-    // Three sends of the same 20: the two refused and the one taken.
-    await until("the evaluations through", () => all(mixpanel, "evaluations").length >= 60, 15_000);
-    const ids = all(mixpanel, "evaluations");
-    // Sent three times (503, 503, 200): the same ids each time, so Mixpanel keeps 20.
-    expect(new Set(ids).size).toBe(20);
-    expect(rx.received.length).toBe(3);
-    const gaps = rx.received.slice(1).map((r, i) => r.at - rx.received[i]!.at);
-    expect(gaps[0]!).toBeGreaterThanOrEqual(450); // 1 s backoff, jitter down to half
-    expect(gaps[1]!).toBeGreaterThanOrEqual(900); // 2 s, jitter down to half
-    const r = await until("stats", async () => ((await record(id)).stats.sent === 20 ? record(id) : false));
-    expect(r.stats).toMatchObject({ sent: 20, failed: 0, lastError: expect.stringContaining("503") });
-    await remove(id);
-  }, 20_000);
-
-  test("429 with Retry-After: the integration holds that long, then sends", async () => {
-    const flag = await newFlag();
-    const id = await createIntegration("amplitude", amplitude.config());
-    mode = { kind: "status", status: 429, times: 1, headers: { "retry-after": "2" }, body: { code: 429, error: "Too many requests for some devices and users" } };
-    await toggle(flag, true);
-    await until("sent again after the wait", () => rx.received.length === 2, 10_000);
-    await Bun.sleep(300);
-    expect(rx.received.length).toBe(2);
-    expect(rx.received[1]!.at - rx.received[0]!.at).toBeGreaterThanOrEqual(1900);
-    // The same event again (the same insert_id: Amplitude would keep one).
-    expect(amplitude.changes(rx.received[1]!)).toEqual([{ actor: "release-bot", flag }]);
-    expect(rx.received[1]!.json.events[0].insert_id).toBe(rx.received[0]!.json.events[0].insert_id);
-    await remove(id);
-  }, 15_000);
-
-  test("401: lastError says bad credentials, the integration pauses (one request, not one per batch); a new key resumes at once", async () => {
+  test("401 while evaluations keep coming: one request, the evaluations given up are counted in failed; a new key resumes at once", async () => {
     const flag = await newFlag();
     const id = await createIntegration("mixpanel", mixpanel.config());
     mode = { kind: "status", status: 401, times: 1_000, body: { error: "Invalid project token", status: 0 } };
