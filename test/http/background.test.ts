@@ -38,7 +38,7 @@ afterAll(async () => {
 
 const call = (method: string, path: string, body?: unknown) => callServer(server.url, method, path, { key, body });
 const thread = () => server.ctx.deliveries as BackgroundThread;
-const worker = () => (thread() as unknown as { worker: Worker | undefined }).worker;
+const worker = () => (thread() as unknown as { thread: { worker: Worker | undefined } }).thread.worker;
 const autoCheckpoint = () => server.ctx.sqlite.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
 const until = async (what: () => boolean, timeoutMs = 5_000) => {
   for (const started = Date.now(); !what(); await Bun.sleep(20)) if (Date.now() - started > timeoutMs) throw new Error("timed out");
