@@ -12,7 +12,7 @@
 import { posix } from "node:path";
 import Ajv2020, { type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
 import semver from "semver";
-import { SECRET } from "../changes/entry";
+import { secretKeys } from "../lib/config-secrets";
 
 export const CATEGORIES = ["analytics", "monitoring", "crm"] as const;
 export type Category = (typeof CATEGORIES)[number];
@@ -208,37 +208,6 @@ export function validateConfig(pkg: WithSchema, config: unknown): { path: string
     if (!details.has(d.path)) details.set(d.path, d.message);
   }
   return [...details].map(([path, message]) => ({ path, message }));
-}
-
-/** The top-level config properties marked `"secret": true`. */
-export function secretKeys(pkg: WithSchema): string[] {
-  const properties = pkg.configSchema.properties;
-  if (typeof properties !== "object" || properties === null) return [];
-  return Object.entries(properties as Record<string, unknown>)
-    .filter(([, s]) => typeof s === "object" && s !== null && (s as { secret?: unknown }).secret === true)
-    .map(([k]) => k);
-}
-
-/** The config as shown anywhere outside the plugin: each secret present is "********". */
-export function maskConfig(pkg: WithSchema, config: Record<string, unknown>): Record<string, unknown> {
-  const masked = { ...config };
-  for (const k of secretKeys(pkg)) if (Object.hasOwn(masked, k)) masked[k] = SECRET;
-  return masked;
-}
-
-/**
- * A new config sent by a client that saw the masked one: a secret sent as "********" keeps the
- * stored value; with none stored it is dropped (a required secret is then reported missing,
- * rather than "********" taken for the secret).
- */
-export function keepSecrets(pkg: WithSchema, stored: Record<string, unknown>, incoming: Record<string, unknown>): Record<string, unknown> {
-  const merged = { ...incoming };
-  for (const k of secretKeys(pkg)) {
-    if (merged[k] !== SECRET) continue;
-    if (Object.hasOwn(stored, k)) merged[k] = stored[k];
-    else delete merged[k];
-  }
-  return merged;
 }
 
 /** The secret values of a config as text, longest first (a secret inside another is masked whole). */

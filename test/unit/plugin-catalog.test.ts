@@ -9,7 +9,8 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFi
 import { join, relative } from "node:path";
 import { Catalog } from "../../src/plugins/catalog";
 import { createLogger } from "../../src/lib/log";
-import { keepSecrets, maskConfig, readPackage, secretValues, secretKeys, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
+import { maskConfig, patchConfig, secretKeys } from "../../src/lib/config-secrets";
+import { readPackage, secretValues, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
 import { maskSecrets } from "../../src/plugins/secrets";
 import { INDEX_FILE, renderPluginIndex } from "../../scripts/embed-plugins";
 import { tempDir, until } from "../helpers";
@@ -123,10 +124,12 @@ describe("configs", () => {
     expect(secretKeys(pkg)).toEqual(["apiKey"]);
     expect(maskConfig(pkg, { apiKey: "k-123", url: "https://e.com" })).toEqual({ apiKey: "********", url: "https://e.com" });
     expect(maskConfig(pkg, { url: "https://e.com" })).toEqual({ url: "https://e.com" });
-    expect(keepSecrets(pkg, { apiKey: "k-123", url: "https://a.com" }, { apiKey: "********", url: "https://b.com" })).toEqual({ apiKey: "k-123", url: "https://b.com" });
-    expect(keepSecrets(pkg, { apiKey: "k-123" }, { apiKey: "k-456" })).toEqual({ apiKey: "k-456" });
+    expect(patchConfig(pkg, { apiKey: "k-123", url: "https://a.com" }, { apiKey: "********", url: "https://b.com" })).toEqual({ apiKey: "k-123", url: "https://b.com" });
+    expect(patchConfig(pkg, { apiKey: "k-123" }, { apiKey: "k-456" })).toEqual({ apiKey: "k-456" });
+    // Key by key: null removes, a key not sent stays.
+    expect(patchConfig(pkg, { apiKey: "k-123", url: "https://a.com", level: "info" }, { url: null })).toEqual({ apiKey: "k-123", level: "info" });
     // Nothing stored to keep: dropped, so a required secret is reported missing rather than "********" taken for it.
-    expect(keepSecrets(pkg, {}, { apiKey: "********" })).toEqual({});
+    expect(patchConfig(pkg, {}, { apiKey: "********" })).toEqual({});
     expect(maskSecrets("sent k-123 twice: k-123", secretValues(pkg, { apiKey: "k-123" }))).toBe("sent ******** twice: ********");
     expect(maskSecrets("nothing secret", secretValues(pkg, {}))).toBe("nothing secret");
   });

@@ -1,37 +1,12 @@
 /**
  * An integration's config against its type's schema (decisions §12): checked with TypeBox (the
- * connectors' schemas are TypeBox objects), secrets (`secret: true` properties) masked, a PATCH
- * merged key by key with "********" keeping a stored secret and `null` removing a key.
+ * connectors' schemas are TypeBox objects), then the connector's own rules and its URLs against
+ * the outbound setting. Masking and PATCH merging: lib/config-secrets.ts, as for plugins.
  */
 import { Value } from "@sinclair/typebox/value";
-import { SECRET } from "../../changes/entry";
 import type { ErrorDetail } from "../../http/errors";
 import { checkUrl, type OutboundPolicy } from "../../lib/outbound";
 import type { Connector } from "./connectors/types";
-
-/** The config's properties marked `"secret": true`. */
-export function secretKeys(connector: Connector): string[] {
-  return Object.entries(connector.configSchema.properties)
-    .filter(([, s]) => (s as { secret?: unknown }).secret === true)
-    .map(([k]) => k);
-}
-
-export function maskConfig(connector: Connector, config: Record<string, unknown>): Record<string, unknown> {
-  const masked = { ...config };
-  for (const k of secretKeys(connector)) if (Object.hasOwn(masked, k)) masked[k] = SECRET;
-  return masked;
-}
-
-/** A PATCH's config merged into the stored one: key by key, `null` removes, "********" keeps a stored secret. */
-export function mergeConfig(connector: Connector, stored: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
-  const secrets = secretKeys(connector);
-  const merged: Record<string, unknown> = { ...stored };
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete merged[k];
-    else if (!(v === SECRET && secrets.includes(k))) merged[k] = v;
-  }
-  return merged;
-}
 
 /** The config's URL properties (their schema's pattern is "^https?://"): `apiHost`, Slack's `webhookUrl`. */
 function urlKeys(connector: Connector): string[] {

@@ -13,7 +13,8 @@ import type { OutboundPolicy } from "../../lib/outbound";
 import { newId } from "../../lib/ids";
 import { requireProject } from "../projects/service";
 import type { ProjectReader } from "../projects/store";
-import { configErrors, maskConfig, mergeConfig } from "./config";
+import { maskConfig, patchConfig } from "../../lib/config-secrets";
+import { configErrors } from "./config";
 import type { Connector } from "./connectors/types";
 import type { IntegrationStore, StoredIntegration } from "./store";
 
@@ -115,7 +116,7 @@ export function integrationService({ integrations, projects, connectors, clock, 
       const updated = await integrations.update(author, integrationId, (current) => {
         if (!current) throw notFound(`Integration ${integrationId}`);
         const connector = connectors[current.type]!;
-        const config = input.config === undefined ? current.config : mergeConfig(connector, current.config, input.config);
+        const config = input.config === undefined ? current.config : patchConfig(connector, current.config, input.config);
         check(connector, config);
         const configChanged = JSON.stringify(config) !== JSON.stringify(current.config);
         const next: StoredIntegration = {

@@ -21,7 +21,8 @@ import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import type { Logger } from "../../lib/log";
 import type { Catalog, CatalogPackage } from "../../plugins/catalog";
-import { keepSecrets, maskConfig, secretValues, validateConfig } from "../../plugins/manifest";
+import { maskConfig, patchConfig } from "../../lib/config-secrets";
+import { secretValues, validateConfig } from "../../plugins/manifest";
 import type { PluginHost, PluginRun } from "../../plugins/host";
 import type { RuntimeStore } from "../../plugins/runtime-store";
 import { requireProject } from "../projects/service";
@@ -172,12 +173,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
         const pkg = reconfigured || input.enabled === true || (input.enabled === undefined && current.enabled) ? resolve(current.packageName, input.version ?? current.version) : undefined;
         let config = current.config;
         if (pkg && reconfigured) {
-          const merged: Record<string, unknown> = { ...current.config };
-          for (const [k, v] of Object.entries(input.config ?? {})) {
-            if (v === null) delete merged[k];
-            else merged[k] = v;
-          }
-          config = keepSecrets(pkg, current.config, merged);
+          config = patchConfig(pkg, current.config, input.config ?? {});
           checkConfig(pkg, config);
         }
         const version = pkg?.version ?? current.version;
