@@ -222,6 +222,8 @@ describe.each(VENDORS.map((v) => [v.type, v] as const))("%s answers", (_type, ve
     expect(patched.stats.lastError).toBeNull();
     await trigger(vendor, flag, 3);
     await until("sent again", async () => (await record(id)).stats.sent > 0);
+    // Stored cleared too, not only in the PATCH's answer.
+    expect((await record(id)).stats.lastError).toBeNull();
   }, 15_000);
 });
 

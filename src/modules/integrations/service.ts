@@ -123,7 +123,7 @@ export function integrationService({ integrations, projects, connectors, clock, 
           ...current,
           config,
           enabled: input.enabled ?? current.enabled,
-          // The error was the old config's: a new one starts clean (the store clears it too).
+          // The error was the old config's: a new one starts clean.
           lastError: configChanged ? null : current.lastError,
           updatedAt: iso(clock.now()),
         };

@@ -5,7 +5,8 @@
  * sender's own writes (stats, position) are runtime state: no entry (sender.ts).
  *
  * An integration reads the change-event queue from where it was created, or enabled again: what
- * was committed while it was off is not sent. A config that changes clears `lastError`.
+ * was committed while it was off is not sent. `lastError` is written as the service decided
+ * (a config that changes clears it).
  */
 import { asc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
@@ -89,12 +90,12 @@ export class SqliteIntegrationStore implements IntegrationStore {
       const current = this.findNow(integrationId);
       const written = decide(current);
       if (written.changes.length > 0 && current) {
-        const { config, enabled, updatedAt } = written.result;
+        // lastError as decided (a new config clears it), read in this same transaction.
+        const { config, enabled, lastError, updatedAt } = written.result;
         const enabledAgain = enabled && !current.enabled;
-        const configChanged = JSON.stringify(config) !== JSON.stringify(current.config);
         this.log.store.db
           .update(integrations)
-          .set({ config, enabled, updatedAt, ...(enabledAgain ? { eventPosition: this.events.latest() } : {}), ...(configChanged ? { lastError: null } : {}) })
+          .set({ config, enabled, lastError, updatedAt, ...(enabledAgain ? { eventPosition: this.events.latest() } : {}) })
           .where(eq(integrations.id, integrationId))
           .run();
       }
