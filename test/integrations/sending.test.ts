@@ -282,6 +282,23 @@ describe("failures", () => {
   }, 15_000);
 });
 
+describe("the evaluation path", () => {
+  test("a project's records are read only while an enabled integration takes evaluations (else evaluation does one map lookup)", async () => {
+    const project = (h.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
+    expect(h.ctx.records.wants(project)).toBe(false);
+    const slack = await createIntegration("slack", VENDORS[5]!.config());
+    expect(h.ctx.records.wants(project)).toBe(false);
+    const id = await createIntegration("mixpanel", { ...VENDORS[0]!.config(), trackEvaluations: false });
+    expect(h.ctx.records.wants(project)).toBe(false);
+    await json(await h.request("PATCH", `/v1/projects/default/integrations/${id}`, { headers: admin, body: { config: { trackEvaluations: true } } }), 200);
+    expect(h.ctx.records.wants(project)).toBe(true);
+    await json(await h.request("PATCH", `/v1/projects/default/integrations/${id}`, { headers: admin, body: { enabled: false } }), 200);
+    expect(h.ctx.records.wants(project)).toBe(false);
+    await remove(id);
+    await remove(slack);
+  });
+});
+
 describe("stopping", () => {
   test("disable aborts the request in flight and sends nothing more; enabled again, only new changes go", async () => {
     const flag = await newFlag();

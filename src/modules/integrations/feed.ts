@@ -11,14 +11,9 @@ import type { Database } from "bun:sqlite";
 import type { ChangeEntry } from "../../changes/entry";
 import type { EvaluationRecords } from "../evaluation/records";
 import type { Connector } from "./connectors/types";
-import type { IntegrationSink } from "./sender";
+import { takesEvaluations, type IntegrationSink } from "./sender";
 
 const ENABLED_SQL = "SELECT project_id AS projectId, type, config FROM integrations WHERE enabled = 1";
-
-/** Whether an integration with this connector and config sends evaluations. */
-export function takesEvaluations(connector: Connector | undefined, config: Record<string, unknown>): boolean {
-  return connector?.evaluations !== undefined && config.trackEvaluations !== false;
-}
 
 export class IntegrationFeed {
   /** Projects with an enabled integration, and the unsubscribe of those whose records are read. */

@@ -73,6 +73,11 @@ export interface IntegrationSink {
   stop(): void | Promise<void>;
 }
 
+/** Whether an integration with this connector and config sends evaluations. */
+export function takesEvaluations(connector: Connector | undefined, config: Record<string, unknown>): boolean {
+  return connector?.evaluations !== undefined && config.trackEvaluations !== false;
+}
+
 export interface SenderDeps {
   sqlite: Database;
   /** For `lastSentAt` only: waits, retries and Datadog's seconds run on real time (Date.now). */
@@ -191,7 +196,7 @@ export class IntegrationSender implements IntegrationSink {
   evaluations(projectId: string, batchJson: string): void {
     let records: EvaluationRecord[] | undefined;
     for (const r of this.runners.values()) {
-      if (r.row.projectId !== projectId || !r.connector.evaluations || r.config.trackEvaluations === false) continue;
+      if (r.row.projectId !== projectId || !takesEvaluations(r.connector, r.config)) continue;
       records ??= JSON.parse(batchJson) as EvaluationRecord[];
       for (const record of records) r.records.push(record);
       const over = r.records.length - MAX_PENDING_RECORDS;
@@ -210,7 +215,7 @@ export class IntegrationSender implements IntegrationSink {
   /** `count` of the project's records were dropped before they got here (the thread's flow control): counted as failed. */
   dropped(projectId: string, count: number): void {
     for (const r of this.runners.values()) {
-      if (r.row.projectId === projectId && r.connector.evaluations && r.config.trackEvaluations !== false) {
+      if (r.row.projectId === projectId && takesEvaluations(r.connector, r.config)) {
         this.count(r, { failed: count, error: `${count} evaluations dropped: the integrations thread is not keeping up (the server is saturated)` });
       }
     }
