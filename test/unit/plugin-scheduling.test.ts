@@ -24,9 +24,12 @@ test.skipIf(!linux)("a worker at SCHED_IDLE starved for 1.5 s: a plain timer fir
     if (policy) expect(policy).toContain("SCHED_IDLE");
     // The worker and this thread on CPU 0 only: while this thread spins, the idle worker gets no CPU.
     for (const id of [tid, threadId()!]) expect(Bun.spawnSync(["taskset", "-cp", "0", String(id)]).exitCode).toBe(0);
-    const fired = new Promise<{ plain: number; runnable: number }>((resolve) => (worker.onmessage = (e) => resolve(e.data)));
+    // The worker arms its timers, says "armed", then needs 200 ms of CPU: this thread starts to
+    // spin as soon as it hears, so the worker is still runnable, and waiting, all through the spin.
+    const armed = new Promise<void>((resolve) => (worker.onmessage = () => resolve()));
     worker.postMessage("go");
-    await Bun.sleep(50); // the worker armed its timers
+    await armed;
+    const fired = new Promise<{ plain: number; runnable: number }>((resolve) => (worker.onmessage = (e) => resolve(e.data)));
     const end = Date.now() + 1500;
     while (Date.now() < end);
     const { plain, runnable } = await fired;
