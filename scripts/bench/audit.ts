@@ -25,21 +25,20 @@ import { encodeCursor } from "../../src/modules/audit/service";
 import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
 import { percentile, pinServer } from "../lib/wrk";
 import { ADMIN_KEY } from "../lib/writes";
+import { argOf } from "../lib/proc";
 
-const argv = process.argv.slice(2);
-const arg = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const ENTRIES = Number(arg("--entries") ?? 1_000_000);
-const REQUESTS = Number(arg("--requests") ?? 2000);
-const CLIENTS = Number(arg("--clients") ?? 4);
+const ENTRIES = Number(argOf("--entries") ?? 1_000_000);
+const REQUESTS = Number(argOf("--requests") ?? 2000);
+const CLIENTS = Number(argOf("--clients") ?? 4);
 const KEYS = 2000;
 const HOT = 10;
 const TARGET_P99_MS = 50;
 const ENV = { SVC_LOG_LEVEL: "warn", SVC_ADMIN_KEY: ADMIN_KEY, SVC_RATE_LIMITS: "admin:100000000" };
 const DAY = 86_400_000;
 
-const binary = benchBinary(arg("--binary"), "audit");
+const binary = benchBinary(argOf("--binary"), "audit");
 const { dir, live } = benchWorkspace("audit");
-const dataDir = arg("--data") ?? join(dir, "data");
+const dataDir = argOf("--data") ?? join(dir, "data");
 const key = (i: number) => `flag-${String(i).padStart(4, "0")}`;
 
 /** A deterministic generator (xorshift32): the same log on every run. */

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
 import { loginUnderAttack } from "../lib/login-attack";
 import { percentile } from "../lib/wrk";
+import { argOf } from "../lib/proc";
 
 const EMAIL = "admin@localhost";
 const PASSWORD = "correct horse battery";
@@ -25,7 +26,7 @@ interface Figures {
 }
 
 export async function loginBench(argv: string[]): Promise<void> {
-  const arg = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
+  const arg = (name: string) => argOf(name, argv);
   const rounds = Number(arg("--rounds") ?? 3);
   const logins = Number(arg("--logins") ?? 8);
   const budgetMs = Number(arg("--budget") ?? 15) * 1000;

@@ -17,18 +17,17 @@ import { apiClient } from "../lib/api";
 import { benchBinary, benchWorkspace } from "../lib/binary";
 import { ensureWrk, median, percentile, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 import { ADMIN_KEY, flagKey, paced, seededServer, type Seeded } from "../lib/writes";
+import { argOf } from "../lib/proc";
 
-const argv = process.argv.slice(2);
-const arg = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const ROUNDS = Number(arg("--rounds") ?? 4);
-const SECONDS = Number(arg("--seconds") ?? 8);
-const RATE = Number(arg("--rate") ?? 100);
+const ROUNDS = Number(argOf("--rounds") ?? 4);
+const SECONDS = Number(argOf("--seconds") ?? 8);
+const RATE = Number(argOf("--rate") ?? 100);
 const FLAGS = 1000;
 ensureWrk();
 
 const api = apiClient(ADMIN_KEY);
-const binaries: [string, string][] = [["after", benchBinary(arg("--binary"), "mixed")]];
-const baseline = arg("--baseline");
+const binaries: [string, string][] = [["after", benchBinary(argOf("--binary"), "mixed")]];
+const baseline = argOf("--baseline");
 if (baseline !== undefined) binaries.unshift(["before", benchBinary(baseline, "mixed")]);
 const { dir, live } = benchWorkspace("mixed");
 const body = JSON.stringify({ flagKey: flagKey(500), context: { userId: "user-4711", plan: "pro", country: "DE" } });

@@ -32,18 +32,17 @@ import { DEFAULT_LIMITS } from "../../src/plugins/sandbox";
 import { apiClient, pool } from "../lib/api";
 import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
 import { ensureWrk, median, pairedRounds, percentile, pinRequestThread, pinServer, runWrk, type WrkResult } from "../lib/wrk";
+import { argOf } from "../lib/proc";
 
-const argv = process.argv.slice(2);
-const arg = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const ROUNDS = Number(arg("--rounds") ?? 4);
-const SECONDS = Number(arg("--seconds") ?? 8);
+const ROUNDS = Number(argOf("--rounds") ?? 4);
+const SECONDS = Number(argOf("--seconds") ?? 8);
 const PLUGINS = 10;
 const FLAGS = 100;
 const ADMIN_KEY = `svc_admin_${"p".repeat(40)}`;
 ensureWrk();
 
 const api = apiClient(ADMIN_KEY);
-const binary = benchBinary(arg("--binary"), "plugins");
+const binary = benchBinary(argOf("--binary"), "plugins");
 const { dir, live } = benchWorkspace("plugins");
 const flagKey = (i: number) => `flag-${String(i).padStart(4, "0")}`;
 

@@ -18,12 +18,11 @@ import { join } from "node:path";
 import { benchBinary, benchWorkspace } from "../lib/binary";
 import { median, percentile, pinServer } from "../lib/wrk";
 import { saturate, seededServer, type Seeded, type WriteKind } from "../lib/writes";
+import { argOf } from "../lib/proc";
 
-const argv = process.argv.slice(2);
-const arg = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const ROUNDS = Number(arg("--rounds") ?? 3);
-const SECONDS = Number(arg("--seconds") ?? 5);
-const CLIENTS = Number(arg("--clients") ?? 8);
+const ROUNDS = Number(argOf("--rounds") ?? 3);
+const SECONDS = Number(argOf("--seconds") ?? 5);
+const CLIENTS = Number(argOf("--clients") ?? 8);
 const FLAGS = 1000;
 const KINDS: [WriteKind, string][] = [
   ["state", "state PUT"],
@@ -36,8 +35,8 @@ interface Run {
   p99Ms: number;
 }
 
-const binaries: [string, string][] = [["after", benchBinary(arg("--binary"), "writes")]];
-const baseline = arg("--baseline");
+const binaries: [string, string][] = [["after", benchBinary(argOf("--binary"), "writes")]];
+const baseline = argOf("--baseline");
 if (baseline !== undefined) binaries.unshift(["before", benchBinary(baseline, "writes")]);
 const { dir, live } = benchWorkspace("writes");
 

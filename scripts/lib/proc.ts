@@ -79,3 +79,9 @@ export function plainHttpExchange(port: number): Promise<string> {
     socket.on("error", end);
   });
 }
+
+/** The value after `--name` on a script's command line (`argv`: what follows the script), or undefined. */
+export function argOf(name: string, argv: readonly string[] = process.argv.slice(2)): string | undefined {
+  const at = argv.indexOf(name);
+  return at >= 0 ? argv[at + 1] : undefined;
+}

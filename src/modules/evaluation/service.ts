@@ -28,7 +28,7 @@ export interface EvaluationServiceDeps {
   clock: Clock;
   /** The test sessions' overrides. */
   overrides: OverrideSource;
-  /** The evaluation-record stream (plugins' onEvaluations): each result is pushed when its project has readers. */
+  /** The evaluation-record stream (plugins' onEvaluations, integrations): each result is pushed when its project has readers. */
   records: EvaluationRecords;
 }
 

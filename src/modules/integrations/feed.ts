@@ -12,18 +12,17 @@ import type { ChangeEntry } from "../../changes/entry";
 import type { EvaluationRecords } from "../evaluation/records";
 import type { Connector } from "./connectors/types";
 import { takesEvaluations, type IntegrationSink } from "./sender";
-
-const ENABLED_SQL = "SELECT project_id AS projectId, type, config FROM integrations WHERE enabled = 1";
+import { IntegrationRuntimeRows } from "./store";
 
 export class IntegrationFeed {
   /** Projects with an enabled integration, and the unsubscribe of those whose records are read. */
   private projects = new Map<string, (() => void) | null>();
-  private readonly enabledQuery;
+  private readonly rows: IntegrationRuntimeRows;
 
   constructor(
     private readonly deps: { sqlite: Database; records: EvaluationRecords; sink: IntegrationSink; connectors: Readonly<Record<string, Connector>> },
   ) {
-    this.enabledQuery = deps.sqlite.query<{ projectId: string; type: string; config: string }, []>(ENABLED_SQL);
+    this.rows = new IntegrationRuntimeRows(deps.sqlite);
     this.refresh(false);
   }
 
@@ -45,7 +44,7 @@ export class IntegrationFeed {
   private refresh(tellSender: boolean): void {
     const { records, sink, connectors } = this.deps;
     const wanted = new Map<string, boolean>();
-    for (const row of this.enabledQuery.all()) {
+    for (const row of this.rows.enabled()) {
       const evaluations = takesEvaluations(connectors[row.type], JSON.parse(row.config) as Record<string, unknown>);
       wanted.set(row.projectId, (wanted.get(row.projectId) ?? false) || evaluations);
     }

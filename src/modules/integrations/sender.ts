@@ -42,6 +42,7 @@ import { guardedFetch, OutboundBlockedError, OutboundPolicy, readTextCapped } fr
 import { VERSION } from "../../version";
 import { ChangeEventRows, type QueuedEvent } from "../change-events/store";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./connectors/types";
+import { IntegrationRuntimeRows, type EnabledIntegration, type StatsDelta } from "./store";
 
 export const USER_AGENT = `flagsvc-integrations/${VERSION}`;
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -89,14 +90,6 @@ export interface SenderDeps {
   random?: () => number;
 }
 
-interface Row {
-  id: string;
-  projectId: string;
-  type: string;
-  config: string;
-  position: number;
-}
-
 interface Job {
   request: VendorRequest;
   attempts: number;
@@ -112,7 +105,7 @@ interface ChangeBatch {
 }
 
 interface Runner {
-  row: Row;
+  row: EnabledIntegration;
   connector: Connector;
   config: Record<string, unknown>;
   controller: AbortController;
@@ -130,13 +123,8 @@ interface Runner {
   pauseMs: number;
   timer: ReturnType<typeof setTimeout> | undefined;
   timerAt: number;
-  stats: { sent: number; failed: number; lastError: string | null; lastSentAt: string | null };
+  stats: StatsDelta;
 }
-
-const ENABLED_SQL = "SELECT id, project_id AS projectId, type, config, event_position AS position FROM integrations WHERE enabled = 1 ORDER BY rowid";
-const STATS_SQL = `UPDATE integrations SET sent = sent + ?1, failed = failed + ?2, last_error = coalesce(?3, last_error),
-  last_sent_at = coalesce(?4, last_sent_at) WHERE id = ?5`;
-const POSITION_SQL = "UPDATE integrations SET event_position = max(event_position, ?1) WHERE id = ?2";
 
 /** Who made a change, from the queue's actor column (older rows carry none). */
 function actorOf(text: string): FlagChangeEvent["actor"] {
@@ -156,9 +144,7 @@ export class IntegrationSender implements IntegrationSink {
   private readonly runners = new Map<string, Runner>();
   private readonly events: ChangeEventRows;
   private readonly policy: OutboundPolicy;
-  private readonly enabledQuery;
-  private readonly statsQuery;
-  private readonly positionQuery;
+  private readonly rows: IntegrationRuntimeRows;
   private readonly random: () => number;
   private readonly tick: ReturnType<typeof setInterval>;
   private statsTimer: ReturnType<typeof setTimeout> | undefined;
@@ -167,9 +153,7 @@ export class IntegrationSender implements IntegrationSink {
   constructor(private readonly deps: SenderDeps) {
     this.events = new ChangeEventRows(deps.sqlite);
     this.policy = new OutboundPolicy(deps.config.outboundAllowedHosts);
-    this.enabledQuery = deps.sqlite.query<Row, []>(ENABLED_SQL);
-    this.statsQuery = deps.sqlite.query<unknown, [number, number, string | null, string | null, string]>(STATS_SQL);
-    this.positionQuery = deps.sqlite.query<unknown, [number, string]>(POSITION_SQL);
+    this.rows = new IntegrationRuntimeRows(deps.sqlite);
     this.random = deps.random ?? Math.random;
     this.tick = setInterval(() => this.everySecond(), TICK_MS);
     this.reload();
@@ -177,7 +161,7 @@ export class IntegrationSender implements IntegrationSink {
 
   reload(): void {
     if (this.closed) return;
-    const rows = this.enabledQuery.all();
+    const rows = this.rows.enabled();
     const seen = new Set<string>();
     for (const row of rows) {
       seen.add(row.id);
@@ -230,7 +214,7 @@ export class IntegrationSender implements IntegrationSink {
     this.flushStats();
   }
 
-  private startRunner(row: Row, connector: Connector): Runner {
+  private startRunner(row: EnabledIntegration, connector: Connector): Runner {
     return {
       row,
       connector,
@@ -299,7 +283,7 @@ export class IntegrationSender implements IntegrationSink {
 
   private moveTo(r: Runner, position: number): void {
     r.position = position;
-    this.positionQuery.run(position, r.row.id);
+    this.rows.storePosition(r.row.id, position);
   }
 
   /** The runner's buffered records as requests (all of them: the connector splits at the vendor's limits). */
@@ -464,7 +448,7 @@ export class IntegrationSender implements IntegrationSink {
       if (s.sent === 0 && s.failed === 0 && s.lastError === null && s.lastSentAt === null) continue;
       r.stats = { sent: 0, failed: 0, lastError: null, lastSentAt: null };
       try {
-        this.statsQuery.run(s.sent, s.failed, s.lastError, s.lastSentAt, r.row.id);
+        this.rows.addStats(r.row.id, s);
       } catch (e) {
         this.deps.log.warn("integrations: storing stats failed", { integration: r.row.id, error: String(e) });
       }

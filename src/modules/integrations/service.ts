@@ -127,8 +127,9 @@ export function integrationService({ integrations, projects, connectors, clock, 
           lastError: configChanged ? null : current.lastError,
           updatedAt: iso(clock.now()),
         };
-        const changes = diff(fieldsOf(current), fieldsOf(next));
-        noteSecretChange(changes, { before: current.config, after: config }, { before: fieldsOf(current).config, after: fieldsOf(next).config });
+        const [before, after] = [fieldsOf(current), fieldsOf(next)];
+        const changes = diff(before, after);
+        noteSecretChange(changes, { before: current.config, after: config }, { before: before.config, after: after.config });
         if (Object.keys(changes).length === 0) return { result: current, changes: [] };
         return { result: next, changes: [change(next, "updated", changes)] };
       });

@@ -4,10 +4,14 @@
  * (throws to refuse; no change, nothing written), committed with their change-log entry. The
  * sender's own writes (stats, position) are runtime state: no entry (sender.ts).
  *
+ * `IntegrationRuntimeRows` is the sending side's SQL (feed.ts, sender.ts): prepared statements on
+ * whichever connection it is given (the integrations thread has its own).
+ *
  * An integration reads the change-event queue from where it was created, or enabled again: what
  * was committed while it was off is not sent. `lastError` is written as the service decided
  * (a config that changes clears it).
  */
+import type { Database } from "bun:sqlite";
 import { asc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
@@ -109,5 +113,56 @@ export class SqliteIntegrationStore implements IntegrationStore {
       this.log.store.db.delete(integrations).where(eq(integrations.id, integrationId)).run();
       return { result: undefined, changes: [change] };
     });
+  }
+}
+
+/** An enabled integration as the sending side reads it: its config as stored (JSON text). */
+export interface EnabledIntegration {
+  id: string;
+  projectId: string;
+  type: string;
+  config: string;
+  /** Its position in the change-event queue. */
+  position: number;
+}
+
+/** What a runner of the sender counted since it last stored its stats. */
+export interface StatsDelta {
+  sent: number;
+  failed: number;
+  lastError: string | null;
+  lastSentAt: string | null;
+}
+
+const ENABLED_SQL = "SELECT id, project_id AS projectId, type, config, event_position AS position FROM integrations WHERE enabled = 1 ORDER BY rowid";
+const STATS_SQL = `UPDATE integrations SET sent = sent + ?1, failed = failed + ?2, last_error = coalesce(?3, last_error),
+  last_sent_at = coalesce(?4, last_sent_at) WHERE id = ?5`;
+const POSITION_SQL = "UPDATE integrations SET event_position = max(event_position, ?1) WHERE id = ?2";
+
+/** The sending side's reads and runtime writes (no change-log entry: stats and positions are runtime state). */
+export class IntegrationRuntimeRows {
+  private readonly enabledQuery;
+  private readonly statsQuery;
+  private readonly positionQuery;
+
+  constructor(sqlite: Database) {
+    this.enabledQuery = sqlite.query<EnabledIntegration, []>(ENABLED_SQL);
+    this.statsQuery = sqlite.query<unknown, [number, number, string | null, string | null, string]>(STATS_SQL);
+    this.positionQuery = sqlite.query<unknown, [number, string]>(POSITION_SQL);
+  }
+
+  /** The enabled integrations, oldest first. */
+  enabled(): EnabledIntegration[] {
+    return this.enabledQuery.all();
+  }
+
+  /** Adds `delta` to the integration's stats (a null `lastError` or `lastSentAt` keeps the stored one). */
+  addStats(integrationId: string, delta: StatsDelta): void {
+    this.statsQuery.run(delta.sent, delta.failed, delta.lastError, delta.lastSentAt, integrationId);
+  }
+
+  /** Moves the integration's change-queue position forward (never back) to `position`. */
+  storePosition(integrationId: string, position: number): void {
+    this.positionQuery.run(position, integrationId);
   }
 }
