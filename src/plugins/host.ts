@@ -81,7 +81,8 @@ interface Running {
   /** The event batch in flight, and how far the worker got through it. */
   events: { last: number; handled: number; errors: number } | null;
   evaluationsBusy: boolean;
-  evaluationsWaiting: { json: string; count: number } | null;
+  /** The batch (JSON text) that goes when the one in flight is through. */
+  evaluationsWaiting: string | null;
   /** Records dropped and not yet added to the stored count. */
   dropped: number;
   /** Work posted that the worker has not answered yet (the watchdog runs while there is some). */
@@ -237,7 +238,14 @@ export class PluginHost {
         r.hooks = new Set(m.hooks);
         this.settle(r.run.id, { status: "active" }, r);
         this.deps.log.info("plugin active", { pluginId: r.run.id, packageName: r.run.packageName, version: r.run.version, ms: Math.round(performance.now() - r.startedAt), priority: r.priority });
-        if (r.hooks.has("onEvaluations")) r.unsubscribe = this.deps.records.subscribe(r.run.projectId, (json, count) => this.offer(r, json, count));
+        if (r.hooks.has("onEvaluations")) {
+          r.unsubscribe = this.deps.records.subscribe(r.run.projectId, {
+            // One batch in flight and one waiting; a batch beyond that is dropped and counted, unbuilt.
+            ready: () => r.state === "active" && (!r.evaluationsBusy || r.evaluationsWaiting === null),
+            take: (json) => (r.evaluationsBusy ? (r.evaluationsWaiting = json) : this.sendEvaluations(r, json)),
+            missed: (count) => (r.dropped += count),
+          });
+        }
         this.feed(r);
         return;
       }
@@ -246,31 +254,37 @@ export class PluginHost {
         return;
       case "hook":
         this.refresh(r);
-        if (m.position !== undefined && r.events) {
+        if (r.events) {
           r.events.last = m.position;
           if (m.error === null) r.events.handled++;
           else r.events.errors++;
         }
-        if (m.error === null) {
-          r.failures = 0;
-          return;
-        }
-        this.keep(r, "error", `${m.hook} failed: ${m.error}`);
-        if (++r.failures >= FAILURES_IN_A_ROW && r.state === "active") this.fail(r, `${FAILURES_IN_A_ROW} hook calls failed in a row; last: ${m.hook}: ${m.error}`);
+        this.hookEnded(r, "onEvent", m.error);
         return;
       case "done":
         this.answered(r);
         if (m.batch === "events") {
           this.recordEvents(r);
           if (r.state === "active") this.feed(r);
-        } else {
-          r.evaluationsBusy = false;
-          const waiting = r.evaluationsWaiting;
-          r.evaluationsWaiting = null;
-          if (waiting !== null && r.state === "active") this.sendEvaluations(r, waiting.json);
+          return;
         }
+        this.hookEnded(r, "onEvaluations", m.error);
+        r.evaluationsBusy = false;
+        const waiting = r.evaluationsWaiting;
+        r.evaluationsWaiting = null;
+        if (waiting !== null && r.state === "active") this.sendEvaluations(r, waiting);
         return;
     }
+  }
+
+  /** A hook call's outcome: a success resets the failure count; the third failure in a row ends the run. */
+  private hookEnded(r: Running, hook: string, error: string | null): void {
+    if (error === null) {
+      r.failures = 0;
+      return;
+    }
+    this.keep(r, "error", `${hook} failed: ${error}`);
+    if (++r.failures >= FAILURES_IN_A_ROW && r.state === "active") this.fail(r, `${FAILURES_IN_A_ROW} hook calls failed in a row; last: ${hook}: ${error}`);
   }
 
   /** Hands the plugin the next events of its project, one batch in flight at a time. */
@@ -299,14 +313,6 @@ export class PluginHost {
     r.position = batch.last;
     const lastEventAt = batch.handled + batch.errors > 0 ? iso(this.deps.clock.now()) : null;
     this.deps.store.handed(r.run.id, batch.last, { handled: batch.handled, errors: batch.errors, lastEventAt });
-  }
-
-  /** A batch of the project's records: at most one in flight and one waiting; beyond that, dropped and counted. */
-  private offer(r: Running, json: string, count: number): void {
-    if (r.state !== "active") return;
-    if (!r.evaluationsBusy) this.sendEvaluations(r, json);
-    else if (r.evaluationsWaiting === null) r.evaluationsWaiting = { json, count };
-    else r.dropped += count;
   }
 
   private sendEvaluations(r: Running, batch: string): void {

@@ -17,7 +17,7 @@ export type ToPluginWorker =
     }
   /** `onEvent` once per payload (webhook payload JSON texts), in order. */
   | { kind: "events"; events: { position: number; payload: string }[] }
-  /** `onEvaluations` with one batch (the JSON text of the records' array). */
+  /** `onEvaluations` with one batch (the JSON text of the records' array, handed to the sandbox as it is). */
   | { kind: "evaluations"; batch: string }
   /** `deactivate`, then answer `stopped`. */
   | { kind: "stop" };
@@ -29,10 +29,12 @@ export type FromPluginWorker =
   | { kind: "active"; hooks: string[] }
   /** The plugin cannot run on: a failed `activate`, or its death (a cap hit, a crash). Masked. */
   | { kind: "dead"; message: string }
-  /** One hook call ended: `error` null when it succeeded, else its (masked) failure. */
-  | { kind: "hook"; hook: string; error: string | null; position?: number }
-  /** A batch of `events` or `evaluations` is through. */
-  | { kind: "done"; batch: "events" | "evaluations" }
+  /** `onEvent` ended for the event at `position`: `error` null when it succeeded, else its (masked) failure. */
+  | { kind: "hook"; position: number; error: string | null }
+  /** A batch of `events` is through. */
+  | { kind: "done"; batch: "events" }
+  /** `onEvaluations` ended for the batch in flight (one message: `error` as for `hook`). */
+  | { kind: "done"; batch: "evaluations"; error: string | null }
   /** A line of `ctx.log`, rate-limited, masked and cut to length in the worker. */
   | { kind: "log"; level: string; message: string }
   | { kind: "stopped" };

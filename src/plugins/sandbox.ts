@@ -61,6 +61,11 @@ export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 64, cpuMs: 500, wallMs:
 /** The plugin is dead (a cap hit, a crash): its instance is gone and every later call fails. */
 export class PluginDied extends Error {}
 
+/** A hook's argument given as JSON text already (an event's payload, a batch of records): parsed inside the VM as it is. */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 const PAGE = 64 * 1024;
 /** What QuickJS throws when the interrupt handler stops it. */
 const INTERRUPTED = "InternalError: interrupted";
@@ -110,6 +115,8 @@ export class Sandbox {
   private exports: QuickJSHandle | null = null;
   private ctx: QuickJSHandle | null = null;
   private readonly hookNames = new Set<string>();
+  /** The VM's own JSON.parse, taken before any plugin code ran (a plugin may replace the global). */
+  private readonly parseJson: QuickJSHandle;
 
   constructor(
     private readonly runtime: QuickJSRuntime,
@@ -128,6 +135,9 @@ export class Sandbox {
       return true;
     });
     this.vm = runtime.newContext();
+    const json = this.vm.getProp(this.vm.global, "JSON");
+    this.parseJson = this.vm.getProp(json, "parse");
+    json.dispose();
   }
 
   /** The hooks the plugin exports. */
@@ -163,7 +173,7 @@ export class Sandbox {
   }
 
   /**
-   * Calls a hook with a JSON argument (and `ctx` after it), awaiting it if it returns a promise;
+   * Calls a hook with a JSON argument (a value, or `JsonText`; `ctx` after it), awaiting it if it returns a promise;
    * its result as JSON. A hook the plugin does not export: undefined. Throws `PluginDied` when
    * the call kills the plugin, `HookError` when the hook throws, and `HookTimeout` (a HookError)
    * when it does not settle within the wall limit: its promise is abandoned, whatever it does
@@ -190,6 +200,7 @@ export class Sandbox {
     try {
       this.exports?.dispose();
       this.ctx?.dispose();
+      this.parseJson.dispose();
       this.vm.dispose();
       this.runtime.dispose();
     } catch {
@@ -285,10 +296,11 @@ export class Sandbox {
     }
   }
 
-  /** JSON into the VM (through the VM's own JSON.parse: no host object crosses). */
+  /** JSON into the VM (a string parsed by the VM's own JSON.parse: no host object crosses). */
   private toVm(value: unknown): QuickJSHandle {
-    const text = JSON.stringify(value === undefined ? null : value);
-    const result = this.vm.evalCode(`JSON.parse(${JSON.stringify(text)})`);
+    const text = this.vm.newString(value instanceof JsonText ? value.text : JSON.stringify(value === undefined ? null : value));
+    const result = this.vm.callFunction(this.parseJson, this.vm.undefined, text);
+    text.dispose();
     if (result.error) this.fail(result.error, "passing data in");
     return result.value;
   }

@@ -10,7 +10,7 @@ import { pluginHttp, USER_AGENT } from "./http";
 import { lowestPriority, threadId } from "../lib/scheduling";
 import { maskSecrets } from "./secrets";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
-import { loadPlugin, PluginDied, provideWasmModule, type LogLevel, type Sandbox } from "./sandbox";
+import { JsonText, loadPlugin, PluginDied, provideWasmModule, type LogLevel, type Sandbox } from "./sandbox";
 
 declare const self: Worker;
 
@@ -121,19 +121,18 @@ self.onmessage = (event: MessageEvent<ToPluginWorker>) => {
       enqueue(async () => {
         for (const { position, payload } of message.events) {
           if (stopping) return;
-          const error = await call("onEvent", JSON.parse(payload));
+          const error = await call("onEvent", new JsonText(payload));
           if (error === undefined) return;
-          send({ kind: "hook", hook: "onEvent", error, position });
+          send({ kind: "hook", error, position });
         }
         send({ kind: "done", batch: "events" });
       });
       return;
     case "evaluations":
       enqueue(async () => {
-        const error = await call("onEvaluations", JSON.parse(message.batch));
+        const error = await call("onEvaluations", new JsonText(message.batch));
         if (error === undefined) return;
-        send({ kind: "hook", hook: "onEvaluations", error });
-        send({ kind: "done", batch: "evaluations" });
+        send({ kind: "done", batch: "evaluations", error });
       });
       return;
     case "stop":

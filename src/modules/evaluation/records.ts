@@ -9,17 +9,30 @@
  * Hot path: `wants` is one map lookup (nothing else happens for a project nobody subscribes
  * to); `add` keeps references (the result object, the environment's slug, the user id) in a
  * flat array, so an evaluation allocates nothing for it beyond the array's growth; the records
- * are built at the flush. Consumers must not block: the plugin host posts the text to workers.
+ * are built at the flush. Readers must not block: the plugin host posts the text to workers.
+ *
+ * Under load most batches cannot be taken (a plugin still busy with the last one, the
+ * integrations thread's queue full): a reader says so by `ready()`, and is told the batch's count
+ * by `missed` instead. A batch no reader of its project is ready for is never built: records
+ * dropped at the flush cost their three pushes and nothing else.
  */
 import type { EvaluationResult } from "../../evaluation/types";
 
 export const MAX_BATCH = 500;
 export const FLUSH_AFTER_MS = 1000;
 
-export type RecordConsumer = (batchJson: string, count: number) => void;
+/** A reader of a project's records. */
+export interface RecordReader {
+  /** One batch: its JSON text (the same string for every reader of the flush) and its record count. */
+  take(batchJson: string, count: number): void;
+  /** Whether it takes a batch now (absent: always). */
+  ready?(): boolean;
+  /** A batch it was not ready for: its record count. */
+  missed?(count: number): void;
+}
 
 interface ProjectStream {
-  consumers: Set<RecordConsumer>;
+  readers: Set<RecordReader>;
   /** result, environment, userId; result, environment, userId; ... */
   pending: (EvaluationResult | string | null)[];
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -31,7 +44,7 @@ const STRIDE = 3;
 export class EvaluationRecords {
   private readonly streams = new Map<string, ProjectStream>();
 
-  constructor(private readonly onConsumerError: (error: unknown) => void = () => {}) {}
+  constructor(private readonly onReaderError: (error: unknown) => void = () => {}) {}
 
   /** Whether anyone reads `projectId`'s records: when not, an evaluation skips `add` entirely. */
   wants(projectId: string): boolean {
@@ -47,14 +60,15 @@ export class EvaluationRecords {
     else if (pending.length >= MAX_BATCH * STRIDE) this.flush(stream);
   }
 
-  /** `consumer` receives each batch of `projectId`'s records from now on; returns its unsubscribe. */
-  subscribe(projectId: string, consumer: RecordConsumer): () => void {
+  /** `reader` (or a function that takes every batch) gets each batch of `projectId`'s records from now on; returns its unsubscribe. */
+  subscribe(projectId: string, reader: RecordReader | RecordReader["take"]): () => void {
+    const r: RecordReader = typeof reader === "function" ? { take: reader } : reader;
     let stream = this.streams.get(projectId);
-    if (!stream) this.streams.set(projectId, (stream = { consumers: new Set(), pending: [], timer: undefined }));
-    stream.consumers.add(consumer);
+    if (!stream) this.streams.set(projectId, (stream = { readers: new Set(), pending: [], timer: undefined }));
+    stream.readers.add(r);
     return () => {
-      stream.consumers.delete(consumer);
-      if (stream.consumers.size > 0 || this.streams.get(projectId) !== stream) return;
+      stream.readers.delete(r);
+      if (stream.readers.size > 0 || this.streams.get(projectId) !== stream) return;
       // The last reader left: what it did not get yet is nobody's.
       clearTimeout(stream.timer);
       this.streams.delete(projectId);
@@ -74,27 +88,33 @@ export class EvaluationRecords {
     if (pending.length === 0) return;
     stream.pending = [];
     const count = pending.length / STRIDE;
-    const records = new Array(count);
-    for (let i = 0; i < count; i++) {
-      const r = pending[i * STRIDE] as EvaluationResult;
-      records[i] = {
-        flagKey: r.flagKey,
-        environment: pending[i * STRIDE + 1],
-        enabled: r.enabled,
-        variant: r.variant,
-        reason: r.reason,
-        ruleId: r.ruleId,
-        userId: pending[i * STRIDE + 2],
-        evaluatedAt: r.evaluatedAt,
-      };
-    }
-    const json = JSON.stringify(records);
-    for (const consumer of stream.consumers) {
+    let json: string | undefined;
+    for (const reader of stream.readers) {
       try {
-        consumer(json, count);
+        if (reader.ready && !reader.ready()) reader.missed?.(count);
+        else reader.take((json ??= batchJson(pending, count)), count);
       } catch (e) {
-        this.onConsumerError(e);
+        this.onReaderError(e);
       }
     }
   }
+}
+
+/** The records of a flush as one JSON text. */
+function batchJson(pending: readonly (EvaluationResult | string | null)[], count: number): string {
+  const records = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const r = pending[i * STRIDE] as EvaluationResult;
+    records[i] = {
+      flagKey: r.flagKey,
+      environment: pending[i * STRIDE + 1],
+      enabled: r.enabled,
+      variant: r.variant,
+      reason: r.reason,
+      ruleId: r.ruleId,
+      userId: pending[i * STRIDE + 2],
+      evaluatedAt: r.evaluatedAt,
+    };
+  }
+  return JSON.stringify(records);
 }

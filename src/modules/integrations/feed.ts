@@ -41,8 +41,18 @@ export class IntegrationFeed {
     this.projects.clear();
   }
 
+  /** Reads the project's records into the sink: a batch it would not take now is only counted. */
+  private read(projectId: string): () => void {
+    const { records, sink } = this.deps;
+    return records.subscribe(projectId, {
+      take: (json, count) => sink.evaluations(projectId, json, count),
+      ready: () => sink.accepts?.() ?? true,
+      missed: (count) => sink.missed?.(projectId, count),
+    });
+  }
+
   private refresh(tellSender: boolean): void {
-    const { records, sink, connectors } = this.deps;
+    const { sink, connectors } = this.deps;
     const wanted = new Map<string, boolean>();
     for (const row of this.rows.enabled()) {
       const evaluations = takesEvaluations(connectors[row.type], JSON.parse(row.config) as Record<string, unknown>);
@@ -51,7 +61,7 @@ export class IntegrationFeed {
     const next = new Map<string, (() => void) | null>();
     for (const [projectId, evaluations] of wanted) {
       const current = this.projects.get(projectId) ?? null;
-      if (evaluations) next.set(projectId, current ?? records.subscribe(projectId, (json, count) => sink.evaluations(projectId, json, count)));
+      if (evaluations) next.set(projectId, current ?? this.read(projectId));
       else {
         current?.();
         next.set(projectId, null);

@@ -68,6 +68,10 @@ export interface IntegrationSink {
   reload(): void;
   /** A batch of `count` evaluation records of a project, as the stream's shared JSON text. */
   evaluations(projectId: string, batchJson: string, count: number): void;
+  /** Whether `evaluations` would take a batch now (the records stream builds no batch that nobody takes); absent: always. */
+  accepts?(): boolean;
+  /** A batch of `count` records of a project that it did not take (it did not accept then). */
+  missed?(projectId: string, count: number): void;
   /** New rows in the change-event queue for this project. */
   eventsCommitted(projectId: string): void;
   /** Stops sending; what was counted is stored (requests in flight are aborted: their changes stay queued). */

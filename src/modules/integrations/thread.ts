@@ -58,14 +58,19 @@ export class IntegrationThread implements IntegrationSink {
     this.thread.post({ kind: "reload" });
   }
 
+  accepts(): boolean {
+    return this.thread.running && this.inFlight < MAX_BATCHES_IN_FLIGHT;
+  }
+
   evaluations(projectId: string, batch: string, count: number): void {
-    if (!this.thread.running) return;
-    if (this.inFlight >= MAX_BATCHES_IN_FLIGHT) {
-      this.dropped.set(projectId, (this.dropped.get(projectId) ?? 0) + count);
-      return;
-    }
+    if (!this.accepts()) return this.missed(projectId, count);
     this.inFlight++;
     this.thread.post({ kind: "evaluations", projectId, batch });
+  }
+
+  /** A batch dropped (flow control), unbuilt or here: counted, and the count sent when the thread takes a batch again. */
+  missed(projectId: string, count: number): void {
+    if (this.thread.running) this.dropped.set(projectId, (this.dropped.get(projectId) ?? 0) + count);
   }
 
   eventsCommitted(projectId: string): void {
