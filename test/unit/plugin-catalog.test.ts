@@ -285,10 +285,8 @@ describe("a package never reaches outside its folder", () => {
     // The package folder itself a link: refused; an ancestor of it a link (a data dir reached through one): fine.
     symlinkSync(pkg, join(dir, "pkg-link"));
     expect(refusal(() => readInside(join(dir, "pkg-link"), "index.js"))).toBe(`the package folder is a symbolic link; ${NO_LINKS}`);
-    symlinkSync(dir, join(dir, "..", `${dir.split("/").pop()}-ancestor`));
-    const viaAncestor = join(dir, "..", `${dir.split("/").pop()}-ancestor`, "pkg");
-    expect(readInside(viaAncestor, "lib/util.js")!.toString()).toBe("inside");
-    rmSync(join(dir, "..", `${dir.split("/").pop()}-ancestor`));
+    symlinkSync(dir, join(dir, "alias"));
+    expect(readInside(join(dir, "alias", "pkg"), "lib/util.js")!.toString()).toBe("inside");
   });
 
   test("readInside: a link swapped in between the checks and the open is not followed (O_NOFOLLOW, the open file's real path)", () => {
