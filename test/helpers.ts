@@ -2,9 +2,9 @@
  * Test fixtures: a real app over a real SQLite file in a temp dir (never a mock of our storage),
  * a logger whose lines the test can read, and a clock the test moves.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { bootstrap } from "../src/bootstrap";
 import { loadConfig } from "../src/config";
 import type { AppContext } from "../src/context";
@@ -216,4 +216,45 @@ export async function until<T>(what: string, probe: () => T | undefined | false 
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await Bun.sleep(20);
   }
+}
+
+// ---- plugin packages that reach outside their folder (decisions §11) -------------------------
+
+const ECHO_FIXTURE = join(import.meta.dir, "fixtures/plugins/echo-1.0.0");
+
+/**
+ * The echo fixture package copied to `dir`, plugin.json's `fields` changed, and each of `links`
+ * (a path inside the package -> its target) made a symbolic link.
+ */
+export function linkedPackage(dir: string, fields: Record<string, unknown>, links: Record<string, string>): string {
+  cpSync(ECHO_FIXTURE, dir, { recursive: true });
+  writeFileSync(join(dir, "plugin.json"), JSON.stringify({ ...JSON.parse(readFileSync(join(ECHO_FIXTURE, "plugin.json"), "utf8")), ...fields }));
+  for (const [path, target] of Object.entries(links)) {
+    rmSync(join(dir, path), { force: true });
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    symlinkSync(target, join(dir, path));
+  }
+  return dir;
+}
+
+/** One `NAME=value` of this process's own /proc/self/environ (what a server run in-process would show). */
+export const ownEnviron = (): string => readFileSync("/proc/self/environ", "utf8").split("\0").find((e) => e.startsWith("PATH="))!;
+
+/**
+ * What the probes pointed a package's README.md at, each with text of it that must never be
+ * served: the process's environment (`environSecret`, a value in it), the data dir's TLS key and
+ * its database (a fake one of each is written when there is none). The links to the data dir are
+ * relative, as from a package folder two levels below it (DATA_DIR/marketplace/NAME).
+ */
+export function leakTargets(dataDir: string, environSecret: string): { name: string; link: string; secret: string }[] {
+  const key = join(dataDir, "tls", "key.pem");
+  const db = join(dataDir, "flagsvc.db");
+  mkdirSync(dirname(key), { recursive: true });
+  if (!existsSync(key)) writeFileSync(key, "-----BEGIN PRIVATE KEY-----\nFAKE-TLS-KEY-never-served\n-----END PRIVATE KEY-----\n");
+  if (!existsSync(db)) writeFileSync(db, "SQLite format 3\0fake database");
+  return [
+    { name: "environ", link: "/proc/self/environ", secret: environSecret },
+    { name: "tls-key", link: "../../tls/key.pem", secret: readFileSync(key, "utf8").split("\n")[1]! },
+    { name: "database", link: "../../flagsvc.db", secret: "SQLite format 3" },
+  ];
 }

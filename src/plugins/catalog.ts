@@ -10,14 +10,17 @@
  * second folder holding a package version already there (first-party wins, otherwise the first
  * folder in name order), is skipped with one warning naming the folder and why; it never fails
  * a start. Folders whose name starts with "." are not packages (`flagsvc plugins add` writes
- * there first, then renames into place).
+ * there first, then renames into place). A package never reaches outside its folder
+ * (package-files.ts): a folder holding a symbolic or hard link, or one that is a link itself, is
+ * skipped the same way, and the files are read so that a link swapped in later is not followed.
  */
-import { type FSWatcher, mkdirSync, readdirSync, readFileSync, statSync, watch } from "node:fs";
+import { type FSWatcher, lstatSync, mkdirSync, readdirSync, watch } from "node:fs";
 import { join } from "node:path";
 import semver from "semver";
 import { firstPartyPackages } from "../../plugins/index";
 import type { Logger } from "../lib/log";
 import { PackageError, readPackage, type PluginPackage } from "./manifest";
+import { packageTree, readInside } from "./package-files";
 
 export const MARKETPLACE_DIR = "marketplace";
 const DEBOUNCE_MS = 200;
@@ -35,16 +38,13 @@ export interface CatalogPackage extends PluginPackage {
 /** A folder read: its package, or why it is not one. */
 type Read = { pkg: CatalogPackage } | { reason: string };
 
-/** Reads one package folder on disk (no file: undefined, as `readPackage` expects). */
+/**
+ * Reads one package folder on disk: its tree first (a link anywhere in it is a PackageError),
+ * then each file `readPackage` asks for through `readInside` (no file: undefined).
+ */
 export function readPackageFolder(dir: string): PluginPackage {
-  return readPackage((path) => {
-    const file = join(dir, path);
-    try {
-      return statSync(file).isFile() ? readFileSync(file, "utf8") : undefined;
-    } catch {
-      return undefined;
-    }
-  });
+  packageTree(dir);
+  return readPackage((path) => readInside(dir, path)?.toString("utf8"));
 }
 
 const attempt = (read: () => PluginPackage, verified: boolean, folder: string): Read => {
@@ -155,12 +155,10 @@ export class Catalog {
     }
   }
 
+  /** A folder, or a link (never followed: read, it is skipped with a warning). */
   private isFolder(name: string): boolean {
-    try {
-      return statSync(join(this.marketplaceDir, name)).isDirectory();
-    } catch {
-      return false;
-    }
+    const st = lstatSync(join(this.marketplaceDir, name), { throwIfNoEntry: false });
+    return st !== undefined && (st.isDirectory() || st.isSymbolicLink());
   }
 
   private readDropped(name: string): Read {

@@ -3,24 +3,25 @@
  * the server sees it. A package is given as its folder or as a .tgz (npm pack's layout, files
  * under `package/`, or at the archive's root).
  */
-import { cpSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, posix, resolve } from "node:path";
 import type { Config } from "../config";
 import { OperatorError } from "../lib/errors";
 import type { Logger } from "../lib/log";
 import { randomBase62 } from "../lib/ids";
 import { OutboundPolicy } from "../lib/outbound";
-import { Catalog, readPackageFolder } from "./catalog";
+import { Catalog } from "./catalog";
 import { pluginHttp, USER_AGENT } from "./http";
 import { PackageError, readPackage, secretValues, validateConfig, MANIFEST, type PluginPackage } from "./manifest";
+import { NO_LINKS, packageTree, readInside, tarLinks } from "./package-files";
 import { maskSecrets } from "./secrets";
 import { DEFAULT_LIMITS, loadPlugin, type Sandbox } from "./sandbox";
 
-/** A package given on the command line: checked, with what it takes to copy it. */
+/** A package given on the command line: checked, with every file of it, as read once. */
 interface Given {
   pkg: PluginPackage;
-  /** Writes the package's files into `dir` (which does not exist yet). */
-  copyTo(dir: string): void;
+  /** Path inside the package -> its bytes. */
+  files: Map<string, Uint8Array>;
 }
 
 const isArchive = (path: string) => /\.(tgz|tar\.gz|tar)$/i.test(path);
@@ -28,11 +29,15 @@ const isArchive = (path: string) => /\.(tgz|tar\.gz|tar)$/i.test(path);
 /** The files of a tar (gzipped or not), under `package/` or the one top folder when plugin.json is not at the root. */
 async function archiveFiles(path: string): Promise<Map<string, Uint8Array>> {
   let entries: Map<string, File>;
+  let links: string[];
   try {
-    entries = await new Bun.Archive(await Bun.file(path).bytes()).files();
+    const bytes = await Bun.file(path).bytes();
+    entries = await new Bun.Archive(bytes).files();
+    links = tarLinks(bytes);
   } catch (e) {
     throw new OperatorError(`${path}: not a readable tar or .tgz archive (${(e as Error).message})`);
   }
+  if (links.length > 0) throw new OperatorError(`${path}: the archive entry ${JSON.stringify(links[0])} is a link; ${NO_LINKS}`);
   const files = new Map<string, Uint8Array>();
   for (const [name, file] of entries) {
     const p = posix.normalize(name.replace(/^\.\//, ""));
@@ -46,6 +51,22 @@ async function archiveFiles(path: string): Promise<Map<string, Uint8Array>> {
   return new Map([...files].filter(([p]) => p.startsWith(top)).map(([p, bytes]) => [p.slice(top.length), bytes]));
 }
 
+/**
+ * Every file of a package folder, read once (what is checked is what is copied). A link anywhere
+ * in it is refused (package-files.ts); the folder named on the command line may itself be a link,
+ * the operator's own choice: it is resolved first.
+ */
+function folderFiles(dir: string): Map<string, Uint8Array> {
+  const real = realpathSync(dir);
+  return new Map(
+    packageTree(real).map((p) => {
+      const bytes = readInside(real, p);
+      if (bytes === undefined) throw new PackageError(`${p} went away while the package was read`);
+      return [p, bytes];
+    }),
+  );
+}
+
 async function given(path: string): Promise<Given> {
   const full = resolve(path);
   let isDir: boolean;
@@ -55,21 +76,14 @@ async function given(path: string): Promise<Given> {
     throw new OperatorError(`${full}: no such package folder or archive`);
   }
   try {
-    if (isDir) return { pkg: readPackageFolder(full), copyTo: (dir) => cpSync(full, dir, { recursive: true }) };
-    if (!isArchive(full)) throw new OperatorError(`${full}: a package is a folder or a .tgz archive`);
-    const files = await archiveFiles(full);
+    if (!isDir && !isArchive(full)) throw new OperatorError(`${full}: a package is a folder or a .tgz archive`);
+    const files = isDir ? folderFiles(full) : await archiveFiles(full);
     const decoder = new TextDecoder();
     const pkg = readPackage((p) => {
       const bytes = files.get(p);
       return bytes === undefined ? undefined : decoder.decode(bytes);
     });
-    const copyTo = (dir: string) => {
-      for (const [p, bytes] of files) {
-        mkdirSync(dirname(join(dir, p)), { recursive: true });
-        writeFileSync(join(dir, p), bytes);
-      }
-    };
-    return { pkg, copyTo };
+    return { pkg, files };
   } catch (e) {
     if (e instanceof PackageError) throw new OperatorError(`${full}: ${e.message}`);
     throw e;
@@ -81,7 +95,7 @@ export const folderName = (pkg: Pick<PluginPackage, "packageName" | "version">) 
 
 /** `flagsvc plugins add PATH`: checks the package and copies it into DATA_DIR/marketplace/. */
 export async function addPackage(path: string, config: Config, log: Logger): Promise<string> {
-  const { pkg, copyTo } = await given(path);
+  const { pkg, files } = await given(path);
   const catalog = new Catalog({ dataDir: config.dataDir, log });
   const existing = catalog.get(pkg.packageName, pkg.version);
   if (existing) throw new OperatorError(`${pkg.packageName} ${pkg.version} is already in the catalog (${existing.folder}); give the new package another version`);
@@ -90,7 +104,10 @@ export async function addPackage(path: string, config: Config, log: Logger): Pro
   // Written under a name the catalog ignores, then renamed: a running server never reads half a package.
   const staging = join(catalog.marketplaceDir, `.adding-${randomBase62(12)}`);
   try {
-    copyTo(staging);
+    for (const [p, bytes] of files) {
+      mkdirSync(dirname(join(staging, p)), { recursive: true });
+      writeFileSync(join(staging, p), bytes);
+    }
     renameSync(staging, target);
   } catch (e) {
     rmSync(staging, { recursive: true, force: true });

@@ -2,14 +2,15 @@
  * Plugins through the compiled binary (issue 22): the lifecycle and restart re-activation, an
  * air-gapped package dropped into DATA_DIR/marketplace/ while it runs (and a malformed one
  * skipped), the hostile-plugin suite (each bomb, loop and escape attempt ends in its documented
- * status while the others and the server go on), and onEvent at least once across a kill -9.
+ * status while the others and the server go on), onEvent at least once across a kill -9, and
+ * packages holding symbolic links (refused by `plugins add`, skipped by the running server).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { callServer, until } from "../helpers";
+import { callServer, leakTargets, linkedPackage, until } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
-import { binaryPath, cleanup, startBinary, tempDir, type RunningBinary } from "./binary";
+import { binaryPath, cleanup, runBinary, startBinary, tempDir, type RunningBinary } from "./binary";
 
 const ADMIN_KEY = `svc_admin_${"plugins".repeat(6)}`;
 const RATES = { SVC_RATE_LIMITS: "admin:100000,eval:100000" };
@@ -239,4 +240,44 @@ export function activate() {}`,
       await srv.stop();
     }
   }, 90_000);
+});
+
+describe("a package never reaches outside its folder, through the binary", () => {
+  // Secrets of the process, in its environment: what README.md -> /proc/self/environ showed.
+  const SECRETS = { SVC_ADMIN_KEY: ADMIN_KEY, SVC_JWT_SECRET: "jwt-secret-never-served-0123456789abcdef", SVC_ADMIN_PASSWORD: "admin-password-never-served" };
+  const env = { ...SECRETS, SVC_EDITION: "pro", ...RATES };
+
+  test("plugins add of a folder holding a link: exit 1 naming it, nothing copied", async () => {
+    const dataDir = join(tempDir(), "data");
+    for (const { name, link } of leakTargets(dataDir, SECRETS.SVC_JWT_SECRET)) {
+      const folder = linkedPackage(join(dataDir, "incoming", name), { packageName: `@leak/${name}` }, { "README.md": link });
+      const out = await runBinary(["plugins", "add", folder, "--data-dir", dataDir], { env });
+      expect(out).toEqual({ exitCode: 1, stdout: "", stderr: `flagsvc: ${folder}: README.md is a symbolic link; a package may hold none: it could reach outside its folder\n` });
+    }
+    expect(existsSync(join(dataDir, "marketplace")) ? readdirSync(join(dataDir, "marketplace")) : []).toEqual([]);
+  }, 60_000);
+
+  test("packages with README.md -> the environment, the TLS key, the database dropped into marketplace/: skipped with a warning, none served", async () => {
+    const dataDir = join(tempDir(), "data");
+    const srv = await startBinary({ dataDir, env });
+    try {
+      // Dropped while it runs (the TLS key and the database are the server's own by now).
+      const targets = leakTargets(dataDir, SECRETS.SVC_ADMIN_KEY);
+      for (const { name, link } of targets) linkedPackage(join(dataDir, "marketplace", name), { packageName: `@leak/${name}` }, { "README.md": link });
+      drop(dataDir, "after", "export function activate() {}");
+      await until("the package dropped after them", async () => (await api(srv, "GET", `/v1/marketplace/plugins/${encodeURIComponent("@hostile/after")}`)).status === 200);
+      for (const { name } of targets) await srv.waitFor(new RegExp(`plugin package skipped: [^"]*/marketplace/${name}: README.md is a symbolic link`), 5_000);
+      const answers = [await api(srv, "GET", "/v1/marketplace/plugins")];
+      for (const { name } of targets) {
+        const res = await api(srv, "GET", `/v1/marketplace/plugins/${encodeURIComponent(`@leak/${name}`)}`);
+        expect({ name, status: res.status }).toEqual({ name, status: 404 });
+        answers.push(res);
+      }
+      expect(answers[0]!.body.plugins.map((p: { packageName: string }) => p.packageName)).not.toContain("@leak/environ");
+      const text = JSON.stringify(answers.map((a) => a.body));
+      for (const secret of [...Object.values(SECRETS), ...targets.map((t) => t.secret)]) expect(text).not.toContain(secret);
+    } finally {
+      await srv.stop();
+    }
+  }, 60_000);
 });

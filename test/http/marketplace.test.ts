@@ -5,9 +5,9 @@
  * binary are listed too: assertions look at the fixtures' entries only.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, writeFileSync } from "node:fs";
+import { cpSync, linkSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, until, userToken } from "../helpers";
+import { bearer, json, leakTargets, linkedPackage, ownEnviron, seedAdminKey, seedApiKey, testApp, type TestApp, until, userToken } from "../helpers";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/plugins");
 const OURS = new Set(["@acme/echo", "failing", "@acme/tracker"]);
@@ -170,5 +170,75 @@ describe("CE", () => {
         expect({ path, status: res.status, error: ((await res.json()) as { error: string }).error }).toEqual({ path, status, error });
       }
     }
+  });
+});
+
+describe("a package never reaches outside its folder (links are skipped, never followed)", () => {
+  let h: TestApp;
+  let admin: Record<string, string>;
+  let market: string;
+  const secrets: string[] = [];
+  beforeAll(() => {
+    h = testApp({ SVC_EDITION: "pro" });
+    admin = bearer(seedAdminKey(h.ctx));
+    market = join(h.dir, "marketplace");
+  });
+  afterAll(() => h.close());
+
+  /** Every marketplace answer about `packageName`, as text: none may hold a secret. */
+  const answers = async (packageName: string) => {
+    const name = encodeURIComponent(packageName);
+    const texts = [];
+    for (const path of ["/v1/marketplace/plugins", `/v1/marketplace/plugins/${name}`, `/v1/marketplace/plugins/${name}/versions`]) texts.push(await (await h.request("GET", path, { headers: admin })).text());
+    return texts;
+  };
+  const expectNotServed = async (packageName: string) => {
+    expect(h.ctx.catalog.get(packageName, "latest")).toBeUndefined();
+    const [list, details, versions] = await answers(packageName);
+    expect(JSON.parse(list!).plugins.map((p: { packageName: string }) => p.packageName)).not.toContain(packageName);
+    expect([JSON.parse(details!).error, JSON.parse(versions!).error]).toEqual(["NOT_FOUND", "NOT_FOUND"]);
+    for (const text of [list, details, versions]) for (const secret of secrets) expect(text).not.toContain(secret);
+  };
+  const skipped = (folder: string) => until(`the warning about ${folder}`, () => h.logs().find((l: { msg?: string; folder?: string }) => l.msg?.startsWith("plugin package skipped") && l.folder === join(market, folder)));
+
+  test("README.md -> the environment, the TLS key, the database: each package skipped with a warning, nothing of the target served", async () => {
+    for (const { name, link, secret } of leakTargets(h.dir, ownEnviron())) {
+      secrets.push(secret);
+      linkedPackage(join(market, `leak-${name}`), { packageName: `@leak/${name}` }, { "README.md": link });
+    }
+    for (const { name } of leakTargets(h.dir, ownEnviron())) {
+      expect((await skipped(`leak-${name}`)).reason).toBe("README.md is a symbolic link; a package may hold none: it could reach outside its folder");
+      await expectNotServed(`@leak/${name}`);
+    }
+  });
+
+  test("an entry linked to a file outside, a link deep in the package, a hard link, a marketplace entry that is a link: skipped", async () => {
+    const outside = join(h.dir, "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, "code.js"), 'export function activate(ctx) { ctx.log("info", "code from outside the package"); }');
+    linkedPackage(join(market, "entry"), { packageName: "@leak/entry" }, { "index.js": join(outside, "code.js") });
+    linkedPackage(join(market, "deep"), { packageName: "@leak/deep" }, { "docs/root": "/" });
+    linkedPackage(join(outside, "target"), { packageName: "@leak/linked-folder" }, {});
+    symlinkSync(join(outside, "target"), join(market, "linked-folder"));
+    writeFileSync(join(outside, "notes.md"), "a file outside the package");
+    linkSync(join(outside, "notes.md"), join(linkedPackage(join(market, "hard"), { packageName: "@leak/hard" }, {}), "NOTES.md"));
+    expect((await skipped("entry")).reason).toBe("index.js is a symbolic link; a package may hold none: it could reach outside its folder");
+    expect((await skipped("deep")).reason).toBe("docs/root is a symbolic link; a package may hold none: it could reach outside its folder");
+    expect((await skipped("linked-folder")).reason).toBe("the package folder is a symbolic link; a package may hold none: it could reach outside its folder");
+    expect((await skipped("hard")).reason).toBe("NOTES.md is a hard link (the file has 2 names); a package may hold none: it could reach outside its folder");
+    for (const name of ["entry", "deep", "linked-folder", "hard"]) await expectNotServed(`@leak/${name}`);
+    const install = await h.request("POST", "/v1/projects/default/plugins", { headers: admin, body: { packageName: "@leak/entry", config: { apiKey: "k" } } });
+    expect(install.status).toBe(404);
+  });
+
+  test("a link swapped in after the package was read: the watched catalog reads it again and skips it", async () => {
+    const folder = linkedPackage(join(market, "swapped"), { packageName: "@leak/swapped" }, {});
+    await until("the package", () => h.ctx.catalog.get("@leak/swapped", "latest"));
+    expect((await json(await h.request("GET", "/v1/marketplace/plugins/%40leak%2Fswapped", { headers: admin }), 200)).readme).toBe("# Echo\n\nA test fixture.\n");
+    rmSync(join(folder, "README.md"));
+    symlinkSync("../../tls/key.pem", join(folder, "README.md"));
+    await until("the catalog to drop the swapped package", () => h.ctx.catalog.get("@leak/swapped", "latest") === undefined);
+    expect((await skipped("swapped")).reason).toBe("README.md is a symbolic link; a package may hold none: it could reach outside its folder");
+    await expectNotServed("@leak/swapped");
   });
 });

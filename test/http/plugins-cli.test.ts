@@ -3,9 +3,9 @@
  * `check` runs the package's activate in the real sandbox, its ctx.http against a local receiver.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, linkSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runCli, tempDir } from "../helpers";
+import { leakTargets, linkedPackage, ownEnviron, runCli, tempDir } from "../helpers";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/plugins");
 const ECHO = join(FIXTURES, "echo-1.0.0");
@@ -66,6 +66,76 @@ describe("plugins add", () => {
     expect((await runCli(dir, "plugins", "add", join(bad, "plugin.json"))).stderr).toBe(`flagsvc: ${join(bad, "plugin.json")}: a package is a folder or a .tgz archive\n`);
     expect(await runCli(dir, "plugins", "add")).toEqual({ code: 2, stdout: "", stderr: "flagsvc: plugins add needs exactly one PATH argument (a package folder or .tgz)\n" });
     expect(existsSync(join(dir, "marketplace", "acme-echo-latest"))).toBe(false);
+  });
+});
+
+/** A tar of entries as tar(1) writes them: files, and links (type 1 hard, 2 symbolic) to a target. */
+function tarOf(entries: { name: string; type?: "0" | "1" | "2"; text?: string; target?: string }[]): Uint8Array<ArrayBuffer> {
+  const encoder = new TextEncoder();
+  const blocks: Uint8Array[] = [];
+  for (const { name, type = "0", text = "", target = "" } of entries) {
+    const body = encoder.encode(text);
+    const header = new Uint8Array(512);
+    const put = (at: number, value: string) => header.set(encoder.encode(value), at);
+    for (const [at, value] of [[0, name], [100, "0000644"], [108, "0000000"], [116, "0000000"], [124, body.length.toString(8).padStart(11, "0")], [136, "00000000000"], [148, "        "], [156, type], [157, target], [257, "ustar"], [263, "00"]] as const) put(at, value);
+    put(148, `${header.reduce((sum, b) => sum + b, 0).toString(8).padStart(6, "0")}\0`);
+    blocks.push(header, body, new Uint8Array((512 - (body.length % 512)) % 512));
+  }
+  return new Uint8Array(Buffer.concat([...blocks, new Uint8Array(1024)]));
+}
+
+describe("plugins add and check refuse a package holding a link (it could reach outside its folder)", () => {
+  let dir: string;
+  beforeAll(() => (dir = tempDir()));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const refused = "is a symbolic link; a package may hold none: it could reach outside its folder";
+  /** The marketplace folder's entries (it is created by the first package added). */
+  const added = () => (existsSync(join(dir, "marketplace")) ? readdirSync(join(dir, "marketplace")) : []);
+
+  test("README.md -> the environment, the TLS key, the database: exit 1 naming the link, nothing copied", async () => {
+    for (const { name, link, secret } of leakTargets(dir, ownEnviron())) {
+      // Two levels below the data dir, as in DATA_DIR/marketplace/NAME: the relative links reach its files.
+      const folder = linkedPackage(join(dir, "incoming", `leak-${name}`), { packageName: `@leak/${name}` }, { "README.md": link });
+      const out = await runCli(dir, "plugins", "add", folder);
+      expect(out).toEqual({ code: 1, stdout: "", stderr: `flagsvc: ${folder}: README.md ${refused}\n` });
+      expect(out.stderr).not.toContain(secret);
+      expect(added()).toEqual([]);
+    }
+  });
+
+  test("an entry linked outside, a link deep inside, a hard link: refused; plugins check too", async () => {
+    const outside = join(dir, "outside.js");
+    writeFileSync(outside, "export function activate() {}");
+    const entry = linkedPackage(join(dir, "incoming", "entry"), {}, { "index.js": outside });
+    const deep = linkedPackage(join(dir, "incoming", "deep"), {}, { "lib/etc": "/etc" });
+    const hard = linkedPackage(join(dir, "incoming", "hard"), {}, {});
+    linkSync(outside, join(hard, "extra.js"));
+    expect(await runCli(dir, "plugins", "add", entry)).toEqual({ code: 1, stdout: "", stderr: `flagsvc: ${entry}: index.js ${refused}\n` });
+    expect((await runCli(dir, "plugins", "add", deep)).stderr).toBe(`flagsvc: ${deep}: lib/etc ${refused}\n`);
+    expect((await runCli(dir, "plugins", "add", hard)).stderr).toBe(`flagsvc: ${hard}: extra.js is a hard link (the file has 2 names); a package may hold none: it could reach outside its folder\n`);
+    expect(await runCli(dir, "plugins", "check", entry, "--config", '{"apiKey":"k"}')).toEqual({ code: 1, stdout: "", stderr: `flagsvc: ${entry}: index.js ${refused}\n` });
+    expect(added()).toEqual([]);
+  });
+
+  test("a .tgz or .tar holding a symbolic or hard link entry (Bun.Archive leaves them out): refused, naming the entry", async () => {
+    const files = fixtureFiles("echo-1.0.0", "package/");
+    const plain = Object.entries(files).filter(([name]) => name !== "package/README.md").map(([name, text]) => ({ name, text }));
+    const cases: [string, Uint8Array<ArrayBuffer>][] = [
+      ["symbolic.tgz", Bun.gzipSync(tarOf([...plain, { name: "package/README.md", type: "2", target: "/proc/self/environ" }]))],
+      ["hard.tar", tarOf([...plain, { name: "package/README.md", type: "1", target: "/etc/passwd" }])],
+    ];
+    for (const [name, bytes] of cases) {
+      const path = join(tempDir(), name);
+      writeFileSync(path, bytes);
+      expect([...(await new Bun.Archive(bytes).files()).keys()].sort()).toEqual(["package/index.js", "package/plugin.json"]);
+      expect(await runCli(dir, "plugins", "add", path)).toEqual({ code: 1, stdout: "", stderr: `flagsvc: ${path}: the archive entry "package/README.md" is a link; a package may hold none: it could reach outside its folder\n` });
+    }
+    expect(added()).toEqual([]);
+    // The same archive without the link is a package.
+    const path = join(tempDir(), "ok.tgz");
+    writeFileSync(path, Bun.gzipSync(tarOf(plain)));
+    expect((await runCli(dir, "plugins", "add", path)).code).toBe(0);
+    expect(added()).toEqual(["acme-echo-1.0.0"]);
   });
 });
 

@@ -4,16 +4,18 @@
  * duplicates, malformed folders skipped with one log line, and the watched marketplace folder.
  * Real folders in a temp dir; the fixtures are test/fixtures/plugins.
  */
-import { afterEach, describe, expect, test } from "bun:test";
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
+import { cpSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { Catalog } from "../../src/plugins/catalog";
 import { createLogger } from "../../src/lib/log";
 import { maskConfig, patchConfig, secretKeys } from "../../src/lib/config-secrets";
 import { readPackage, secretValues, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
+import { packageTree, readInside } from "../../src/plugins/package-files";
 import { maskSecrets } from "../../src/plugins/secrets";
 import { INDEX_FILE, renderPluginIndex } from "../../scripts/embed-plugins";
-import { tempDir, until } from "../helpers";
+import { leakTargets, linkedPackage, ownEnviron, tempDir, until } from "../helpers";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/plugins");
 const ECHO = JSON.parse(readFileSync(join(FIXTURES, "echo-1.0.0/plugin.json"), "utf8")) as PluginManifest;
@@ -240,6 +242,125 @@ describe("the catalog", () => {
     rmSync(market("echo"), { recursive: true });
     await until("the last removal", () => c.packages().length === 0);
     expect(warnings().length).toBe(1);
+  });
+});
+
+describe("a package never reaches outside its folder", () => {
+  const NO_LINKS = "a package may hold none: it could reach outside its folder";
+  let dir: string;
+  let pkg: string;
+  /** A package folder (the echo fixture plus lib/util.js) and, beside it, a folder outside it. */
+  const setUp = () => {
+    dir = tempDir();
+    pkg = linkedPackage(join(dir, "pkg"), {}, {});
+    mkdirSync(join(pkg, "lib"));
+    writeFileSync(join(pkg, "lib", "util.js"), "inside");
+    mkdirSync(join(dir, "outside"));
+    writeFileSync(join(dir, "outside", "util.js"), "outside secret");
+  };
+  const refusal = (f: () => unknown) => {
+    try {
+      f();
+      return "read";
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  test("readInside: a file's bytes; undefined for no file, a folder or a path through a file; a link anywhere on the path refused", () => {
+    setUp();
+    expect(readInside(pkg, "lib/util.js")!.toString()).toBe("inside");
+    expect([readInside(pkg, "nope.js"), readInside(pkg, "lib"), readInside(pkg, "index.js/x"), readInside(pkg, "nope/x.js")]).toEqual([undefined, undefined, undefined, undefined]);
+    symlinkSync("/proc/self/environ", join(pkg, "README.md.env"));
+    symlinkSync(join(dir, "outside"), join(pkg, "linked"));
+    expect(refusal(() => readInside(pkg, "README.md.env"))).toBe(`README.md.env is a symbolic link; ${NO_LINKS}`);
+    expect(refusal(() => readInside(pkg, "linked/util.js"))).toBe(`linked is a symbolic link; ${NO_LINKS}`);
+    expect(refusal(() => readInside(pkg, "../outside/util.js"))).toBe("../outside/util.js: not a path inside the package");
+    linkSync(join(dir, "outside", "util.js"), join(pkg, "hard.js"));
+    expect(refusal(() => readInside(pkg, "hard.js"))).toBe(`hard.js is a hard link (the file has 2 names); ${NO_LINKS}`);
+    // A FIFO is refused at once, not waited on.
+    expect(Bun.spawnSync(["mkfifo", join(pkg, "fifo")]).exitCode).toBe(0);
+    expect(refusal(() => readInside(pkg, "fifo"))).toBe("fifo is neither a file nor a folder");
+    // The package folder itself a link: refused; an ancestor of it a link (a data dir reached through one): fine.
+    symlinkSync(pkg, join(dir, "pkg-link"));
+    expect(refusal(() => readInside(join(dir, "pkg-link"), "index.js"))).toBe(`the package folder is a symbolic link; ${NO_LINKS}`);
+    symlinkSync(dir, join(dir, "alias"));
+    expect(readInside(join(dir, "alias", "pkg"), "lib/util.js")!.toString()).toBe("inside");
+  });
+
+  test("readInside: a link swapped in between the checks and the open is not followed (O_NOFOLLOW, the open file's real path)", () => {
+    setUp();
+    const open = fs.openSync;
+    /** Runs `swap` just before readInside opens the file, after its lstat checks passed. */
+    const racing = (swap: () => void, read: () => unknown) => {
+      const spy = spyOn(fs, "openSync").mockImplementation(((...args: Parameters<typeof open>) => {
+        spy.mockRestore();
+        swap();
+        return open(...args);
+      }) as typeof open);
+      try {
+        return refusal(read);
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    // The file itself: O_NOFOLLOW.
+    expect(racing(() => (rmSync(join(pkg, "lib", "util.js")), symlinkSync(join(dir, "outside", "util.js"), join(pkg, "lib", "util.js"))), () => readInside(pkg, "lib/util.js"))).toBe(`lib/util.js is a symbolic link; ${NO_LINKS}`);
+    // A folder on the way: opened through the link, caught by the open file's real path.
+    rmSync(join(pkg, "lib"), { recursive: true });
+    mkdirSync(join(pkg, "lib"));
+    writeFileSync(join(pkg, "lib", "util.js"), "inside");
+    expect(racing(() => (renameSync(join(pkg, "lib"), join(dir, "old-lib")), symlinkSync(join(dir, "outside"), join(pkg, "lib"))), () => readInside(pkg, "lib/util.js"))).toBe(`lib/util.js resolves outside the package folder; ${NO_LINKS}`);
+    // The package folder itself.
+    writeFileSync(join(dir, "outside", "index.js"), "outside secret");
+    expect(racing(() => (renameSync(pkg, join(dir, "old-pkg")), symlinkSync(join(dir, "outside"), pkg)), () => readInside(pkg, "index.js"))).toBe(`index.js resolves outside the package folder; ${NO_LINKS}`);
+  });
+
+  test("packageTree: every file in name order; the first link or special file anywhere refused by its path", () => {
+    setUp();
+    expect(packageTree(pkg)).toEqual(["README.md", "index.js", "lib/util.js", "plugin.json"]);
+    symlinkSync("/", join(pkg, "lib", "root"));
+    expect(refusal(() => packageTree(pkg))).toBe(`lib/root is a symbolic link; ${NO_LINKS}`);
+  });
+
+  test("the catalog: README.md -> the environment, the TLS key, the database; an entry outside; a linked folder: each skipped with a warning", () => {
+    setUp();
+    const lines: { folder: string; reason: string }[] = [];
+    const log = createLogger({ level: "info", format: "json", write: (chunk) => void lines.push(...chunk.split("\n").filter(Boolean).map((l) => JSON.parse(l))) });
+    const market = join(dir, "marketplace");
+    for (const { name, link } of leakTargets(dir, ownEnviron())) linkedPackage(join(market, name), { packageName: `@leak/${name}` }, { "README.md": link });
+    linkedPackage(join(market, "entry"), { packageName: "@leak/entry" }, { "index.js": join(dir, "outside", "util.js") });
+    symlinkSync(pkg, join(market, "linked-folder"));
+    const c = new Catalog({ dataDir: dir, log, firstParty: {} });
+    log.flush();
+    expect(c.packages()).toEqual([]);
+    expect(lines.map((l) => [l.folder, l.reason])).toEqual([
+      [join(market, "database"), `README.md is a symbolic link; ${NO_LINKS}`],
+      [join(market, "entry"), `index.js is a symbolic link; ${NO_LINKS}`],
+      [join(market, "environ"), `README.md is a symbolic link; ${NO_LINKS}`],
+      [join(market, "linked-folder"), `the package folder is a symbolic link; ${NO_LINKS}`],
+      [join(market, "tls-key"), `README.md is a symbolic link; ${NO_LINKS}`],
+    ]);
+    c.close();
+  });
+
+  test("the catalog, watched: a link swapped in after the package was read is read again and the package skipped", async () => {
+    setUp();
+    let written = "";
+    const log = createLogger({ level: "info", format: "json", write: (chunk) => void (written += chunk) });
+    const c = new Catalog({ dataDir: dir, log, firstParty: {} }).watch();
+    try {
+      const folder = linkedPackage(join(dir, "marketplace", "echo"), {}, {});
+      await until("the package", () => c.get("@acme/echo", "1.0.0")?.readme === "# Echo\n\nA test fixture.\n");
+      rmSync(join(folder, "README.md"));
+      symlinkSync(join(dir, "outside", "util.js"), join(folder, "README.md"));
+      await until("the package skipped", () => c.get("@acme/echo", "1.0.0") === undefined);
+      await until("the warning", () => (log.flush(), written.includes(`"reason":"README.md is a symbolic link; ${NO_LINKS}"`)));
+      expect(written).not.toContain("outside secret");
+    } finally {
+      c.close();
+    }
   });
 });
 
