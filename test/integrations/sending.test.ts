@@ -327,6 +327,27 @@ describe("stopping", () => {
   }, 15_000);
 });
 
+describe.each(VENDORS.filter((v) => v.type !== "braze").map((v) => [v.type, v] as const))("%s stats and position", (_type, vendor) => {
+  test("the position is never stored ahead of `sent`: the moment it passes a change, the change the vendor took is counted (a crash then keeps both)", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration(vendor.type, vendor.config());
+    const position = () => (h.ctx.sqlite.query("SELECT event_position AS p FROM integrations WHERE id = ?").get(id) as { p: number }).p;
+    const before = position();
+    await toggle(flag, true);
+    // Watched closely: a kill -9 at the first moment the stored position has moved must find the change counted.
+    const end = Date.now() + 10_000;
+    while (position() === before) {
+      if (Date.now() > end) throw new Error("timed out waiting for the position to move");
+      await Bun.sleep(1);
+    }
+    const { stats } = await record(id);
+    expect(all(vendor, "changes")).toEqual([{ actor: "release-bot", flag }]);
+    expect(stats.sent).toBeGreaterThanOrEqual(vendor.taken ? rx.received.reduce((n, r) => n + vendor.taken!(r), 0) : 1);
+    expect(stats.lastSentAt).not.toBeNull();
+    await remove(id);
+  }, 15_000);
+});
+
 describe("restart", () => {
   test("changes the vendor did not take before a close are sent by the next context over the same database, once each", async () => {
     const own = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
