@@ -170,6 +170,7 @@ describe("datadog connector", () => {
       data: {
         type: "event",
         attributes: {
+          aggregation_key: "flagsvc:evt_01JD5Q2M7W3K9X",
           category: "change",
           title: "Feature flag checkout-v2 enabled in production",
           message: "ci-deployer enabled checkout-v2 in production (project shop): off, rollout 10% -> on, rollout 50%",

@@ -12,6 +12,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
+import { hashId } from "../../src/modules/integrations/connectors/events";
 import { createContext } from "../../src/server";
 import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, until } from "../helpers";
 import { startReceiver, type Received } from "../webhook-receiver";
@@ -327,7 +328,76 @@ describe("stopping", () => {
   }, 15_000);
 });
 
+describe.each(VENDORS.filter((v) => v.type !== "braze").map((v) => [v.type, v] as const))("%s stats and position", (_type, vendor) => {
+  test("the position is never stored ahead of `sent`: the moment it passes a change, the change the vendor took is counted (a crash then keeps both)", async () => {
+    const flag = await newFlag();
+    const id = await createIntegration(vendor.type, vendor.config());
+    const position = () => (h.ctx.sqlite.query("SELECT event_position AS p FROM integrations WHERE id = ?").get(id) as { p: number }).p;
+    const before = position();
+    await toggle(flag, true);
+    // Watched closely: a kill -9 at the first moment the stored position has moved must find the change counted.
+    const end = Date.now() + 10_000;
+    while (position() === before) {
+      if (Date.now() > end) throw new Error("timed out waiting for the position to move");
+      await Bun.sleep(1);
+    }
+    const { stats } = await record(id);
+    expect(all(vendor, "changes")).toEqual([{ actor: "release-bot", flag }]);
+    expect(stats.sent).toBeGreaterThanOrEqual(vendor.taken ? rx.received.reduce((n, r) => n + vendor.taken!(r), 0) : 1);
+    expect(stats.lastSentAt).not.toBeNull();
+    await remove(id);
+  }, 15_000);
+});
+
+/** The id each type gives a change in one taken request (what the vendor dedupes on, or the stable id it carries), by type. */
+function changeIds(r: Received): [string, string] | null {
+  if (r.path === "/import") return ["mixpanel", r.json[0].properties.$insert_id];
+  if (r.path === "/2/httpapi") return ["amplitude", r.json.events[0].insert_id];
+  if (r.path === "/v1/batch") return ["segment", r.json.batch[0].messageId];
+  if (r.path === "/api/v2/events") return ["datadog", `${r.json.data.attributes.aggregation_key} ${r.json.data.attributes.attributes.change_metadata.flagsvc_event_id}`];
+  if (r.path.startsWith("/services/")) return ["slack", r.json.blocks[1].elements[0].text.split(" · ")[2]];
+  return null;
+}
+
 describe("restart", () => {
+  test("a change sent before a close and again by the next context carries the same id for every type, derived from the stored event id", async () => {
+    const own = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+    const ownAdmin = bearer(seedAdminKey(own.ctx, "release-bot"));
+    let again: ReturnType<typeof createContext> | undefined;
+    const types = ["mixpanel", "amplitude", "segment", "datadog", "slack"];
+    try {
+      await json(await own.request("POST", "/v1/projects/default/flags", { headers: ownAdmin, body: { key: "id-flag", name: "I" } }), 201);
+      for (const v of VENDORS.filter((v) => types.includes(v.type))) {
+        await json(await own.request("POST", "/v1/projects/default/integrations", { headers: ownAdmin, body: { type: v.type, config: v.config() } }), 201);
+      }
+      // Every vendor takes the request and answers 500: the position stays, as at a crash before it is stored.
+      mode = { kind: "status", status: 500, times: 1_000 };
+      await json(await own.request("PUT", "/v1/projects/default/flags/id-flag/states/production", { headers: ownAdmin, body: { enabled: true } }), 200);
+      const stored = JSON.parse((own.ctx.sqlite.query("SELECT payload FROM change_events ORDER BY position DESC LIMIT 1").get() as { payload: string }).payload).id as string;
+      expect(stored).toMatch(/^evt_/);
+      const ids = () => new Map(rx.received.map(changeIds).filter((x) => x !== null));
+      await until("every type tried", () => ids().size === types.length);
+      const first = ids();
+      own.ctx.close();
+      mode = { kind: "ok" };
+      rx.received.length = 0;
+      again = createContext(own.ctx.config, { clock: own.clock });
+      await until("every type sent again", () => ids().size === types.length);
+      expect(ids()).toEqual(first);
+      expect(Object.fromEntries(first)).toEqual({
+        mixpanel: hashId("change", stored).slice(0, 36),
+        amplitude: hashId("change", stored),
+        segment: hashId("change", stored),
+        datadog: `flagsvc:${stored} ${stored}`,
+        slack: stored,
+      });
+    } finally {
+      again?.close();
+      rmSync(own.dir, { recursive: true, force: true });
+    }
+  }, 20_000);
+
+
   test("changes the vendor did not take before a close are sent by the next context over the same database, once each", async () => {
     const own = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
     const ownAdmin = bearer(seedAdminKey(own.ctx, "release-bot"));

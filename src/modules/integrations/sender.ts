@@ -18,7 +18,9 @@
  * - Changes: read from the queue after the integration's stored position, a batch at a time;
  *   the position is stored once every request of the batch is through (or given up for good),
  *   so a crash resends (at least once: the connectors' insert ids dedupe where the vendor
- *   offers them). A change request is retried until it goes through.
+ *   offers them). A change request is retried until it goes through. The position is stored
+ *   in one UPDATE with every counter gathered until then (the batch's `sent` among them), so a
+ *   crash never keeps a position without the counts of what was sent before it.
  * - At most `connector.concurrency` (default 4) requests in flight; changes go first.
  * - Answers, as the connector reads them: `sent` counts accepted and rejected events (a
  *   partial failure is not resent whole; Amplitude's `remainder` is); `retry` waits
@@ -28,8 +30,9 @@
  *   integration (PAUSE_MS doubling to PAUSE_MAX_MS) instead of hammering the vendor.
  *   Network errors and time-outs are retried.
  * - `stats`: `sent` events the vendor accepted, `failed` events refused, given up or dropped,
- *   `lastError`, `lastSentAt` (the last accepted request); added to the row every
- *   STATS_FLUSH_MS (runtime state: no change-log entry).
+ *   `lastError`, `lastSentAt` (the last accepted request); added to the row with each stored
+ *   position, and at most STATS_FLUSH_MS after they were counted (runtime state: no change-log
+ *   entry). A crash loses only counts of evaluations (they have no position) of that last moment.
  * - A disabled or deleted integration, or one whose config changed, is stopped at once: its
  *   requests in flight are aborted, nothing it held is sent (a new config starts a new runner).
  */
@@ -140,6 +143,10 @@ function changeEventOf(row: QueuedEvent): FlagChangeEvent {
   return { ...(JSON.parse(row.payload) as Omit<FlagChangeEvent, "actor">), actor: actorOf(row.actor) };
 }
 
+function noStats(): StatsDelta {
+  return { sent: 0, failed: 0, lastError: null, lastSentAt: null };
+}
+
 function clip(text: string): string {
   return text.length > ERROR_MAX ? `${text.slice(0, ERROR_MAX - 1)}…` : text;
 }
@@ -236,7 +243,7 @@ export class IntegrationSender implements IntegrationSink {
       pauseMs: PAUSE_MS,
       timer: undefined,
       timerAt: 0,
-      stats: { sent: 0, failed: 0, lastError: null, lastSentAt: null },
+      stats: noStats(),
     };
   }
 
@@ -285,9 +292,16 @@ export class IntegrationSender implements IntegrationSink {
     this.pump(r);
   }
 
+  /** Stores the position together with everything counted so far (what was sent before it included), in one write. */
   private moveTo(r: Runner, position: number): void {
     r.position = position;
-    this.rows.storePosition(r.row.id, position);
+    try {
+      this.rows.storePosition(r.row.id, position, r.stats);
+      r.stats = noStats();
+    } catch (e) {
+      // Neither was stored: the counters wait for the next flush, and after a crash these changes are sent again.
+      this.deps.log.warn("integrations: storing the position failed", { integration: r.row.id, error: String(e) });
+    }
   }
 
   /** The runner's buffered records as requests (all of them: the connector splits at the vendor's limits). */
@@ -450,11 +464,13 @@ export class IntegrationSender implements IntegrationSink {
     for (const r of only ? [only] : this.runners.values()) {
       const s = r.stats;
       if (s.sent === 0 && s.failed === 0 && s.lastError === null && s.lastSentAt === null) continue;
-      r.stats = { sent: 0, failed: 0, lastError: null, lastSentAt: null };
       try {
         this.rows.addStats(r.row.id, s);
+        r.stats = noStats();
       } catch (e) {
+        // Kept: added with the next position or flush.
         this.deps.log.warn("integrations: storing stats failed", { integration: r.row.id, error: String(e) });
+        if (!r.stopped) this.statsTimer ??= setTimeout(() => this.flushStats(), STATS_FLUSH_MS);
       }
     }
   }

@@ -137,7 +137,9 @@ export interface StatsDelta {
 const ENABLED_SQL = "SELECT id, project_id AS projectId, type, config, event_position AS position FROM integrations WHERE enabled = 1 ORDER BY rowid";
 const STATS_SQL = `UPDATE integrations SET sent = sent + ?1, failed = failed + ?2, last_error = coalesce(?3, last_error),
   last_sent_at = coalesce(?4, last_sent_at) WHERE id = ?5`;
-const POSITION_SQL = "UPDATE integrations SET event_position = max(event_position, ?1) WHERE id = ?2";
+/** The position and the counters that report what was sent up to it: one statement, so a crash never keeps one without the other. */
+const POSITION_SQL = `UPDATE integrations SET event_position = max(event_position, ?1), sent = sent + ?2, failed = failed + ?3,
+  last_error = coalesce(?4, last_error), last_sent_at = coalesce(?5, last_sent_at) WHERE id = ?6`;
 
 /** The sending side's reads and runtime writes (no change-log entry: stats and positions are runtime state). */
 export class IntegrationRuntimeRows {
@@ -148,7 +150,7 @@ export class IntegrationRuntimeRows {
   constructor(sqlite: Database) {
     this.enabledQuery = sqlite.query<EnabledIntegration, []>(ENABLED_SQL);
     this.statsQuery = sqlite.query<unknown, [number, number, string | null, string | null, string]>(STATS_SQL);
-    this.positionQuery = sqlite.query<unknown, [number, string]>(POSITION_SQL);
+    this.positionQuery = sqlite.query<unknown, [number, number, number, string | null, string | null, string]>(POSITION_SQL);
   }
 
   /** The enabled integrations, oldest first. */
@@ -161,8 +163,12 @@ export class IntegrationRuntimeRows {
     this.statsQuery.run(delta.sent, delta.failed, delta.lastError, delta.lastSentAt, integrationId);
   }
 
-  /** Moves the integration's change-queue position forward (never back) to `position`. */
-  storePosition(integrationId: string, position: number): void {
-    this.positionQuery.run(position, integrationId);
+  /**
+   * Moves the integration's change-queue position forward (never back) to `position` and adds
+   * `delta` (what was counted up to it) to its stats, in one UPDATE: after a crash `sent` is
+   * never below what the vendor took of the events before the stored position.
+   */
+  storePosition(integrationId: string, position: number, delta: StatsDelta): void {
+    this.positionQuery.run(position, delta.sent, delta.failed, delta.lastError, delta.lastSentAt, integrationId);
   }
 }

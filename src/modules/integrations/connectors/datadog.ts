@@ -25,8 +25,11 @@
  * values), which overwrites itself at Datadog: never counted twice. A point is stamped with the
  * second the sender handed the evaluations over, not the second each was made (usually the
  * next one); a retry more than an hour late is dropped by Datadog (202 with errors, kept as
- * the error). Change events have no dedupe: a resend after a lost 2xx may show one change
- * twice; the event id is in change_metadata to tell them apart.
+ * the error). Change events have no insert id: a resend after a lost 2xx (or a crash) may
+ * store one change twice. Each carries the flagsvc event id in change_metadata, and as its
+ * `aggregation_key` ("flagsvc:<event id>", at most 100 characters), with which Datadog's event
+ * correlation deduplicates events into one alert/case (the v2 event payload's documented use:
+ * https://docs.datadoghq.com/api/latest/events/post-an-event/); both copies stay in the explorer.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { chunk, stateText, trackChangesField, trackEvaluationsField } from "./events";
@@ -176,6 +179,11 @@ function state(s: FlagChangeEvent["data"]["currentState"]): Record<string, unkno
   return out;
 }
 
+/** The same for every resend of a change (its event id is stored with it): Datadog's correlation dedupes on it. */
+export function aggregationKey(change: FlagChangeEvent): string {
+  return `flagsvc:${change.id}`.slice(0, 100);
+}
+
 function changeEvent(change: FlagChangeEvent, config: DatadogConfig): Record<string, unknown> {
   const { flagKey, previousState, currentState } = change.data;
   const verb = VERB[change.event] ?? change.event;
@@ -198,6 +206,7 @@ function changeEvent(change: FlagChangeEvent, config: DatadogConfig): Record<str
     data: {
       type: "event",
       attributes: {
+        aggregation_key: aggregationKey(change),
         category: "change",
         title: `Feature flag ${flagKey} ${verb} in ${change.environment}`.slice(0, 500),
         message: `${change.actor.label} ${verb} ${flagKey} in ${change.environment} (project ${change.projectSlug}): ${stateText(previousState)} -> ${stateText(currentState)}`.slice(0, 4000),
