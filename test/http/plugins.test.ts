@@ -24,15 +24,16 @@ export async function onEvaluations(batch, ctx) { await send(ctx, { hook: "onEva
 export async function deactivate(ctx) { await send(ctx, { hook: "deactivate" }); }
 `;
 
-function dropPackage(dataDir: string, version: string, extraProperties: Record<string, unknown> = {}) {
-  const folder = join(dataDir, "marketplace", `recorder-${version}`);
+/** `tokenSecret: false`: a version whose schema no longer marks `token` secret. */
+function dropPackage(dataDir: string, version: string, extraProperties: Record<string, unknown> = {}, { packageName = NAME, tokenSecret = true } = {}) {
+  const folder = join(dataDir, "marketplace", `${packageName.replace(/\W+/g, "-")}-${version}`);
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, "index.js"), SOURCE(version));
   writeFileSync(join(folder, "README.md"), "# Recorder\nReports every hook call.\n");
   writeFileSync(
     join(folder, "plugin.json"),
     JSON.stringify({
-      packageName: NAME,
+      packageName,
       name: "Recorder",
       description: "Reports every hook call to a URL",
       category: "monitoring",
@@ -44,7 +45,7 @@ function dropPackage(dataDir: string, version: string, extraProperties: Record<s
         type: "object",
         properties: {
           url: { type: "string" },
-          token: { type: "string", secret: true },
+          token: { type: "string", ...(tokenSecret ? { secret: true } : {}) },
           failActivate: { type: "boolean" },
           ...extraProperties,
         },
@@ -224,6 +225,49 @@ describe("lifecycle", () => {
     expect(actions[0]).toBe("created");
     expect(actions.at(-1)).toBe("deleted");
     expect(actions.filter((a) => a === "updated").length).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe("a secret stays secret", () => {
+  const DEMOTED = "@test/demoted";
+  const TOKEN = "tok-demoted-7f3a";
+
+  test("a version whose schema no longer marks the key secret shows it nowhere: PATCH answer, GET, list, audit entry (a viewer too)", async () => {
+    dropPackage(h.dir, "1.0.0", {}, { packageName: DEMOTED });
+    dropPackage(h.dir, "1.1.0", {}, { packageName: DEMOTED, tokenSecret: false });
+    await until("the demoted packages", () => h.ctx.catalog.get(DEMOTED, "1.1.0"));
+    const id = (await json(await install({ packageName: DEMOTED, version: "1.0.0", config: { url: receiver.url, token: TOKEN } }), 201)).id;
+    await settled(id);
+    const viewer = await userToken(h.ctx, "viewer");
+    const shown: unknown[] = [];
+    const up = await json(await h.request("PATCH", base(`/${id}`), { body: { version: "1.1.0" }, headers: admin }), 200);
+    expect(up).toMatchObject({ version: "1.1.0", config: { url: receiver.url, token: SECRET } });
+    shown.push(up);
+    // The plugin itself still gets the real value.
+    await until("1.1.0 activated", () => hooks("activate").some((r) => r.json.version === "1.1.0" && r.headers.get("authorization") === `Bearer ${TOKEN}`));
+    // A client sending back what it read keeps the stored value.
+    const label = await json(await h.request("PATCH", base(`/${id}`), { body: { config: { url: receiver.url, token: SECRET } }, headers: admin }), 200);
+    shown.push(label);
+    expect(h.ctx.sqlite.query("SELECT config FROM plugins WHERE id = ?").get(id)).toEqual({ config: expect.stringContaining(TOKEN) });
+    shown.push(await json(await h.request("GET", base(`/${id}`), { headers: admin }), 200));
+    shown.push(await json(await h.request("GET", base(), { headers: admin }), 200));
+    shown.push(await status(id));
+    for (const headers of [admin, viewer]) {
+      const log = await json(await h.request("GET", `/v1/projects/default/audit-log?resourceType=plugin&resourceKey=${encodeURIComponent(DEMOTED)}`, { headers }), 200);
+      expect(log.entries.length).toBeGreaterThanOrEqual(2);
+      expect(log.entries.some((e: { changes: { version?: { after: string } } }) => e.changes.version?.after === "1.1.0")).toBe(true);
+      shown.push(log);
+    }
+    for (const answer of shown) expect(JSON.stringify(answer)).not.toContain(TOKEN);
+    expect(up.config.token).toBe(SECRET);
+    // Back down and up again: still masked; a new value under the demoted version stays masked too.
+    await json(await h.request("PATCH", base(`/${id}`), { body: { version: "1.0.0" }, headers: admin }), 200);
+    const again = await json(await h.request("PATCH", base(`/${id}`), { body: { version: "1.1.0", config: { token: "tok-fresh-9c1d" } }, headers: admin }), 200);
+    expect(again.config.token).toBe(SECRET);
+    const all = await json(await h.request("GET", `/v1/projects/default/audit-log?resourceType=plugin&resourceKey=${encodeURIComponent(DEMOTED)}`, { headers: viewer }), 200);
+    expect(JSON.stringify(all)).not.toContain(TOKEN);
+    expect(JSON.stringify(all)).not.toContain("tok-fresh-9c1d");
+    expect((await h.request("DELETE", base(`/${id}`), { headers: admin })).status).toBe(204);
   });
 });
 
