@@ -271,6 +271,76 @@ describe("a secret stays secret", () => {
   });
 });
 
+describe("a vendor that echoes the request", () => {
+  // ctx.http sends the token as Basic (token as user), Bearer, in the query and in a JSON body;
+  // the receiver answers 400 with all of it; the plugin logs the answer and throws it.
+  const ECHOER = "@test/echoer";
+  const SOURCE_ECHO = `
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+function base64(s) {
+  let out = "";
+  for (let i = 0; i < s.length; i += 3) {
+    const n = (s.charCodeAt(i) << 16) | ((s.charCodeAt(i + 1) || 0) << 8) | (s.charCodeAt(i + 2) || 0);
+    out += B64[(n >> 18) & 63] + B64[(n >> 12) & 63] + (i + 1 < s.length ? B64[(n >> 6) & 63] : "=") + (i + 2 < s.length ? B64[n & 63] : "=");
+  }
+  return out;
+}
+async function call(ctx) {
+  const t = ctx.config.token;
+  const res = await ctx.http({ method: "POST", url: ctx.config.url + "?key=" + encodeURIComponent(t), headers: { authorization: "Basic " + base64(t + ":"), "x-api-key": "Bearer " + t, "content-type": "application/json" }, body: JSON.stringify({ token: t }) });
+  ctx.log("warn", "vendor answered " + res.status + ": " + res.body);
+  throw new Error("vendor answered " + res.status + ": " + res.body);
+}
+export async function activate(ctx) { if (ctx.config.failActivate) await call(ctx); }
+export async function onEvent(event, ctx) { await call(ctx); }
+`;
+  const TOKEN = 'ecT71 k"n/+&=z';
+  const b64 = (text: string) => Buffer.from(text).toString("base64");
+  const forms = [TOKEN, encodeURIComponent(TOKEN), new URLSearchParams({ v: TOKEN }).toString().slice(2), JSON.stringify(TOKEN).slice(1, -1), b64(`${TOKEN}:`), b64(`${TOKEN}:`).slice(0, 12)];
+  const pieces = [...forms.slice(0, 4).flatMap((f) => Array.from({ length: f.length - 5 }, (_, i) => f.slice(i, i + 6))), ...forms];
+  let echo: Receiver;
+
+  beforeAll(async () => {
+    echo = startReceiver({
+      answer: (request, n) => new Response(`echo authorization=${request.headers.get("authorization")} x-api-key=${request.headers.get("x-api-key")} url=${request.url} body=${echo.received[n - 1]!.text}`, { status: 400 }),
+    });
+    const folder = join(h.dir, "marketplace", "echoer");
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, "index.js"), SOURCE_ECHO);
+    const configSchema = { type: "object", properties: { url: { type: "string" }, token: { type: "string", secret: true }, failActivate: { type: "boolean" } }, required: ["url", "token"], additionalProperties: false };
+    writeFileSync(join(folder, "plugin.json"), JSON.stringify({ packageName: ECHOER, name: "Echoer", description: "d", category: "crm", version: "1.0.0", author: "t", entry: "index.js", hooks: ["activate", "onEvent"], configSchema, publishedAt: "2026-11-01T00:00:00.000Z" }));
+    await until("the echoer", () => h.ctx.catalog.get(ECHOER, "1.0.0"));
+  });
+  afterAll(() => echo.stop());
+
+  const expectNoToken = (texts: string[]) => {
+    for (const text of texts) for (const piece of pieces) expect(text, piece).not.toContain(piece);
+  };
+
+  test("activate throws the answer: errorMessage and logs hold no form of the secret", async () => {
+    const id = (await json(await install({ packageName: ECHOER, config: { url: echo.url, token: TOKEN, failActivate: true } }), 201)).id;
+    const s = await settled(id);
+    expect(s.status).toBe("error");
+    expect(s.errorMessage).toContain("vendor answered 400: echo authorization=Basic ********");
+    const logs = s.logs.map((l: { message: string }) => l.message);
+    expect(logs.some((m: string) => m.startsWith("vendor answered 400: echo"))).toBe(true);
+    expectNoToken([s.errorMessage, ...logs, JSON.stringify(s), JSON.stringify(await json(await h.request("GET", base(`/${id}`), { headers: admin }), 200))]);
+    expect((await h.request("DELETE", base(`/${id}`), { headers: admin })).status).toBe(204);
+  });
+
+  test("onEvent throws the answer three times: errorMessage and logs hold no form of the secret", async () => {
+    const id = (await json(await install({ packageName: ECHOER, config: { url: echo.url, token: TOKEN } }), 201)).id;
+    expect((await settled(id)).status).toBe("active");
+    await json(await h.request("POST", "/v1/projects/default/flags", { body: { key: "echoed", name: "Echoed" }, headers: admin }), 201);
+    const s = await until("3 failures", async () => ((st) => (st.status === "error" ? st : undefined))(await status(id)));
+    expect(s.errorMessage).toContain("3 hook calls failed in a row; last: onEvent: Error: vendor answered 400: echo");
+    const logs = s.logs.map((l: { message: string }) => l.message);
+    expect(logs.filter((m: string) => m.startsWith("onEvent failed: Error: vendor answered 400")).length).toBe(3);
+    expectNoToken([s.errorMessage, ...logs, JSON.stringify(s)]);
+    expect((await h.request("DELETE", base(`/${id}`), { headers: admin })).status).toBe(204);
+  });
+});
+
 describe("a deleted project", () => {
   test("its plugins are stopped (deactivate called) and gone", async () => {
     await json(await h.request("POST", "/v1/projects", { body: { slug: "doomed", name: "Doomed" }, headers: admin }), 201);

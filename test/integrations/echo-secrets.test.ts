@@ -8,7 +8,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { SECRET } from "../../src/changes/entry";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, until } from "../helpers";
+import { integrationsApp, json, type TestApp, until } from "../helpers";
 import { startReceiver } from "../webhook-receiver";
 
 /** Every request answered 400: what it carried, as a careless endpoint writes it back. */
@@ -64,11 +64,7 @@ let admin: Record<string, string>;
 let sdk: Record<string, string>;
 let flagNo = 0;
 
-beforeAll(() => {
-  h = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
-  admin = bearer(seedAdminKey(h.ctx));
-  sdk = bearer(seedApiKey(h.ctx, "full", "default", "production").secret);
-});
+beforeAll(() => ({ h, admin, sdk } = integrationsApp()));
 afterAll(() => {
   h.close();
   rx.stop();
