@@ -115,6 +115,12 @@ export function seedApiKey(ctx: AppContext, scope: Scope, projectSlug = "default
   return { id, secret };
 }
 
+/** A Pro app whose integrations may send to loopback (a local receiver), with an admin key and a `full` key of production. */
+export function integrationsApp(adminName?: string): { h: TestApp; admin: Record<string, string>; sdk: Record<string, string> } {
+  const h = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+  return { h, admin: bearer(seedAdminKey(h.ctx, adminName)), sdk: bearer(seedApiKey(h.ctx, "full", "default", "production").secret) };
+}
+
 export const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
 
 /** A login token for a new user of this role, as the login route would issue it. */

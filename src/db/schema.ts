@@ -282,6 +282,8 @@ export const changeLog = sqliteTable(
  * are where the host left it. `config` holds secrets in clear (the plugin needs them): the API,
  * logs and the change log show them as "********". `eventPosition` is the change-log position
  * of the last change handed to the plugin's `onEvent` (at least once across restarts).
+ * `secretKeys` are the config keys ever stored while the plugin's package marked them secret:
+ * they stay masked whatever a later version's schema says.
  */
 export const plugins = sqliteTable(
   "plugins",
@@ -295,6 +297,7 @@ export const plugins = sqliteTable(
     enabled: integer("enabled", { mode: "boolean" }).notNull(),
     status: text("status").notNull(),
     config: text("config", { mode: "json" }).notNull().$type<Record<string, unknown>>(),
+    secretKeys: text("secret_keys", { mode: "json" }).notNull().default([]).$type<string[]>(),
     errorMessage: text("error_message"),
     eventPosition: integer("event_position").notNull().default(0),
     eventsHandled: integer("events_handled").notNull().default(0),

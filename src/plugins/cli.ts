@@ -12,9 +12,10 @@ import { randomBase62 } from "../lib/ids";
 import { OutboundPolicy } from "../lib/outbound";
 import { Catalog } from "./catalog";
 import { pluginHttp, USER_AGENT } from "./http";
-import { PackageError, readPackage, secretValues, validateConfig, MANIFEST, type PluginPackage } from "./manifest";
+import { PackageError, readPackage, validateConfig, MANIFEST, type PluginPackage } from "./manifest";
 import { NO_LINKS, packageTree, readInside, tarLinks } from "./package-files";
-import { maskSecrets } from "./secrets";
+import { secretValues } from "../lib/config-secrets";
+import { secretForms, secretMask } from "../lib/secret-text";
 import { DEFAULT_LIMITS, loadPlugin, type Sandbox } from "./sandbox";
 
 /** A package given on the command line: checked, with every file of it, as read once. */
@@ -128,8 +129,7 @@ export async function checkPackage(path: string, pluginConfig: unknown, config: 
     throw new OperatorError(`the config does not match the configSchema of ${pkg.packageName} ${pkg.version}: ${problems.map((p) => `${p.path}: ${p.message}`).join("; ")}`);
   }
   const cfg = pluginConfig as Record<string, unknown>;
-  const secrets = secretValues(pkg, cfg);
-  const mask = (text: string) => maskSecrets(text, secrets);
+  const mask = secretMask(secretForms(secretValues(pkg, cfg)));
   print(`${pkg.packageName} ${pkg.version}: plugin.json, entry ${pkg.entry} and config are valid`);
   const host = { log: (level: string, message: string) => print(`[${level}] ${mask(message)}`), http: pluginHttp(new OutboundPolicy(config.outboundAllowedHosts), USER_AGENT) };
   let sandbox: Sandbox | undefined;

@@ -19,7 +19,7 @@ import { iso, type Clock } from "../lib/clock";
 import type { Logger } from "../lib/log";
 import type { EvaluationRecords } from "../modules/evaluation/records";
 import { runnableTimer } from "../lib/scheduling";
-import { maskSecrets } from "./secrets";
+import { secretMask } from "../lib/secret-text";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import type { RunStatus, RuntimeStore } from "./runtime-store";
 import { wasmModule, type SandboxLimits } from "./sandbox";
@@ -47,7 +47,7 @@ export interface PluginRun {
   source: string;
   /** Real values (secrets in clear). */
   config: Record<string, unknown>;
-  /** Secret config values as `secretValues` (manifest.ts) gives them: masked as "********" in every log line and error message. */
+  /** The forms of the secret config values (`secretForms`, lib/secret-text.ts), derived once: masked as "********" in every log line and error message. */
   secrets: readonly string[];
 }
 
@@ -70,6 +70,8 @@ export interface LogLine {
 
 interface Running {
   run: PluginRun;
+  /** Masks the run's secrets in a text (built once from `run.secrets`). */
+  mask: (text: string) => string;
   worker: Worker;
   state: "starting" | "active" | "stopping" | "ended";
   startedAt: number;
@@ -118,6 +120,7 @@ export class PluginHost {
     }
     const r: Running = {
       run,
+      mask: secretMask(run.secrets),
       worker,
       state: "starting",
       startedAt: performance.now(),
@@ -350,7 +353,7 @@ export class PluginHost {
   /** The run's end in `error` (only while it is current); its logs stay readable until the plugin is stopped or started again. */
   private fail(r: Running, reason: string): void {
     if (!this.current(r)) return;
-    const errorMessage = maskSecrets(reason, r.run.secrets);
+    const errorMessage = r.mask(reason);
     this.end(r);
     this.keep(r, "error", errorMessage);
     this.settle(r.run.id, { status: "error", errorMessage }, r);

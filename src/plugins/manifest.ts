@@ -12,7 +12,6 @@
 import { posix } from "node:path";
 import Ajv2020, { type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
 import semver from "semver";
-import { secretKeys } from "../lib/config-secrets";
 
 export const CATEGORIES = ["analytics", "monitoring", "crm"] as const;
 export type Category = (typeof CATEGORIES)[number];
@@ -208,13 +207,4 @@ export function validateConfig(pkg: WithSchema, config: unknown): { path: string
     if (!details.has(d.path)) details.set(d.path, d.message);
   }
   return [...details].map(([path, message]) => ({ path, message }));
-}
-
-/** The secret values of a config as text, longest first (a secret inside another is masked whole). */
-export function secretValues(pkg: WithSchema, config: Record<string, unknown>): string[] {
-  return secretKeys(pkg)
-    .map((k) => config[k])
-    .filter((v) => v !== undefined && v !== null && v !== "")
-    .map((v) => (typeof v === "string" ? v : JSON.stringify(v)))
-    .sort((a, b) => b.length - a.length);
 }

@@ -8,7 +8,7 @@
 import { OutboundPolicy } from "../lib/outbound";
 import { pluginHttp, USER_AGENT } from "./http";
 import { lowestPriority, threadId } from "../lib/scheduling";
-import { maskSecrets } from "./secrets";
+import { secretMask } from "../lib/secret-text";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import { JsonText, loadPlugin, PluginDied, provideWasmModule, type LogLevel, type Sandbox } from "./sandbox";
 
@@ -28,12 +28,11 @@ self.postMessage({ kind: "thread", tid: threadId(), priority } satisfies FromPlu
 let sandbox: Sandbox | undefined;
 let dead = false;
 let stopping = false;
-let secrets: readonly string[] = [];
+/** Masks the plugin's secrets in a text: built once, from the forms the start message brings. */
+let mask = (text: string) => text;
 /** Work for the sandbox, run one item at a time: hook calls never interleave. */
 const queue: (() => Promise<void>)[] = [];
 let draining = false;
-
-const mask = (text: string) => maskSecrets(text, secrets);
 
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
@@ -96,7 +95,7 @@ async function drain(): Promise<void> {
 }
 
 async function start(message: Extract<ToPluginWorker, { kind: "start" }>): Promise<void> {
-  secrets = message.secrets;
+  mask = secretMask(message.secrets);
   const http = pluginHttp(new OutboundPolicy(message.outboundAllowedHosts), USER_AGENT);
   if (message.wasm) provideWasmModule(message.wasm);
   try {

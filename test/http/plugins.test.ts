@@ -24,15 +24,16 @@ export async function onEvaluations(batch, ctx) { await send(ctx, { hook: "onEva
 export async function deactivate(ctx) { await send(ctx, { hook: "deactivate" }); }
 `;
 
-function dropPackage(dataDir: string, version: string, extraProperties: Record<string, unknown> = {}) {
-  const folder = join(dataDir, "marketplace", `recorder-${version}`);
+/** `tokenSecret: false`: a version whose schema no longer marks `token` secret. */
+function dropPackage(dataDir: string, version: string, extraProperties: Record<string, unknown> = {}, { packageName = NAME, tokenSecret = true } = {}) {
+  const folder = join(dataDir, "marketplace", `${packageName.replace(/\W+/g, "-")}-${version}`);
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, "index.js"), SOURCE(version));
   writeFileSync(join(folder, "README.md"), "# Recorder\nReports every hook call.\n");
   writeFileSync(
     join(folder, "plugin.json"),
     JSON.stringify({
-      packageName: NAME,
+      packageName,
       name: "Recorder",
       description: "Reports every hook call to a URL",
       category: "monitoring",
@@ -44,7 +45,7 @@ function dropPackage(dataDir: string, version: string, extraProperties: Record<s
         type: "object",
         properties: {
           url: { type: "string" },
-          token: { type: "string", secret: true },
+          token: { type: "string", ...(tokenSecret ? { secret: true } : {}) },
           failActivate: { type: "boolean" },
           ...extraProperties,
         },
@@ -224,6 +225,119 @@ describe("lifecycle", () => {
     expect(actions[0]).toBe("created");
     expect(actions.at(-1)).toBe("deleted");
     expect(actions.filter((a) => a === "updated").length).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe("a secret stays secret", () => {
+  const DEMOTED = "@test/demoted";
+  const TOKEN = "tok-demoted-7f3a";
+
+  test("a version whose schema no longer marks the key secret shows it nowhere: PATCH answer, GET, list, audit entry (a viewer too)", async () => {
+    dropPackage(h.dir, "1.0.0", {}, { packageName: DEMOTED });
+    dropPackage(h.dir, "1.1.0", {}, { packageName: DEMOTED, tokenSecret: false });
+    await until("the demoted packages", () => h.ctx.catalog.get(DEMOTED, "1.1.0"));
+    const id = (await json(await install({ packageName: DEMOTED, version: "1.0.0", config: { url: receiver.url, token: TOKEN } }), 201)).id;
+    await settled(id);
+    const viewer = await userToken(h.ctx, "viewer");
+    const shown: unknown[] = [];
+    const up = await json(await h.request("PATCH", base(`/${id}`), { body: { version: "1.1.0" }, headers: admin }), 200);
+    expect(up).toMatchObject({ version: "1.1.0", config: { url: receiver.url, token: SECRET } });
+    shown.push(up);
+    // The plugin itself still gets the real value.
+    await until("1.1.0 activated", () => hooks("activate").some((r) => r.json.version === "1.1.0" && r.headers.get("authorization") === `Bearer ${TOKEN}`));
+    // A client sending back what it read keeps the stored value.
+    const label = await json(await h.request("PATCH", base(`/${id}`), { body: { config: { url: receiver.url, token: SECRET } }, headers: admin }), 200);
+    shown.push(label);
+    expect(h.ctx.sqlite.query("SELECT config FROM plugins WHERE id = ?").get(id)).toEqual({ config: expect.stringContaining(TOKEN) });
+    shown.push(await json(await h.request("GET", base(`/${id}`), { headers: admin }), 200));
+    shown.push(await json(await h.request("GET", base(), { headers: admin }), 200));
+    shown.push(await status(id));
+    for (const headers of [admin, viewer]) {
+      const log = await json(await h.request("GET", `/v1/projects/default/audit-log?resourceType=plugin&resourceKey=${encodeURIComponent(DEMOTED)}`, { headers }), 200);
+      expect(log.entries.length).toBeGreaterThanOrEqual(2);
+      expect(log.entries.some((e: { changes: { version?: { after: string } } }) => e.changes.version?.after === "1.1.0")).toBe(true);
+      shown.push(log);
+    }
+    for (const answer of shown) expect(JSON.stringify(answer)).not.toContain(TOKEN);
+    expect(up.config.token).toBe(SECRET);
+    // Back down and up again: still masked; a new value under the demoted version stays masked too.
+    await json(await h.request("PATCH", base(`/${id}`), { body: { version: "1.0.0" }, headers: admin }), 200);
+    const again = await json(await h.request("PATCH", base(`/${id}`), { body: { version: "1.1.0", config: { token: "tok-fresh-9c1d" } }, headers: admin }), 200);
+    expect(again.config.token).toBe(SECRET);
+    const all = await json(await h.request("GET", `/v1/projects/default/audit-log?resourceType=plugin&resourceKey=${encodeURIComponent(DEMOTED)}`, { headers: viewer }), 200);
+    expect(JSON.stringify(all)).not.toContain(TOKEN);
+    expect(JSON.stringify(all)).not.toContain("tok-fresh-9c1d");
+    expect((await h.request("DELETE", base(`/${id}`), { headers: admin })).status).toBe(204);
+  });
+});
+
+describe("a vendor that echoes the request", () => {
+  // ctx.http sends the token as Basic (token as user), Bearer, in the query and in a JSON body;
+  // the receiver answers 400 with all of it; the plugin logs the answer and throws it.
+  const ECHOER = "@test/echoer";
+  const SOURCE_ECHO = `
+const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+function base64(s) {
+  let out = "";
+  for (let i = 0; i < s.length; i += 3) {
+    const n = (s.charCodeAt(i) << 16) | ((s.charCodeAt(i + 1) || 0) << 8) | (s.charCodeAt(i + 2) || 0);
+    out += B64[(n >> 18) & 63] + B64[(n >> 12) & 63] + (i + 1 < s.length ? B64[(n >> 6) & 63] : "=") + (i + 2 < s.length ? B64[n & 63] : "=");
+  }
+  return out;
+}
+async function call(ctx) {
+  const t = ctx.config.token;
+  const res = await ctx.http({ method: "POST", url: ctx.config.url + "?key=" + encodeURIComponent(t), headers: { authorization: "Basic " + base64(t + ":"), "x-api-key": "Bearer " + t, "content-type": "application/json" }, body: JSON.stringify({ token: t }) });
+  ctx.log("warn", "vendor answered " + res.status + ": " + res.body);
+  throw new Error("vendor answered " + res.status + ": " + res.body);
+}
+export async function activate(ctx) { if (ctx.config.failActivate) await call(ctx); }
+export async function onEvent(event, ctx) { await call(ctx); }
+`;
+  const TOKEN = 'ecT71 k"n/+&=z';
+  const b64 = (text: string) => Buffer.from(text).toString("base64");
+  const forms = [TOKEN, encodeURIComponent(TOKEN), new URLSearchParams({ v: TOKEN }).toString().slice(2), JSON.stringify(TOKEN).slice(1, -1), b64(`${TOKEN}:`), b64(`${TOKEN}:`).slice(0, 12)];
+  const pieces = [...forms.slice(0, 4).flatMap((f) => Array.from({ length: f.length - 5 }, (_, i) => f.slice(i, i + 6))), ...forms];
+  let echo: Receiver;
+
+  beforeAll(async () => {
+    echo = startReceiver({
+      answer: (request, n) => new Response(`echo authorization=${request.headers.get("authorization")} x-api-key=${request.headers.get("x-api-key")} url=${request.url} body=${echo.received[n - 1]!.text}`, { status: 400 }),
+    });
+    const folder = join(h.dir, "marketplace", "echoer");
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, "index.js"), SOURCE_ECHO);
+    const configSchema = { type: "object", properties: { url: { type: "string" }, token: { type: "string", secret: true }, failActivate: { type: "boolean" } }, required: ["url", "token"], additionalProperties: false };
+    writeFileSync(join(folder, "plugin.json"), JSON.stringify({ packageName: ECHOER, name: "Echoer", description: "d", category: "crm", version: "1.0.0", author: "t", entry: "index.js", hooks: ["activate", "onEvent"], configSchema, publishedAt: "2026-11-01T00:00:00.000Z" }));
+    await until("the echoer", () => h.ctx.catalog.get(ECHOER, "1.0.0"));
+  });
+  afterAll(() => echo.stop());
+
+  const expectNoToken = (texts: string[]) => {
+    for (const text of texts) for (const piece of pieces) expect(text, piece).not.toContain(piece);
+  };
+
+  test("activate throws the answer: errorMessage and logs hold no form of the secret", async () => {
+    const id = (await json(await install({ packageName: ECHOER, config: { url: echo.url, token: TOKEN, failActivate: true } }), 201)).id;
+    const s = await settled(id);
+    expect(s.status).toBe("error");
+    expect(s.errorMessage).toContain("vendor answered 400: echo authorization=Basic ********");
+    const logs = s.logs.map((l: { message: string }) => l.message);
+    expect(logs.some((m: string) => m.startsWith("vendor answered 400: echo"))).toBe(true);
+    expectNoToken([s.errorMessage, ...logs, JSON.stringify(s), JSON.stringify(await json(await h.request("GET", base(`/${id}`), { headers: admin }), 200))]);
+    expect((await h.request("DELETE", base(`/${id}`), { headers: admin })).status).toBe(204);
+  });
+
+  test("onEvent throws the answer three times: errorMessage and logs hold no form of the secret", async () => {
+    const id = (await json(await install({ packageName: ECHOER, config: { url: echo.url, token: TOKEN } }), 201)).id;
+    expect((await settled(id)).status).toBe("active");
+    await json(await h.request("POST", "/v1/projects/default/flags", { body: { key: "echoed", name: "Echoed" }, headers: admin }), 201);
+    const s = await until("3 failures", async () => ((st) => (st.status === "error" ? st : undefined))(await status(id)));
+    expect(s.errorMessage).toContain("3 hook calls failed in a row; last: onEvent: Error: vendor answered 400: echo");
+    const logs = s.logs.map((l: { message: string }) => l.message);
+    expect(logs.filter((m: string) => m.startsWith("onEvent failed: Error: vendor answered 400")).length).toBe(3);
+    expectNoToken([s.errorMessage, ...logs, JSON.stringify(s)]);
+    expect((await h.request("DELETE", base(`/${id}`), { headers: admin })).status).toBe(204);
   });
 });
 

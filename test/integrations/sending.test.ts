@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } fr
 import { rmSync } from "node:fs";
 import { hashId } from "../../src/modules/integrations/connectors/events";
 import { createContext } from "../../src/server";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, until } from "../helpers";
+import { bearer, integrationsApp, json, seedAdminKey, testApp, type TestApp, until } from "../helpers";
 import { startReceiver, type Received } from "../webhook-receiver";
 
 interface Refusal {
@@ -112,11 +112,7 @@ let admin: Record<string, string>;
 let sdk: Record<string, string>;
 let flagNo = 0;
 
-beforeAll(() => {
-  h = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
-  admin = bearer(seedAdminKey(h.ctx, "release-bot"));
-  sdk = bearer(seedApiKey(h.ctx, "full", "default", "production").secret);
-});
+beforeAll(() => ({ h, admin, sdk } = integrationsApp("release-bot")));
 afterAll(() => h.close());
 beforeEach(() => {
   mode = { kind: "ok" };

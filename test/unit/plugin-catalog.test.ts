@@ -10,10 +10,10 @@ import { cpSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmS
 import { join, relative } from "node:path";
 import { Catalog } from "../../src/plugins/catalog";
 import { createLogger } from "../../src/lib/log";
-import { maskConfig, patchConfig, secretKeys } from "../../src/lib/config-secrets";
-import { readPackage, secretValues, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
+import { maskConfig, patchConfig, secretKeys, secretValues } from "../../src/lib/config-secrets";
+import { readPackage, validateConfig, type PluginManifest } from "../../src/plugins/manifest";
 import { packageTree, readInside } from "../../src/plugins/package-files";
-import { maskSecrets } from "../../src/plugins/secrets";
+import { secretForms, secretMask } from "../../src/lib/secret-text";
 import { INDEX_FILE, renderPluginIndex } from "../../scripts/embed-plugins";
 import { leakTargets, linkedPackage, ownEnviron, tempDir, until } from "../helpers";
 
@@ -132,8 +132,11 @@ describe("configs", () => {
     expect(patchConfig(pkg, { apiKey: "k-123", url: "https://a.com", level: "info" }, { url: null })).toEqual({ apiKey: "k-123", level: "info" });
     // Nothing stored to keep: dropped, so a required secret is reported missing rather than "********" taken for it.
     expect(patchConfig(pkg, {}, { apiKey: "********" })).toEqual({});
-    expect(maskSecrets("sent k-123 twice: k-123", secretValues(pkg, { apiKey: "k-123" }))).toBe("sent ******** twice: ********");
-    expect(maskSecrets("nothing secret", secretValues(pkg, {}))).toBe("nothing secret");
+    expect(secretMask(secretForms(secretValues(pkg, { apiKey: "k-123" })))("sent k-123 twice: k-123")).toBe("sent ******** twice: ********");
+    expect(secretMask(secretForms(secretValues(pkg, {})))("nothing secret")).toBe("nothing secret");
+    // A key once stored as a secret stays one (a plugin's `secretKeys`), whatever the schema says.
+    expect(maskConfig(pkg, { url: "https://e.com", level: "x" }, ["level"])).toEqual({ url: "https://e.com", level: "********" });
+    expect(patchConfig(pkg, { level: "x" }, { level: "********" }, ["level"])).toEqual({ level: "x" });
   });
 });
 

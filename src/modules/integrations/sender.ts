@@ -33,6 +33,10 @@
  *   `lastError`, `lastSentAt` (the last accepted request); added to the row with each stored
  *   position, and at most STATS_FLUSH_MS after they were counted (runtime state: no change-log
  *   entry). A crash loses only counts of evaluations (they have no position) of that last moment.
+ * - Secrets: an endpoint may echo the request (a proxy in `apiHost`, a misbehaving vendor). The
+ *   vendor's answer is masked as it is read, before a connector takes an excerpt of it, and
+ *   every error is masked again before it is clipped, stored or logged (lib/secret-text.ts: every
+ *   form the config's secrets travel in, derived once when the runner starts).
  * - A disabled or deleted integration, or one whose config changed, is stopped at once: its
  *   requests in flight are aborted, nothing it held is sent (a new config starts a new runner).
  */
@@ -41,7 +45,9 @@ import type { Config } from "../../config";
 import type { Clock } from "../../lib/clock";
 import { iso } from "../../lib/clock";
 import type { Logger } from "../../lib/log";
+import { secretValues } from "../../lib/config-secrets";
 import { guardedFetch, OutboundBlockedError, OutboundPolicy, readTextCapped } from "../../lib/outbound";
+import { secretForms, secretMask } from "../../lib/secret-text";
 import { VERSION } from "../../version";
 import { ChangeEventRows, type QueuedEvent } from "../change-events/store";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./connectors/types";
@@ -115,6 +121,8 @@ interface Runner {
   row: EnabledIntegration;
   connector: Connector;
   config: Record<string, unknown>;
+  /** Masks the config's secrets in a text from outside (built once, when the runner starts). */
+  mask: (text: string) => string;
   controller: AbortController;
   stopped: boolean;
   limit: number;
@@ -226,10 +234,12 @@ export class IntegrationSender implements IntegrationSink {
   }
 
   private startRunner(row: EnabledIntegration, connector: Connector): Runner {
+    const config = JSON.parse(row.config) as Record<string, unknown>;
     return {
       row,
       connector,
-      config: JSON.parse(row.config) as Record<string, unknown>,
+      config,
+      mask: secretMask(secretForms(secretValues(connector, config))),
       controller: new AbortController(),
       stopped: false,
       limit: connector.concurrency ?? DEFAULT_CONCURRENCY,
@@ -361,7 +371,8 @@ export class IntegrationSender implements IntegrationSink {
         { method: request.method, headers: { "user-agent": USER_AGENT, ...request.headers }, body: request.method === "GET" ? undefined : request.body, signal },
         this.policy,
       );
-      const body = (await readTextCapped(res, RESPONSE_MAX_BYTES)) ?? "";
+      // Masked before the connector reads it: its excerpts are cut, and a cut could leave part of a secret.
+      const body = r.mask((await readTextCapped(res, RESPONSE_MAX_BYTES)) ?? "");
       response = { status: res.status, headers: res.headers.toJSON(), body };
     } catch (e) {
       blocked = e instanceof OutboundBlockedError;
@@ -436,7 +447,8 @@ export class IntegrationSender implements IntegrationSink {
    * hammering. A change request waits for the pause to end (changes are not lost to a bad key);
    * evaluations are given up and counted.
    */
-  private pause(r: Runner, job: Job, error: string, now: number): void {
+  private pause(r: Runner, job: Job, text: string, now: number): void {
+    const error = r.mask(text);
     r.holdUntil = now + r.pauseMs;
     this.deps.log.warn("integration paused", { integration: r.row.id, type: r.row.type, error, resumeInMs: r.pauseMs });
     r.pauseMs = Math.min(PAUSE_MAX_MS, r.pauseMs * 2);
@@ -450,7 +462,7 @@ export class IntegrationSender implements IntegrationSink {
   private count(r: Runner, d: { sent?: number; failed?: number; error?: string | null; at?: string | null }): void {
     r.stats.sent += d.sent ?? 0;
     r.stats.failed += d.failed ?? 0;
-    if (d.error) r.stats.lastError = clip(d.error);
+    if (d.error) r.stats.lastError = clip(r.mask(d.error));
     if (d.at) r.stats.lastSentAt = d.at;
     this.statsTimer ??= setTimeout(() => this.flushStats(), STATS_FLUSH_MS);
   }

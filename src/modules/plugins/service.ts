@@ -13,7 +13,9 @@
  *   a failed activate, a crash, a cap hit, 3 failing hooks in a row -> error (the host)
  *
  * Secrets (configSchema properties with `"secret": true`) show as "********" in every record,
- * log line and change-log entry; a PATCH that sends "********" keeps the stored value.
+ * log line and change-log entry; a PATCH that sends "********" keeps the stored value. A key
+ * once stored as a secret stays one for that plugin (`secretKeys`, stored with it): a version
+ * whose schema no longer marks it cannot show the value.
  */
 import { diff, noteSecretChange, SECRET, whole, type Author, type ChangeDraft } from "../../changes/entry";
 import { notFound, validationError, type ErrorDetail } from "../../http/errors";
@@ -21,8 +23,9 @@ import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import type { Logger } from "../../lib/log";
 import type { Catalog, CatalogPackage } from "../../plugins/catalog";
-import { maskConfig, patchConfig } from "../../lib/config-secrets";
-import { secretValues, validateConfig } from "../../plugins/manifest";
+import { maskConfig, patchConfig, secretKeys, secretValues } from "../../lib/config-secrets";
+import { secretForms } from "../../lib/secret-text";
+import { validateConfig } from "../../plugins/manifest";
 import type { PluginHost, PluginRun } from "../../plugins/host";
 import type { RuntimeStore } from "../../plugins/runtime-store";
 import { requireProject } from "../projects/service";
@@ -75,7 +78,15 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
   const packageOf = (p: { packageName: string; version: string }) => catalog.get(p.packageName, p.version);
   const masked = (p: StoredPlugin): Record<string, unknown> => {
     const pkg = packageOf(p);
-    return pkg ? maskConfig(pkg, p.config) : maskAll(p.config);
+    return pkg ? maskConfig(pkg, p.config, p.secretKeys) : maskAll(p.config);
+  };
+  /**
+   * The keys of `config` stored as secrets: those kept before, and those `pkg` marks secret
+   * (every key when the package is gone: which ones are secret is unknown).
+   */
+  const storedSecrets = (pkg: CatalogPackage | undefined, config: Record<string, unknown>, kept: readonly string[]): string[] => {
+    const marked = pkg ? secretKeys(pkg, kept) : [...kept, ...Object.keys(config)];
+    return [...new Set(marked.filter((k) => kept.includes(k) || Object.hasOwn(config, k)))].sort();
   };
   const recordOf = (p: StoredPlugin): PluginRecord => ({
     id: p.id,
@@ -111,7 +122,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
   };
 
   const start = (p: StoredPlugin, pkg: CatalogPackage) => {
-    const secrets = secretValues(pkg, p.config);
+    const secrets = secretForms(secretValues(pkg, p.config, p.secretKeys));
     const run: PluginRun = { id: p.id, projectId: p.projectId, projectSlug: p.projectSlug, packageName: p.packageName, version: p.version, source: pkg.source, config: p.config, secrets };
     host.start(run);
   };
@@ -149,6 +160,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
         enabled: true,
         status: "installing",
         config,
+        secretKeys: storedSecrets(pkg, config, []),
         errorMessage: null,
         installedAt: now,
         updatedAt: now,
@@ -171,10 +183,13 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
         // A plugin being disabled needs no package: one whose package left the catalog can still be turned off.
         const reconfigured = input.config !== undefined || input.version !== undefined;
         const pkg = reconfigured || input.enabled === true || (input.enabled === undefined && current.enabled) ? resolve(current.packageName, input.version ?? current.version) : undefined;
+        // What was stored as a secret under the running version stays one under the next.
+        let secrets = storedSecrets(packageOf(current), current.config, current.secretKeys);
         let config = current.config;
         if (pkg && reconfigured) {
-          config = patchConfig(pkg, current.config, input.config ?? {});
+          config = patchConfig(pkg, current.config, input.config ?? {}, secrets);
           checkConfig(pkg, config);
+          secrets = storedSecrets(pkg, config, secrets);
         }
         const version = pkg?.version ?? current.version;
         const changedRun = version !== current.version || JSON.stringify(config) !== JSON.stringify(current.config);
@@ -188,6 +203,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
           enabled,
           status,
           config,
+          secretKeys: secrets,
           errorMessage: status === "error" ? current.errorMessage : null,
           updatedAt: iso(clock.now()),
           feedFromNow: revived,

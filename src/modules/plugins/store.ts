@@ -26,6 +26,8 @@ export interface StoredPlugin {
   enabled: boolean;
   status: PluginStatus;
   config: Record<string, unknown>;
+  /** The config keys ever stored while the package marked them secret: masked whatever a later version's schema says. */
+  secretKeys: string[];
   errorMessage: string | null;
   installedAt: string;
   updatedAt: string;
@@ -62,6 +64,7 @@ const COLUMNS = {
   enabled: plugins.enabled,
   status: sql<PluginStatus>`${plugins.status}`,
   config: plugins.config,
+  secretKeys: plugins.secretKeys,
   errorMessage: plugins.errorMessage,
   installedAt: plugins.installedAt,
   updatedAt: plugins.updatedAt,
@@ -117,10 +120,10 @@ export class SqlitePluginStore implements PluginStore {
     return this.log.commit(author, () => {
       const written = decide(this.findNow(pluginId));
       if (written.changes.length > 0) {
-        const { version, enabled, status, config, errorMessage, updatedAt, feedFromNow } = written.result;
+        const { version, enabled, status, config, secretKeys, errorMessage, updatedAt, feedFromNow } = written.result;
         this.log.store.db
           .update(plugins)
-          .set({ version, enabled, status, config, errorMessage, updatedAt, ...(feedFromNow ? { eventPosition: this.events.latest() } : {}) })
+          .set({ version, enabled, status, config, secretKeys, errorMessage, updatedAt, ...(feedFromNow ? { eventPosition: this.events.latest() } : {}) })
           .where(eq(plugins.id, pluginId))
           .run();
       }

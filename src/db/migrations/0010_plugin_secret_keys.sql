@@ -1,0 +1,1 @@
+ALTER TABLE `plugins` ADD `secret_keys` text DEFAULT '[]' NOT NULL;
