@@ -34,9 +34,10 @@
  *   position, and at most STATS_FLUSH_MS after they were counted (runtime state: no change-log
  *   entry). A crash loses only counts of evaluations (they have no position) of that last moment.
  * - Secrets: an endpoint may echo the request (a proxy in `apiHost`, a misbehaving vendor). The
- *   vendor's answer is masked as it is read, before a connector takes an excerpt of it, and
- *   every error is masked again before it is clipped, stored or logged (lib/secret-text.ts: every
- *   form the config's secrets travel in, derived once when the runner starts).
+ *   vendor's answer is masked as it is read, before a connector takes an excerpt of it, and so
+ *   is the message of a request that failed (it may carry the URL), before anything is clipped,
+ *   stored or logged (lib/secret-text.ts: every form the config's secrets travel in, derived
+ *   once when the runner starts). The sender's own texts carry no secret and are not masked.
  * - A disabled or deleted integration, or one whose config changed, is stopped at once: its
  *   requests in flight are aborted, nothing it held is sent (a new config starts a new runner).
  */
@@ -376,11 +377,14 @@ export class IntegrationSender implements IntegrationSink {
       response = { status: res.status, headers: res.headers.toJSON(), body };
     } catch (e) {
       blocked = e instanceof OutboundBlockedError;
-      error = blocked
-        ? `outbound request refused: ${(e as Error).message}`
-        : signal.aborted && !r.controller.signal.aborted
-          ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
-          : `request failed: ${e instanceof Error ? e.message : String(e)}`;
+      // A failure's message may carry the URL (a Slack webhook's path is its secret).
+      error = r.mask(
+        blocked
+          ? `outbound request refused: ${(e as Error).message}`
+          : signal.aborted && !r.controller.signal.aborted
+            ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
+            : `request failed: ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
     r.inFlight--;
     if (r.stopped) return;
@@ -395,7 +399,7 @@ export class IntegrationSender implements IntegrationSink {
         outcome = r.connector.outcome(request, response);
         if (outcome.kind === "sent") rest = r.connector.remainder?.(request, response) ?? null;
       } catch (e) {
-        outcome = { kind: "failed", error: `could not read ${r.connector.name}'s answer (HTTP ${response.status}): ${e instanceof Error ? e.message : String(e)}` };
+        outcome = { kind: "failed", error: r.mask(`could not read ${r.connector.name}'s answer (HTTP ${response.status}): ${e instanceof Error ? e.message : String(e)}`) };
       }
       switch (outcome.kind) {
         case "sent": {
@@ -447,8 +451,7 @@ export class IntegrationSender implements IntegrationSink {
    * hammering. A change request waits for the pause to end (changes are not lost to a bad key);
    * evaluations are given up and counted.
    */
-  private pause(r: Runner, job: Job, text: string, now: number): void {
-    const error = r.mask(text);
+  private pause(r: Runner, job: Job, error: string, now: number): void {
     r.holdUntil = now + r.pauseMs;
     this.deps.log.warn("integration paused", { integration: r.row.id, type: r.row.type, error, resumeInMs: r.pauseMs });
     r.pauseMs = Math.min(PAUSE_MAX_MS, r.pauseMs * 2);
@@ -462,7 +465,7 @@ export class IntegrationSender implements IntegrationSink {
   private count(r: Runner, d: { sent?: number; failed?: number; error?: string | null; at?: string | null }): void {
     r.stats.sent += d.sent ?? 0;
     r.stats.failed += d.failed ?? 0;
-    if (d.error) r.stats.lastError = clip(r.mask(d.error));
+    if (d.error) r.stats.lastError = clip(d.error);
     if (d.at) r.stats.lastSentAt = d.at;
     this.statsTimer ??= setTimeout(() => this.flushStats(), STATS_FLUSH_MS);
   }
