@@ -48,6 +48,7 @@ import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
 import { EvaluationService } from "./modules/evaluation/service";
 import { EvaluationRecords } from "./modules/evaluation/records";
+import { busyGauge } from "./lib/scheduling";
 import { testingRoutes } from "./modules/testing/routes";
 import { loadSessions } from "./modules/testing/live";
 import { scheduleSessionSweep, testingService } from "./modules/testing/service";
@@ -240,6 +241,12 @@ export interface ContextDeps {
    * both on this thread with this context's clock (tests step it to drive retries).
    */
   background?: boolean;
+  /**
+   * Whether the request thread is busy: the evaluation-record stream then gives each reader a
+   * sample (records.ts). The server passes lib/scheduling's gauge; tests run their own code on
+   * this thread, so by default it is never busy.
+   */
+  recordsBusy?: () => boolean;
 }
 
 export function createContext(config: Config, deps: ContextDeps = {}): AppContext & { applied: number } {
@@ -259,7 +266,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const credentials = new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock);
   const testSessions = loadSessions(stores.testSessions, clock.now());
   const outbox = new Outbox(stores.webhooks, deliveries);
-  const records = new EvaluationRecords((e) => log.error("evaluation records: a reader failed", { error: e instanceof Error ? e.message : String(e) }));
+  const records = new EvaluationRecords((e) => log.error("evaluation records: a reader failed", { error: e instanceof Error ? e.message : String(e) }), deps.recordsBusy);
   const catalog = new Catalog({ dataDir: config.dataDir, log }).watch();
   const plugins = new PluginHost({
     store: stores.pluginRuntime,
@@ -341,7 +348,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   // A configuration error must leave the data dir untouched: the configured TLS pair is checked first.
   const ownTls = config.behindProxy ? null : configuredTls(config);
   // The background thread runs on the system clock: a test that injects a clock keeps the sender here.
-  const ctx = createContext(config, { ...deps, background: deps.background ?? deps.clock === undefined });
+  const real = deps.clock === undefined;
+  const ctx = createContext(config, { ...deps, background: deps.background ?? real, recordsBusy: deps.recordsBusy ?? (real ? busyGauge() : undefined) });
   const { log } = ctx;
   try {
     if (ctx.applied > 0) log.info("database migrated", { migrations: ctx.applied });

@@ -43,6 +43,58 @@ export function lowestPriority(): "idle" | "nice 19" | "normal" {
   }
 }
 
+/** CPU time of the calling thread, in ms (Node's process.threadCpuUsage, which Bun implements). */
+export function threadCpuMs(): number {
+  const { user, system } = (process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage();
+  return (user + system) / 1000;
+}
+
+/** The machine's CPU time stolen by the hypervisor, as a share of all CPU time since boot: [steal, total] in ticks (Linux), or null. */
+function stealTicks(): [number, number] | null {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").slice(0, 200).split("\n", 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+    return [fields[7] ?? 0, fields.reduce((a, b) => a + b, 0)];
+  } catch {
+    return null;
+  }
+}
+
+/** The calling thread's time on a CPU and waiting for one, in ms (schedstat), or its CPU time alone where the kernel does not say. */
+function runnableMs(): number {
+  try {
+    const [run, wait] = readFileSync("/proc/thread-self/schedstat", "utf8").split(" ");
+    return (Number(run) + Number(wait)) / 1e6;
+  } catch {
+    return threadCpuMs();
+  }
+}
+
+/**
+ * Whether the calling thread is busy: over the last window (at least `windowMs`, measured when
+ * asked: no timer) it was on a CPU or waiting for one for at least `threshold` of the time the
+ * machine's CPUs were its guest's (time stolen by the hypervisor left out: on a busy host a
+ * saturated thread gets less than the wall clock). For the request thread: a sign that work
+ * beside it (plugins, integrations) should give way.
+ */
+export function busyGauge(threshold = 0.8, windowMs = 250): () => boolean {
+  let at = performance.now();
+  let used = runnableMs();
+  let steal = stealTicks();
+  let busy = false;
+  return () => {
+    const now = performance.now();
+    if (now - at < windowMs) return busy;
+    const nowUsed = runnableMs();
+    const nowSteal = stealTicks();
+    const stolen = steal && nowSteal && nowSteal[1] > steal[1] ? (nowSteal[0] - steal[0]) / (nowSteal[1] - steal[1]) : 0;
+    busy = (nowUsed - used) / ((now - at) * Math.max(0.05, 1 - stolen)) >= threshold;
+    at = now;
+    used = nowUsed;
+    steal = nowSteal;
+    return busy;
+  };
+}
+
 /**
  * How long thread `tid` of this process (the calling thread when omitted) has waited on a run
  * queue, ready to run but given no CPU, in ms since it started; null where the kernel does not say.

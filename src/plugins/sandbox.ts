@@ -21,7 +21,7 @@
  */
 import releaseSync from "@jitl/quickjs-wasmfile-release-sync";
 import wasmPath from "@jitl/quickjs-wasmfile-release-sync/wasm" with { type: "file" };
-import { runnableTimer } from "../lib/scheduling";
+import { runnableTimer, threadCpuMs } from "../lib/scheduling";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten-core";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -72,11 +72,6 @@ const INTERRUPTED = "InternalError: interrupted";
 const INITIAL_PAGES = 256; // the QuickJS build's own initial memory: 16 MiB
 const MAX_STACK = 512 * 1024;
 
-/** CPU time of the calling thread, in ms (Node's process.threadCpuUsage, which Bun implements). */
-function threadCpuMs(): number {
-  const { user, system } = (process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage();
-  return (user + system) / 1000;
-}
 
 let compiled: Promise<WebAssembly.Module> | undefined;
 /**

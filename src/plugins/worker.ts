@@ -5,6 +5,7 @@
  * never take CPU from request serving. Every text that leaves it (log lines, failures) has the plugin's secret config
  * values replaced by "********".
  */
+import { idleCollector } from "../lib/idle-collect";
 import { OutboundPolicy } from "../lib/outbound";
 import { pluginHttp, USER_AGENT } from "./http";
 import { lowestPriority, threadId } from "../lib/scheduling";
@@ -30,6 +31,8 @@ let dead = false;
 let stopping = false;
 /** Masks the plugin's secrets in a text: built once, from the forms the start message brings. */
 let mask = (text: string) => text;
+/** A burst of batches leaves garbage in this thread's heap: collected once the queue has been empty a while. */
+const collector = idleCollector();
 /** Work for the sandbox, run one item at a time: hook calls never interleave. */
 const queue: (() => Promise<void>)[] = [];
 let draining = false;
@@ -84,6 +87,7 @@ async function call(hook: string, argument: unknown): Promise<string | null | un
 
 function enqueue(work: () => Promise<void>): void {
   if (dead || stopping) return;
+  collector.busy();
   queue.push(work);
   if (!draining) void drain();
 }
@@ -92,6 +96,7 @@ async function drain(): Promise<void> {
   draining = true;
   for (let work = queue.shift(); work; work = queue.shift()) await work();
   draining = false;
+  collector.idle();
 }
 
 async function start(message: Extract<ToPluginWorker, { kind: "start" }>): Promise<void> {

@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import type { EvaluationResult } from "../../src/evaluation/types";
-import { EvaluationRecords, FLUSH_AFTER_MS, MAX_BATCH } from "../../src/modules/evaluation/records";
+import { busyGauge } from "../../src/lib/scheduling";
+import { BUSY_INTERVAL_MS, EvaluationRecords, FLUSH_AFTER_MS, MAX_BATCH } from "../../src/modules/evaluation/records";
 import { bearer, seedApiKey, testApp, type TestApp } from "../helpers";
 
 const AT = "2026-11-22T10:00:00.000Z";
@@ -74,6 +75,72 @@ describe("the stream", () => {
     expect(got[0]!.at - started).toBeGreaterThanOrEqual(FLUSH_AFTER_MS - 5);
     expect(got[0]!.at - started).toBeLessThan(FLUSH_AFTER_MS + 250);
     expect(errors).toHaveLength(1);
+  });
+
+  test("a reader that is not ready is told the count instead; a batch nobody is ready for is not built", () => {
+    const records = stream();
+    let ready = true;
+    const taken: number[] = [];
+    const missed: number[] = [];
+    const other: number[] = [];
+    records.subscribe("p1", { ready: () => ready, take: (_json, count) => taken.push(count), missed: (count) => missed.push(count) });
+    records.subscribe("p1", { ready: () => false, take: () => other.push(-1), missed: (count) => other.push(count) });
+    const fill = () => {
+      for (let i = 0; i < MAX_BATCH; i++) records.add("p1", "production", result(`f${i}`), "u1");
+    };
+    fill();
+    ready = false;
+    fill();
+    fill();
+    ready = true;
+    fill();
+    expect(taken).toEqual([500, 500]);
+    expect(missed).toEqual([500, 500]);
+    expect(other).toEqual([500, 500, 500, 500]);
+  });
+
+  test("while the request thread is busy each reader takes at most one batch a second, and is told the count of the others", async () => {
+    let busy = true;
+    const records = new EvaluationRecords(undefined, () => busy);
+    streams.push(records);
+    const taken: string[] = [];
+    let missed = 0;
+    records.subscribe("p1", { take: (json) => taken.push(json), missed: (count) => (missed += count) });
+    const fill = (tag: string) => {
+      for (let i = 0; i < MAX_BATCH; i++) records.add("p1", "production", result(`${tag}${i}`), "u1");
+    };
+    for (const tag of ["a", "b", "c", "d"]) fill(tag);
+    expect(taken.map((json) => JSON.parse(json)[0].flagKey)).toEqual(["a0"]);
+    expect(missed).toBe(3 * MAX_BATCH);
+    await Bun.sleep(BUSY_INTERVAL_MS + 50);
+    fill("e");
+    fill("f");
+    expect(taken.map((json) => JSON.parse(json)[0].flagKey)).toEqual(["a0", "e0"]);
+    expect(missed).toBe(4 * MAX_BATCH);
+    // No longer busy: every batch again.
+    busy = false;
+    fill("g");
+    fill("h");
+    expect(taken.map((json) => JSON.parse(json)[0].flagKey)).toEqual(["a0", "e0", "g0", "h0"]);
+  });
+
+  test("the busy gauge: a thread on the CPU for most of a window is busy, an idle one is not", async () => {
+    const busy = busyGauge(0.8, 100);
+    const spin = (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until);
+    };
+    // Spinning a window at a time until one reads busy (a loaded machine may keep this thread off the CPU for part of one).
+    let seen = false;
+    for (let i = 0; i < 20 && !seen; i++) {
+      spin(120);
+      seen = busy();
+    }
+    expect(seen).toBe(true);
+    // Within the window: the last reading.
+    expect(busy()).toBe(true);
+    await Bun.sleep(150);
+    expect(busy()).toBe(false);
   });
 
   test("the cost of a batch of 500", () => {

@@ -15,11 +15,20 @@
  * integrations thread's queue full): a reader says so by `ready()`, and is told the batch's count
  * by `missed` instead. A batch no reader of its project is ready for is never built: records
  * dropped at the flush cost their three pushes and nothing else.
+ *
+ * And while the request thread is busy (`busy`: on a CPU 80 % of the time or more; server.ts
+ * passes lib/scheduling's gauge), each reader takes at most one batch every
+ * `BUSY_INTERVAL_MS`: the rest are missed. A reader's work, even at the lowest CPU priority,
+ * costs a saturated server throughput (its thread's wake-ups and cache traffic beside the
+ * request thread, its outbound requests, its memory); at that load the readers get a sample of
+ * the records, and each one counts what it missed.
  */
 import type { EvaluationResult } from "../../evaluation/types";
 
 export const MAX_BATCH = 500;
 export const FLUSH_AFTER_MS = 1000;
+/** While the request thread is busy: at most one batch per reader this often. */
+export const BUSY_INTERVAL_MS = 1000;
 
 /** A reader of a project's records. */
 export interface RecordReader {
@@ -32,7 +41,8 @@ export interface RecordReader {
 }
 
 interface ProjectStream {
-  readers: Set<RecordReader>;
+  /** Each reader, and when it last took a batch (performance.now()). */
+  readers: Map<RecordReader, number>;
   /** result, environment, userId; result, environment, userId; ... */
   pending: (EvaluationResult | string | null)[];
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -44,7 +54,11 @@ const STRIDE = 3;
 export class EvaluationRecords {
   private readonly streams = new Map<string, ProjectStream>();
 
-  constructor(private readonly onReaderError: (error: unknown) => void = () => {}) {}
+  constructor(
+    private readonly onReaderError: (error: unknown) => void = () => {},
+    /** Whether the request thread is busy (default: never). */
+    private readonly busy: () => boolean = () => false,
+  ) {}
 
   /** Whether anyone reads `projectId`'s records: when not, an evaluation skips `add` entirely. */
   wants(projectId: string): boolean {
@@ -64,8 +78,8 @@ export class EvaluationRecords {
   subscribe(projectId: string, reader: RecordReader | RecordReader["take"]): () => void {
     const r: RecordReader = typeof reader === "function" ? { take: reader } : reader;
     let stream = this.streams.get(projectId);
-    if (!stream) this.streams.set(projectId, (stream = { readers: new Set(), pending: [], timer: undefined }));
-    stream.readers.add(r);
+    if (!stream) this.streams.set(projectId, (stream = { readers: new Map(), pending: [], timer: undefined }));
+    stream.readers.set(r, Number.NEGATIVE_INFINITY);
     return () => {
       stream.readers.delete(r);
       if (stream.readers.size > 0 || this.streams.get(projectId) !== stream) return;
@@ -89,10 +103,15 @@ export class EvaluationRecords {
     stream.pending = [];
     const count = pending.length / STRIDE;
     let json: string | undefined;
-    for (const reader of stream.readers) {
+    const now = performance.now();
+    const sampled = this.busy();
+    for (const [reader, tookAt] of stream.readers) {
       try {
-        if (reader.ready && !reader.ready()) reader.missed?.(count);
-        else reader.take((json ??= batchJson(pending, count)), count);
+        if ((sampled && now - tookAt < BUSY_INTERVAL_MS) || (reader.ready && !reader.ready())) reader.missed?.(count);
+        else {
+          stream.readers.set(reader, now);
+          reader.take((json ??= batchJson(pending, count)), count);
+        }
       } catch (e) {
         this.onReaderError(e);
       }

@@ -7,6 +7,7 @@
  */
 import { openDatabase, type Store } from "../../db/client";
 import { systemClock } from "../../lib/clock";
+import { idleCollector } from "../../lib/idle-collect";
 import { forwardingLogger } from "../../lib/log";
 import { lowestPriority } from "../../lib/scheduling";
 import { CONNECTORS } from "./connectors";
@@ -18,8 +19,12 @@ declare const self: Worker;
 const send = (message: FromIntegrations) => self.postMessage(message);
 let running: { store: Store; sender: IntegrationSender } | undefined;
 
+/** Collects this thread's garbage once no message came for a while (after a burst of evaluations, say). */
+const collector = idleCollector();
+
 self.onmessage = (event: MessageEvent<ToIntegrations>) => {
   const message = event.data;
+  collector.idle();
   switch (message.kind) {
     case "start": {
       const priority = lowestPriority();
