@@ -19,7 +19,7 @@ import { generateSecret } from "../src/lib/secrets";
 import type { ChangeLogRow } from "../src/modules/audit/store";
 import { spyOn } from "bun:test";
 import { main } from "../src/main";
-import { createApp, createContext, createServices, dispatcher, type App, type Services } from "../src/server";
+import { createApp, createContext, createServices, dispatcher, type App, type ContextDeps, type Services } from "../src/server";
 
 export function tempDir(prefix = "flagsvc-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -52,13 +52,14 @@ export interface TestApp {
 }
 
 /** A bootstrapped app on a fresh data dir. `env` holds SVC_* variables. */
-export function testApp(env: Record<string, string> = {}, extend?: (app: App) => Handler): TestApp {
+/** `deps`: what else the context is given (`recordsBusy`, say). */
+export function testApp(env: Record<string, string> = {}, extend?: (app: App) => Handler, deps: Pick<ContextDeps, "recordsBusy"> = {}): TestApp {
   const dir = tempDir();
   const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "info", SVC_LOG_FORMAT: "json", ...env });
   let written = "";
   const log = createLogger({ level: config.logLevel, format: "json", write: (chunk) => (written += chunk) });
   const clock = new TestClock();
-  const ctx = createContext(config, { log, clock });
+  const ctx = createContext(config, { log, clock, ...deps });
   void bootstrap(ctx); // its transaction has run; its entries' subscribers finish before the first request
   const services = createServices(ctx);
   const base = createApp(ctx, services);

@@ -17,9 +17,8 @@
  * Usage: scripts/bench/consumers [--binary PATH] [--rounds N] [--seconds N]
  */
 import { join } from "node:path";
-import { readFileSync } from "node:fs";
 import { apiClient, pool } from "../lib/api";
-import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
+import { benchBinary, benchWorkspace, flagKey, flaggedServer, rssMb, type FlaggedServer } from "../lib/binary";
 import { ensureWrk, median, pairedRounds, runWrk, type WrkResult } from "../lib/wrk";
 import { argOf } from "../lib/proc";
 
@@ -33,7 +32,6 @@ ensureWrk();
 const api = apiClient(ADMIN_KEY);
 const binary = benchBinary(argOf("--binary"), "consumers");
 const { dir, live } = benchWorkspace("consumers");
-const flagKey = (i: number) => `flag-${String(i).padStart(4, "0")}`;
 
 // ---- the receiver: every vendor on one port, answering as each does ---------------------------
 let received = 0;
@@ -61,29 +59,14 @@ const INTEGRATIONS: [string, Record<string, unknown>][] = [
   ["segment", { writeKey: "bench-key", apiHost: host }],
 ];
 
-interface Server {
+interface Server extends FlaggedServer {
   name: string;
-  pid: number;
-  base: string;
-  evalKey: string;
   plugins: string[];
 }
 
 async function server(name: string): Promise<Server> {
-  const { proc, base } = await launchBinary(binary, join(dir, name), {
-    SVC_LOG_LEVEL: "warn",
-    SVC_EDITION: "pro",
-    SVC_ADMIN_KEY: ADMIN_KEY,
-    SVC_RATE_LIMITS: "eval:100000000,admin:100000000",
-    SVC_OUTBOUND_ALLOWED_HOSTS: "loopback",
-  });
-  live.add(proc);
-  await pool(FLAGS, 8, async (i) => {
-    await api(base, "POST", "/v1/projects/default/flags", { key: flagKey(i), name: `Flag ${i}` });
-    await api(base, "PUT", `/v1/projects/default/flags/${flagKey(i)}/states/production`, { enabled: true, rolloutPercentage: 50 });
-  });
-  const { key } = await api(base, "POST", "/v1/projects/default/api-keys", { name: "bench", scope: "eval", environment: "production" });
-  return { name, pid: proc.pid, base, evalKey: key, plugins: [] };
+  const s = await flaggedServer({ binary, dataDir: join(dir, name), adminKey: ADMIN_KEY, flags: FLAGS, live, env: { SVC_EDITION: "pro" } });
+  return { ...s, name, plugins: [] };
 }
 
 async function installPlugin(s: Server, packageName: string, config: Record<string, unknown>): Promise<void> {
@@ -96,8 +79,6 @@ async function installPlugin(s: Server, packageName: string, config: Record<stri
   }
   s.plugins.push(id);
 }
-
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 
 /** RSS samples of each server taken while it is under load. */
 const samples = new Map<number, number[]>();

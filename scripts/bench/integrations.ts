@@ -16,8 +16,8 @@
  * Usage: scripts/bench/integrations [--binary PATH] [--rounds N] [--seconds N]
  */
 import { join } from "node:path";
-import { apiClient, pool } from "../lib/api";
-import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
+import { apiClient } from "../lib/api";
+import { benchBinary, benchWorkspace, flagKey, flaggedServer, type FlaggedServer } from "../lib/binary";
 import { ensureWrk, pairedRounds, percentile, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 import { argOf } from "../lib/proc";
 
@@ -30,7 +30,6 @@ ensureWrk();
 const api = apiClient(ADMIN_KEY);
 const binary = benchBinary(argOf("--binary"), "integrations");
 const { dir, live } = benchWorkspace("integrations");
-const flagKey = (i: number) => `flag-${String(i).padStart(4, "0")}`;
 
 // ---- the receiver: six vendors on one port ----------------------------------------------------
 let timing = false;
@@ -82,28 +81,12 @@ const INTEGRATIONS: [string, Record<string, unknown>][] = [
   ["slack", { webhookUrl: `${host}/services/T0000/B0000/bench` }],
 ];
 
-interface Server {
-  pid: number;
-  base: string;
-  evalKey: string;
-}
+type Server = FlaggedServer;
 
 async function server(name: string, withIntegrations: boolean): Promise<Server> {
-  const { proc, base } = await launchBinary(binary, join(dir, name), {
-    SVC_LOG_LEVEL: "warn",
-    SVC_EDITION: "pro",
-    SVC_ADMIN_KEY: ADMIN_KEY,
-    SVC_RATE_LIMITS: "eval:100000000,admin:100000000",
-    SVC_OUTBOUND_ALLOWED_HOSTS: "loopback",
-  });
-  live.add(proc);
-  await pool(FLAGS, 8, async (i) => {
-    await api(base, "POST", "/v1/projects/default/flags", { key: flagKey(i), name: `Flag ${i}` });
-    await api(base, "PUT", `/v1/projects/default/flags/${flagKey(i)}/states/production`, { enabled: true, rolloutPercentage: 50 });
-  });
-  if (withIntegrations) for (const [type, config] of INTEGRATIONS) await api(base, "POST", "/v1/projects/default/integrations", { type, config });
-  const { key } = await api(base, "POST", "/v1/projects/default/api-keys", { name: "bench", scope: "eval", environment: "production" });
-  return { pid: proc.pid, base, evalKey: key };
+  const s = await flaggedServer({ binary, dataDir: join(dir, name), adminKey: ADMIN_KEY, flags: FLAGS, live, env: { SVC_EDITION: "pro" } });
+  if (withIntegrations) for (const [type, config] of INTEGRATIONS) await api(s.base, "POST", "/v1/projects/default/integrations", { type, config });
+  return s;
 }
 
 async function stats(s: Server): Promise<Record<string, { sent: number; failed: number; lastError: string | null }>> {

@@ -19,7 +19,7 @@
  * throughput comparison is run again with the request thread alone on CPU 0.
  * Usage: scripts/bench/plugins [--binary PATH] [--rounds N] [--seconds N]
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
 import { migrate } from "../../src/db/migrate";
@@ -29,8 +29,8 @@ import { EvaluationRecords } from "../../src/modules/evaluation/records";
 import { PluginHost } from "../../src/plugins/host";
 import { SqliteRuntimeStore } from "../../src/plugins/runtime-store";
 import { DEFAULT_LIMITS } from "../../src/plugins/sandbox";
-import { apiClient, pool } from "../lib/api";
-import { benchBinary, benchWorkspace, launchBinary } from "../lib/binary";
+import { apiClient } from "../lib/api";
+import { benchBinary, benchWorkspace, flagKey, flaggedServer, rssMb, type FlaggedServer } from "../lib/binary";
 import { ensureWrk, median, pairedRounds, percentile, pinRequestThread, pinServer, runWrk, type WrkResult } from "../lib/wrk";
 import { argOf } from "../lib/proc";
 
@@ -44,7 +44,6 @@ ensureWrk();
 const api = apiClient(ADMIN_KEY);
 const binary = benchBinary(argOf("--binary"), "plugins");
 const { dir, live } = benchWorkspace("plugins");
-const flagKey = (i: number) => `flag-${String(i).padStart(4, "0")}`;
 
 const PACKAGES: Record<string, { hooks: string[]; source: string }> = {
   counter: { hooks: ["onEvaluations"], source: "let seen = 0;\nexport function onEvaluations(batch) { seen += batch.length; }" },
@@ -71,31 +70,14 @@ function dropPackages(dataDir: string): void {
   }
 }
 
-interface Server {
-  pid: number;
-  base: string;
-  evalKey: string;
-}
+type Server = FlaggedServer;
 
 async function server(name: string): Promise<Server> {
   const dataDir = join(dir, name);
   dropPackages(dataDir);
-  const { proc, base } = await launchBinary(binary, dataDir, {
-    SVC_LOG_LEVEL: "warn",
-    SVC_ADMIN_KEY: ADMIN_KEY,
-    SVC_RATE_LIMITS: "eval:100000000,admin:100000000",
-    SVC_OUTBOUND_ALLOWED_HOSTS: "loopback",
-  });
-  live.add(proc);
-  await pool(FLAGS, 8, async (i) => {
-    await api(base, "POST", "/v1/projects/default/flags", { key: flagKey(i), name: `Flag ${i}` });
-    await api(base, "PUT", `/v1/projects/default/flags/${flagKey(i)}/states/production`, { enabled: true, rolloutPercentage: 50 });
-  });
-  const { key } = await api(base, "POST", "/v1/projects/default/api-keys", { name: "bench", scope: "eval", environment: "production" });
-  return { pid: proc.pid, base, evalKey: key };
+  return flaggedServer({ binary, dataDir, adminKey: ADMIN_KEY, flags: FLAGS, live });
 }
 
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 const status = (s: Server, id: string) => api(s.base, "GET", `/v1/projects/default/plugins/${id}/status`);
 
 async function install(s: Server, name: string, config: Record<string, unknown> = {}): Promise<{ id: string; ms: number }> {

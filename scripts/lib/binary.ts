@@ -1,8 +1,9 @@
 /** The binary a bench measures: the path given, else dist/flagsvc, built first when missing. */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { apiClient, pool } from "./api";
 import { baseEnv, freePort } from "./proc";
 
 export const ROOT = resolve(import.meta.dir, "..", "..");
@@ -65,3 +66,39 @@ export function benchWorkspace(name: string): { dir: string; live: Set<Subproces
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
   return { dir, live };
 }
+
+/** A running binary a bench evaluates against: its pid, base URL and an eval key of production. */
+export interface FlaggedServer {
+  pid: number;
+  base: string;
+  evalKey: string;
+}
+
+/** `flag-0042`: the keys of the flags `flaggedServer` makes. */
+export const flagKey = (i: number) => `flag-${String(i).padStart(4, "0")}`;
+
+/**
+ * `launchBinary` with what every evaluation bench wants (warn logs, `adminKey`, no rate limits,
+ * loopback allowed outbound, plus `env`), then `flags` flags on in production at a 50 % rollout
+ * and an eval key; the process is added to `live`.
+ */
+export async function flaggedServer(opts: { binary: string; dataDir: string; adminKey: string; flags: number; live: Set<Subprocess>; env?: Record<string, string> }): Promise<FlaggedServer> {
+  const { proc, base } = await launchBinary(opts.binary, opts.dataDir, {
+    SVC_LOG_LEVEL: "warn",
+    SVC_ADMIN_KEY: opts.adminKey,
+    SVC_RATE_LIMITS: "eval:100000000,admin:100000000",
+    SVC_OUTBOUND_ALLOWED_HOSTS: "loopback",
+    ...opts.env,
+  });
+  opts.live.add(proc);
+  const api = apiClient(opts.adminKey);
+  await pool(opts.flags, 8, async (i) => {
+    await api(base, "POST", "/v1/projects/default/flags", { key: flagKey(i), name: `Flag ${i}` });
+    await api(base, "PUT", `/v1/projects/default/flags/${flagKey(i)}/states/production`, { enabled: true, rolloutPercentage: 50 });
+  });
+  const { key } = await api(base, "POST", "/v1/projects/default/api-keys", { name: "bench", scope: "eval", environment: "production" });
+  return { pid: proc.pid, base, evalKey: key };
+}
+
+/** A process's resident memory now, in MB (Linux). */
+export const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
