@@ -147,6 +147,8 @@ console.log(`  what the readers did: ${await readersReport(readers)}`);
 
 // ---- 3: batch evaluation with 20 plugins --------------------------------------------------------
 await pool(MANY_PLUGINS - PLUGINS.length, 2, async (i) => installPlugin(readers, "@flagsvc/posthog", { apiKey: `phc_bench_${i}`, baseUrl: host }));
+await load(none, 3, true);
+await load(readers, 3, true);
 await Bun.sleep(3000);
 const many = await pairedRounds(ROUNDS, () => load(none, SECONDS, true), () => load(readers, SECONDS, true));
 console.log(`batch evaluation (50 flags a request), ${MANY_PLUGINS} plugins and 2 integrations reading, ${ROUNDS} paired rounds of ${SECONDS} s:`);
