@@ -243,7 +243,7 @@ export class PluginHost {
         this.deps.log.info("plugin active", { pluginId: r.run.id, packageName: r.run.packageName, version: r.run.version, ms: Math.round(performance.now() - r.startedAt), priority: r.priority });
         if (r.hooks.has("onEvaluations")) {
           r.unsubscribe = this.deps.records.subscribe(r.run.projectId, {
-            // One batch in flight and one waiting; a batch beyond that is dropped and counted, unbuilt.
+            // One batch in flight and one waiting; a batch beyond that is dropped and counted (and not built for this plugin).
             ready: () => r.state === "active" && (!r.evaluationsBusy || r.evaluationsWaiting === null),
             take: (json) => (r.evaluationsBusy ? (r.evaluationsWaiting = json) : this.sendEvaluations(r, json)),
             missed: (count) => (r.dropped += count),
