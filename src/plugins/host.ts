@@ -245,7 +245,10 @@ export class PluginHost {
           r.unsubscribe = this.deps.records.subscribe(r.run.projectId, {
             // One batch in flight and one waiting; a batch beyond that is dropped and counted (and not built for this plugin).
             ready: () => r.state === "active" && (!r.evaluationsBusy || r.evaluationsWaiting === null),
-            take: (json) => (r.evaluationsBusy ? (r.evaluationsWaiting = json) : this.sendEvaluations(r, json)),
+            take: (json) => {
+              if (r.evaluationsBusy) r.evaluationsWaiting = json;
+              else this.sendEvaluations(r, json);
+            },
             missed: (count) => (r.dropped += count),
           });
         }

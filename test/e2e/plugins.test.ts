@@ -283,3 +283,55 @@ describe("a package never reaches outside its folder, through the binary", () =>
     }
   }, 60_000);
 });
+
+describe("onEvaluations through the binary", () => {
+  let receiver: Receiver;
+  beforeAll(() => {
+    receiver = startReceiver();
+  });
+  afterAll(() => receiver.stop());
+
+  test("batches reach the plugin as records (a plugin that replaces JSON.parse still gets them); three failing calls in a row end in error", async () => {
+    const dataDir = join(tempDir(), "data");
+    const hooks = ["onEvaluations"];
+    // The host parses each batch inside the VM with the JSON.parse it had before the plugin ran.
+    drop(
+      dataDir,
+      "records",
+      `JSON.parse = () => { throw new Error("replaced"); };
+export async function onEvaluations(batch, ctx) { await ctx.http({ method: "POST", url: ctx.config.url, body: JSON.stringify(batch) }); }`,
+      { hooks },
+    );
+    drop(dataDir, "failing", `export function onEvaluations(batch) { throw new Error("cannot take " + batch.length); }`, { hooks });
+    const srv = await startBinary({ dataDir, env: { SVC_ADMIN_KEY: ADMIN_KEY, SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", ...RATES } });
+    try {
+      const records = await install(srv, "records", { url: receiver.url });
+      const failing = await install(srv, "failing");
+      for (const id of [records, failing]) expect((await settled(srv, id)).status).toBe("active");
+      const { key } = (await api(srv, "POST", "/v1/projects/default/api-keys", { name: "e2e", scope: "eval", environment: "production" })).body;
+      const evaluate = (path: string, body: unknown) => callServer(srv.url, "POST", path, { key, body });
+      expect((await evaluate("/v1/evaluate", { flagKey: "nope", context: { userId: "u-1" } })).status).toBe(200);
+      expect((await evaluate("/v1/evaluate/batch", { flags: ["a", "b"], context: { userId: "u-2" } })).status).toBe(200);
+      await receiver.waitFor(1, 10_000);
+      const got = receiver.received.flatMap((r) => r.json as Record<string, unknown>[]);
+      expect(got.map((r) => [r.flagKey, r.environment, r.userId, r.reason])).toEqual([
+        ["nope", "production", "u-1", "FLAG_NOT_FOUND"],
+        ["a", "production", "u-2", "FLAG_NOT_FOUND"],
+        ["b", "production", "u-2", "FLAG_NOT_FOUND"],
+      ]);
+      expect(Object.keys(got[0]!).sort()).toEqual(["enabled", "environment", "evaluatedAt", "flagKey", "reason", "ruleId", "userId", "variant"]);
+      // The failing plugin got that batch (one failure); two more batches, each after the last failed, end it.
+      const failures = async () => ((await statusOf(srv, failing)).logs as { message: string }[]).filter((l) => l.message.startsWith("onEvaluations failed")).length;
+      for (let n = 1; n < 3; n++) {
+        await until(`failure ${n}`, async () => (await failures()) === n, 10_000);
+        expect((await evaluate("/v1/evaluate", { flagKey: "nope", context: { userId: `u-${n}` } })).status).toBe(200);
+      }
+      const failed = await until("three failures", async () => ((s) => (s.status === "error" ? s : undefined))(await statusOf(srv, failing)), 10_000);
+      expect(failed.errorMessage).toBe("3 hook calls failed in a row; last: onEvaluations: Error: cannot take 1");
+      expect(failed.logs.filter((l: { message: string }) => l.message.startsWith("onEvaluations failed")).length).toBe(3);
+      expect((await statusOf(srv, records)).status).toBe("active");
+    } finally {
+      await srv.stop();
+    }
+  }, 60_000);
+});

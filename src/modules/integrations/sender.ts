@@ -307,7 +307,7 @@ export class IntegrationSender implements IntegrationSink {
   private moveTo(r: Runner, position: number): void {
     r.position = position;
     try {
-      this.rows.storePosition(r.row.id, position, r.stats);
+      this.rows.addStats(r.row.id, r.stats, position);
       r.stats = noStats();
     } catch (e) {
       // Neither was stored: the counters wait for the next flush, and after a crash these changes are sent again.

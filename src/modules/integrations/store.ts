@@ -135,22 +135,18 @@ export interface StatsDelta {
 }
 
 const ENABLED_SQL = "SELECT id, project_id AS projectId, type, config, event_position AS position FROM integrations WHERE enabled = 1 ORDER BY rowid";
-const STATS_SQL = `UPDATE integrations SET sent = sent + ?1, failed = failed + ?2, last_error = coalesce(?3, last_error),
-  last_sent_at = coalesce(?4, last_sent_at) WHERE id = ?5`;
-/** The position and the counters that report what was sent up to it: one statement, so a crash never keeps one without the other. */
-const POSITION_SQL = `UPDATE integrations SET event_position = max(event_position, ?1), sent = sent + ?2, failed = failed + ?3,
+/** The counters, and the position they report what was sent up to: one statement, so a crash never keeps one without the other. */
+const STATS_SQL = `UPDATE integrations SET event_position = max(event_position, ?1), sent = sent + ?2, failed = failed + ?3,
   last_error = coalesce(?4, last_error), last_sent_at = coalesce(?5, last_sent_at) WHERE id = ?6`;
 
 /** The sending side's reads and runtime writes (no change-log entry: stats and positions are runtime state). */
 export class IntegrationRuntimeRows {
   private readonly enabledQuery;
   private readonly statsQuery;
-  private readonly positionQuery;
 
   constructor(sqlite: Database) {
     this.enabledQuery = sqlite.query<EnabledIntegration, []>(ENABLED_SQL);
-    this.statsQuery = sqlite.query<unknown, [number, number, string | null, string | null, string]>(STATS_SQL);
-    this.positionQuery = sqlite.query<unknown, [number, number, number, string | null, string | null, string]>(POSITION_SQL);
+    this.statsQuery = sqlite.query<unknown, [number, number, number, string | null, string | null, string]>(STATS_SQL);
   }
 
   /** The enabled integrations, oldest first. */
@@ -158,17 +154,13 @@ export class IntegrationRuntimeRows {
     return this.enabledQuery.all();
   }
 
-  /** Adds `delta` to the integration's stats (a null `lastError` or `lastSentAt` keeps the stored one). */
-  addStats(integrationId: string, delta: StatsDelta): void {
-    this.statsQuery.run(delta.sent, delta.failed, delta.lastError, delta.lastSentAt, integrationId);
-  }
-
   /**
-   * Moves the integration's change-queue position forward (never back) to `position` and adds
-   * `delta` (what was counted up to it) to its stats, in one UPDATE: after a crash `sent` is
-   * never below what the vendor took of the events before the stored position.
+   * Adds `delta` to the integration's stats (a null `lastError` or `lastSentAt` keeps the stored
+   * one) and, in the same UPDATE, moves its change-queue position forward (never back) to
+   * `position` (0, the default, leaves it): after a crash `sent` is never below what the vendor
+   * took of the events before the stored position.
    */
-  storePosition(integrationId: string, position: number, delta: StatsDelta): void {
-    this.positionQuery.run(position, delta.sent, delta.failed, delta.lastError, delta.lastSentAt, integrationId);
+  addStats(integrationId: string, delta: StatsDelta, position = 0): void {
+    this.statsQuery.run(position, delta.sent, delta.failed, delta.lastError, delta.lastSentAt, integrationId);
   }
 }

@@ -69,6 +69,6 @@ export const PluginStatusView = t.Object({
     eventsHandled: ResponseInt({ description: "onEvent calls made (stored: survives restarts)" }),
     errors: ResponseInt({ description: "Hook calls that failed" }),
     lastEventAt: t.Union([Timestamp(), t.Null()], { description: "When the last event was handed to it" }),
-    evaluationsDropped: ResponseInt({ description: "Evaluation records dropped because the plugin fell behind" }),
+    evaluationsDropped: ResponseInt({ description: "Evaluation records dropped because the plugin fell behind, or sampled out while the server was saturated (one batch a second)" }),
   }),
 });

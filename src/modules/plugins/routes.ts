@@ -76,6 +76,6 @@ export const pluginsRoutes = (plugins: PluginService) =>
       detail: {
         tags: TAGS,
         summary: "A plugin's status, recent logs and counters",
-        description: `\`{ id, status, errorMessage, logs: [{ timestamp, level, message }] (the last ${LOG_LINES} ctx.log lines of the running instance, oldest first, secrets masked; log lines over the rate limit are dropped and counted in one warn line), stats: { eventsHandled, errors, lastEventAt, evaluationsDropped } }\`. \`errors\` counts failed hook calls; \`evaluationsDropped\` evaluation records not handed over because the plugin fell behind (evaluation never waits for a plugin). ${LIFECYCLE} ${UNKNOWN} ${WHO}`,
+        description: `\`{ id, status, errorMessage, logs: [{ timestamp, level, message }] (the last ${LOG_LINES} ctx.log lines of the running instance, oldest first, secrets masked; log lines over the rate limit are dropped and counted in one warn line), stats: { eventsHandled, errors, lastEventAt, evaluationsDropped } }\`. \`errors\` counts failed hook calls; \`evaluationsDropped\` evaluation records not handed over because the plugin fell behind (evaluation never waits for a plugin), or because the server was saturated: while the request thread is on a CPU 80 % of the time or more, a plugin gets at most one batch (up to 500 records) a second. ${LIFECYCLE} ${UNKNOWN} ${WHO}`,
       },
     });
