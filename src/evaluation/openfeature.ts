@@ -1,0 +1,154 @@
+/**
+ * OpenFeature's view of an evaluation (docs/openfeature.md): the one mapping that both the
+ * OFREP endpoints (src/modules/ofrep/) and the local-evaluation provider (packages/) apply to
+ * the engine's result, so that a flag reads the same through either. Pure: no I/O, no clock.
+ *
+ * - Context: OpenFeature's `targetingKey` is our `userId`; the other attributes are our context.
+ * - Value: a boolean flag's is `enabled`; a multi-variant flag's is the served variant's key,
+ *   and when none is served (disabled, excluded) there is no value: OFREP's code default
+ *   (ADR 0006), the application's own default applies.
+ * - Reason: ours mapped onto OpenFeature's, ours and the matched rule kept in `metadata`.
+ * - A result that depends on bucketing a user who was not identified is an error,
+ *   TARGETING_KEY_MISSING, instead of a silent "excluded".
+ */
+import type { CompiledFlag } from "./engine";
+import type { ContextValue, EvalContext, EvaluationResult, Reason, Scalar } from "./types";
+
+/** OpenFeature's resolution reasons that our results map onto. */
+export type OpenFeatureReason = "STATIC" | "DEFAULT" | "TARGETING_MATCH" | "SPLIT" | "DISABLED";
+
+/** OpenFeature's error codes that an evaluation can end in (OFREP's `errorCode`). */
+export type OpenFeatureErrorCode = "FLAG_NOT_FOUND" | "PARSE_ERROR" | "INVALID_CONTEXT" | "TARGETING_KEY_MISSING" | "GENERAL";
+
+/** Flag metadata: OpenFeature takes only strings, numbers and booleans. */
+export type FlagMetadata = Record<string, string | number | boolean>;
+
+export interface Resolution {
+  /** Absent: the code default (a multi-variant flag that serves no variant). */
+  value?: boolean | string;
+  variant?: string;
+  reason: OpenFeatureReason;
+  metadata: FlagMetadata;
+}
+
+export interface ResolutionError {
+  errorCode: OpenFeatureErrorCode;
+  errorDetails: string;
+}
+
+/**
+ * The mapping of our reasons (docs/openfeature.md has the table). FLAG_ENABLED depends on the
+ * flag: a variant picked by weight is a SPLIT, a fall-through past targeting rules that did not
+ * match is the DEFAULT, a flag without rules or weights is STATIC.
+ */
+export function openFeatureReason(result: EvaluationResult, flag: CompiledFlag | undefined): OpenFeatureReason {
+  switch (result.reason) {
+    case "TEST_OVERRIDE":
+      return "STATIC";
+    case "FLAG_DISABLED":
+      return "DISABLED";
+    case "TARGETING_RULE_MATCH":
+      return "TARGETING_MATCH";
+    case "PERCENTAGE_ROLLOUT":
+    case "PERCENTAGE_ROLLOUT_EXCLUDED":
+      return "SPLIT";
+    case "FLAG_ENABLED":
+      if (flag !== undefined && flag.cumulativeWeights !== null) return "SPLIT";
+      return flag !== undefined && flag.rules.length > 0 ? "DEFAULT" : "STATIC";
+    case "FLAG_NOT_FOUND":
+      return "DEFAULT";
+  }
+}
+
+/** Every reason of ours with the OpenFeature reason it maps to (for the docs and their test). */
+export const REASON_MAPPING: Readonly<Record<Reason, string>> = {
+  TEST_OVERRIDE: "STATIC",
+  FLAG_DISABLED: "DISABLED",
+  TARGETING_RULE_MATCH: "TARGETING_MATCH",
+  PERCENTAGE_ROLLOUT: "SPLIT",
+  PERCENTAGE_ROLLOUT_EXCLUDED: "SPLIT (TARGETING_KEY_MISSING without a targeting key)",
+  FLAG_ENABLED: "STATIC; SPLIT when weights pick the variant; DEFAULT past targeting rules that did not match",
+  FLAG_NOT_FOUND: "error FLAG_NOT_FOUND",
+};
+
+/**
+ * The OpenFeature resolution of one result, or the error it ends in. `flag`: the compiled flag
+ * the result came from (undefined when the key does not exist); `environment`: its slug, carried
+ * in the metadata.
+ */
+export function resolution(result: EvaluationResult, flag: CompiledFlag | undefined, context: EvalContext, environment?: string): Resolution | ResolutionError {
+  if (result.reason === "FLAG_NOT_FOUND") return { errorCode: "FLAG_NOT_FOUND", errorDetails: `Flag '${result.flagKey}' was not found` };
+  if (!identified(context) && bucketed(result, flag)) {
+    return {
+      errorCode: "TARGETING_KEY_MISSING",
+      errorDetails: `Flag '${result.flagKey}' splits users by targeting key; send context.targetingKey`,
+    };
+  }
+  const metadata: FlagMetadata = { reason: result.reason };
+  if (result.ruleId !== null) metadata.ruleId = result.ruleId;
+  if (environment !== undefined) metadata.environment = environment;
+  const out: Resolution = { reason: openFeatureReason(result, flag), metadata };
+  // A flag with variants serves a variant key; an override names its type on a flag not (yet) known.
+  const multiVariant = flag !== undefined ? flag.variants.length > 0 : result.variant !== null;
+  if (!multiVariant) out.value = result.enabled;
+  else if (result.variant !== null) out.value = out.variant = result.variant;
+  return out;
+}
+
+export const isResolutionError = (r: Resolution | ResolutionError): r is ResolutionError => "errorCode" in r;
+
+/** Whether bucketing had a user to bucket: the context's `userId` as the engine reads it. */
+function identified(context: EvalContext): boolean {
+  const id = context.userId;
+  return (typeof id === "string" && id !== "") || typeof id === "number";
+}
+
+/** Whether the result came from bucketing (a rollout, or a variant picked by weight). */
+function bucketed(result: EvaluationResult, flag: CompiledFlag | undefined): boolean {
+  if (flag === undefined) return false;
+  switch (result.reason) {
+    case "PERCENTAGE_ROLLOUT_EXCLUDED":
+      return true;
+    case "PERCENTAGE_ROLLOUT":
+    case "FLAG_ENABLED":
+      return flag.cumulativeWeights !== null;
+    case "TARGETING_RULE_MATCH":
+      // A rule without a variant of its own serves one by weight.
+      return flag.cumulativeWeights !== null && flag.rules.find((r) => r.id === result.ruleId)?.variant === null;
+    default:
+      return false;
+  }
+}
+
+const isScalar = (v: unknown): v is Scalar => v === null || typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v));
+
+/**
+ * An OpenFeature evaluation context as ours: `targetingKey` becomes `userId` (a context's own
+ * `userId` stays when there is no targeting key); a Date becomes its ISO 8601 text (as JSON
+ * sends it); strings, numbers, booleans, null and arrays of those are kept. Anything else (an
+ * object, a nested array) is no value a condition can read: an error naming the attribute.
+ */
+export function toEvalContext(context: Readonly<Record<string, unknown>> | undefined): EvalContext | ResolutionError {
+  // No prototype: an attribute named "__proto__" is an ordinary one.
+  const out: Record<string, ContextValue> = Object.create(null);
+  if (context === undefined || context === null) return out;
+  if (typeof context !== "object" || Array.isArray(context)) return invalidContext("context must be an object");
+  for (const name of Object.keys(context)) {
+    const v = context[name];
+    if (name === "targetingKey") {
+      if (v === undefined || v === null) continue;
+      if (typeof v !== "string") return invalidContext("targetingKey must be a string");
+      if (v !== "") out.userId = v;
+      continue;
+    }
+    if (name === "userId" && context.targetingKey !== undefined && context.targetingKey !== null) continue;
+    if (v === undefined) continue;
+    if (isScalar(v)) out[name] = v;
+    else if (v instanceof Date) out[name] = v.toISOString();
+    else if (Array.isArray(v) && v.every(isScalar)) out[name] = v;
+    else return invalidContext(`attribute '${name}' must be a string, number, boolean, null or an array of those`);
+  }
+  return out;
+}
+
+const invalidContext = (details: string): ResolutionError => ({ errorCode: "INVALID_CONTEXT", errorDetails: details });
