@@ -10,7 +10,7 @@ import { resolve } from "node:path";
 import type { LogFormat, LogLevel } from "./lib/log";
 
 export type Edition = "ce" | "pro";
-export const RATE_LIMIT_KINDS = ["eval", "test", "mgmt", "full", "admin", "user", "anonymous"] as const;
+export const RATE_LIMIT_KINDS = ["eval", "test", "mgmt", "full", "client", "admin", "user", "anonymous"] as const;
 export type RateLimitKind = (typeof RATE_LIMIT_KINDS)[number];
 /** Requests a minute per credential (spec "Limits", decisions §13). */
 export const DEFAULT_RATE_LIMITS: Readonly<Record<RateLimitKind, number>> = {
@@ -18,6 +18,8 @@ export const DEFAULT_RATE_LIMITS: Readonly<Record<RateLimitKind, number>> = {
   test: 1_000,
   mgmt: 500,
   full: 500,
+  /** The web pages' key: as many as eval's. */
+  client: 10_000,
   admin: 1_000,
   user: 1_000,
   anonymous: 300,
@@ -39,6 +41,8 @@ export interface Config {
   webhookRetryDelays: number[];
   webhookTimeoutMs: number;
   outboundAllowedHosts: string[];
+  /** Web origins allowed to call the evaluation and OFREP routes from a browser (`*`: any); empty: none. */
+  corsOrigins: string[];
   /** The memory cap of each plugin's sandbox (its whole WebAssembly memory), in MiB. */
   pluginMemoryMb: number;
   /** Days an audit-log entry is kept; 0: forever. */
@@ -255,6 +259,12 @@ export const OPTIONS = [
     },
   }),
   opt({
+    key: "corsOrigins", env: "SVC_CORS_ORIGINS", flag: "--cors-origins", defaultText: "none",
+    description: "Web origins (`https://app.example.com`, comma-separated; `*` for any) whose pages may call the evaluation and OFREP routes and the OFREP change stream; never the management routes or the definitions",
+    fallback: () => [],
+    parse: (raw) => raw.split(",").map((s) => s.trim()).filter(Boolean).map(corsOrigin),
+  }),
+  opt({
     key: "pluginMemoryMb", env: "SVC_PLUGIN_MEMORY_MB", flag: "--plugin-memory-mb", defaultText: "64",
     description: "Memory cap of each active plugin's sandbox, in MiB (its whole QuickJS WebAssembly memory; 17 to 4096)",
     fallback: () => 64,
@@ -263,7 +273,7 @@ export const OPTIONS = [
   opt({
     key: "rateLimits", env: "SVC_RATE_LIMITS", flag: "--rate-limits",
     defaultText: Object.entries(DEFAULT_RATE_LIMITS).map(([k, v]) => `${k}:${v}`).join(","),
-    description: "Per-minute limits by credential kind, e.g. `eval:50000,anonymous:100` (eval, test, mgmt, full, admin, user, anonymous)",
+    description: "Per-minute limits by credential kind, e.g. `eval:50000,anonymous:100` (eval, test, mgmt, full, client, admin, user, anonymous)",
     fallback: () => ({ ...DEFAULT_RATE_LIMITS }),
     parse: (raw) => {
       const limits = { ...DEFAULT_RATE_LIMITS };
@@ -293,6 +303,21 @@ export const OPTIONS = [
     parse: (raw) => oneOf(raw, ["pretty", "json"] as const),
   }),
 ] as const satisfies readonly OptionSpec<any>[];
+
+/** An origin as browsers send it in `Origin`: scheme, host and port only, no path; or `*`. */
+function corsOrigin(entry: string): string {
+  if (entry === "*") return entry;
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    throw new Invalid(`${JSON.stringify(entry)} is not an origin such as https://app.example.com`);
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== entry.replace(/\/$/, "")) {
+    throw new Invalid(`${JSON.stringify(entry)} is not an origin (scheme://host[:port], no path)`);
+  }
+  return url.origin;
+}
 
 const BY_FLAG = new Map<string, { boolean?: boolean }>(OPTIONS.map((o) => [o.flag, o]));
 

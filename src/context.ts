@@ -70,6 +70,8 @@ export interface AppContext extends Store {
   deliveries: Deliveries;
   /** The evaluation-record stream: what evaluation pushes and plugins (and integrations) read. */
   records: EvaluationRecords;
+  streams: import("./modules/ofrep/service").ChangeFeed;
+  streamTokens: import("./modules/ofrep/service").StreamCredentials;
   /** Every write's entries, after its commit, to the subscribers. */
   bus: ChangeBus;
   /** Where every store's writes commit, with their change-log entries. */

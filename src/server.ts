@@ -4,7 +4,6 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Server } from "bun";
 import { Elysia } from "elysia";
 import { BackgroundThread } from "./background/thread";
 import { bootstrap } from "./bootstrap";
@@ -17,7 +16,8 @@ import { OperatorError } from "./lib/errors";
 import { accessGuard, admitter, RATE_LIMIT_HEADERS } from "./http/auth";
 import { CredentialRegistry, jwtSecret } from "./http/credentials";
 import { pipeline } from "./http/pipeline";
-import type { NativeRoutes } from "./http/native";
+import { hotRoutes } from "./http/native";
+import { Cors } from "./http/cors";
 import { RateLimiter } from "./http/rate-limit";
 import { coarseClock, systemClock, type Clock } from "./lib/clock";
 import { createLogger, type Logger } from "./lib/log";
@@ -34,7 +34,7 @@ import { apiKeyService } from "./modules/api-keys/service";
 import { SqliteApiKeyStore } from "./modules/api-keys/store";
 import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
-import { evaluationNativeRoutes, evaluationRoutes } from "./modules/evaluation/routes";
+import { evaluationRoutes } from "./modules/evaluation/routes";
 import { healthRoutes } from "./modules/health/routes";
 import { flagsRoutes } from "./modules/flags/routes";
 import { loadSnapshot, snapshotSubscriber } from "./modules/flags/snapshot";
@@ -47,6 +47,8 @@ import { SqliteChangeLog } from "./changes/sqlite";
 import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
 import { EvaluationService } from "./modules/evaluation/service";
+import { ofrepRoutes } from "./modules/ofrep/routes";
+import { OfrepService } from "./modules/ofrep/service";
 import { EvaluationRecords } from "./modules/evaluation/records";
 import { busyGauge } from "./lib/scheduling";
 import { testingRoutes } from "./modules/testing/routes";
@@ -112,6 +114,7 @@ const COLLECT_AFTER_LOADING_FLAGS = 2_000;
 export function createServices(ctx: AppContext) {
   const { stores, clock } = ctx;
   const lastUsed = (id: string) => ctx.credentials.lastUsedAt(id);
+  const evaluation = new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions, records: ctx.records });
   return {
     projects: projectService({ projects: stores.projects, clock }),
     flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
@@ -126,7 +129,8 @@ export function createServices(ctx: AppContext) {
     /** What a login reads: the users by email, the token issuer. */
     login: { users: stores.users, credentials: ctx.credentials, clock },
     // Evaluation step 1 reads the test sessions' overrides from memory.
-    evaluation: new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions, records: ctx.records }),
+    evaluation,
+    ofrep: new OfrepService({ evaluation, changes: ctx.streams, streams: ctx.streamTokens, clock }),
     users: userService({ users: stores.users, clock }),
     adminKeys: adminKeyService({ adminKeys: stores.adminKeys, clock, lastUsed }),
     apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
@@ -143,11 +147,15 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
   const { config, log } = ctx;
   const { behindProxy } = config;
   const admit = admitter(ctx);
-  // `serve.routes` go to Bun's router ahead of the app's own: the evaluation hot path (src/http/native.ts).
-  const routes = evaluationNativeRoutes(services.evaluation, { admit, log, behindProxy });
-  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes } });
+  // The hot routes (src/http/native.ts): `serve.routes` go to Bun's router ahead of the app's own;
+  // a request to one of them that reaches the app is answered by the same handler.
+  const hot = hotRoutes({ admit, log, behindProxy, cors: new Cors(config.corsOrigins) }, [
+    ...evaluationRoutes(services.evaluation),
+    ...ofrepRoutes(services.ofrep),
+  ]);
+  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes: hot.table } });
   return app
-    .use(pipeline({ log, behindProxy, routes: () => app.routes, admit, admitHeaders: RATE_LIMIT_HEADERS }))
+    .use(pipeline({ log, behindProxy, routes: () => app.routes, admit, admitHeaders: RATE_LIMIT_HEADERS, hot: hot.match }))
     .use(accessGuard())
     .use(docsRoutes(() => app))
     .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite }))
@@ -158,7 +166,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(apiKeysRoutes(services.apiKeys))
     .use(flagsRoutes(services.flags))
     .use(webhooksRoutes(services.webhooks))
-    .use(evaluationRoutes(services.evaluation))
+    .use(hot.docs())
     .use(testingRoutes(services.testing, config))
     .use(auditRoutes(services.audit))
     .use(pluginsRoutes(services.plugins))
@@ -169,17 +177,12 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
 export type App = ReturnType<typeof createApp>;
 
 /**
- * The app's requests as the listening server dispatches them: a route of `serve.routes` for
- * its exact path and method (Bun's router, ahead of Elysia's), else the app. Tests drive
- * this, so that they take the same path as the binary.
+ * The app's requests as the listening server dispatches them: the hot routes (Bun's router in
+ * the binary) answer before the app's hooks either way (the pipeline's onRequest), so this is
+ * `app.handle` with the server's signature. Tests drive it.
  */
-export function dispatcher(app: { handle(request: Request): Promise<Response>; config?: { serve?: unknown } }) {
-  const routes = ((app.config?.serve as { routes?: NativeRoutes } | undefined)?.routes ?? {}) as NativeRoutes;
-  return async (request: Request, server: Server<unknown> | null = null): Promise<Response> => {
-    const path = routes[new URL(request.url).pathname];
-    const native = path !== undefined && Object.hasOwn(path, request.method) ? path[request.method] : undefined;
-    return native ? native(request, server) : app.handle(request);
-  };
+export function dispatcher(app: { handle(request: Request): Promise<Response> }) {
+  return (request: Request): Promise<Response> => app.handle(request);
 }
 
 /**
@@ -306,6 +309,8 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     testSessions,
     deliveries,
     records,
+    streams: { lastChange: () => ({ position: 0, at: 0 }), waitFor: async () => true }, // INTERIM (uncommitted)
+    streamTokens: { issue: () => "interim" }, // INTERIM (uncommitted)
     bus,
     changeLog,
     stores,

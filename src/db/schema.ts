@@ -78,7 +78,7 @@ export const apiKeys = sqliteTable(
       .notNull()
       .references(() => environments.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
-    scope: text("scope", { enum: ["eval", "test", "mgmt", "full"] }).notNull(),
+    scope: text("scope", { enum: ["eval", "test", "mgmt", "full", "client"] }).notNull(),
     keyHash: text("key_hash").notNull().unique(),
     keyPrefix: text("key_prefix").notNull(),
     previousHash: text("previous_hash"),

@@ -95,7 +95,7 @@ export function resolution(result: EvaluationResult, flag: CompiledFlag | undefi
   return out;
 }
 
-export const isResolutionError = (r: Resolution | ResolutionError): r is ResolutionError => "errorCode" in r;
+export const isResolutionError = <T extends object>(r: T | ResolutionError): r is ResolutionError => "errorCode" in r;
 
 /** Whether bucketing had a user to bucket: the context's `userId` as the engine reads it. */
 function identified(context: EvalContext): boolean {

@@ -3,7 +3,12 @@
  * (`{ access: "flags" }`); `decide` is the only place that reads this table. GET and HEAD are
  * reads; every other method is a write.
  */
-export const SCOPES = ["eval", "test", "mgmt", "full"] as const;
+/**
+ * The spec's four, and `client`: the key a web page may carry (docs/openfeature.md). It evaluates
+ * (the evaluation routes, OFREP, the OFREP change stream) and nothing else; unlike eval, the
+ * key of server SDKs, it never reads the flags' rules (the definitions API).
+ */
+export const SCOPES = ["eval", "test", "mgmt", "full", "client"] as const;
 export type Scope = (typeof SCOPES)[number];
 export const ROLES = ["admin", "editor", "viewer"] as const;
 export type Role = (typeof ROLES)[number];
@@ -23,6 +28,8 @@ export type Principal =
   | { kind: "adminKey"; id: string; name: string }
   | { kind: "user"; id: string; email: string; role: Role; jti: string; expiresAt: number };
 
+export type ApiKeyPrincipal = Extract<Principal, { kind: "apiKey" }>;
+
 interface Rule {
   /** API-key scopes allowed; project-bound groups also require the key's own project. */
   scopes: readonly Scope[];
@@ -36,8 +43,8 @@ const ALL_ROLES = ROLES;
 const NONE: readonly never[] = [];
 
 export const ACCESS = {
-  /** POST /v1/evaluate, /v1/evaluate/batch */
-  evaluate: { scopes: ["eval", "test", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "Evaluation" },
+  /** POST /v1/evaluate, /v1/evaluate/batch, the OFREP routes */
+  evaluate: { scopes: ["eval", "test", "full", "client"], adminKey: false, roles: { read: NONE, write: NONE }, label: "Evaluation" },
   /** /v1/testing/... */
   testing: { scopes: ["test", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "The Testing API" },
   /** GET /v1/projects and /v1/projects/{slug} (GET, PATCH, DELETE) */

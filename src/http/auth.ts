@@ -71,9 +71,10 @@ export function admitter(ctx: AppContext) {
   // in the function below would make every call, a key's too, allocate a scope for it.
   const admitLater = (auth: Promise<Resolution>, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, now: number) =>
     auth.then((a) => admit(a, request, headers, server, now));
-  return (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null): Resolution | Promise<Resolution> => {
+  /** `authorization`: the credential as an `Authorization` value, when a route takes it from elsewhere too (OFREP's `X-API-Key`). */
+  return (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, authorization = request.headers.get("authorization")): Resolution | Promise<Resolution> => {
     const now = clock.now();
-    const auth = credentials.resolve(request.headers.get("authorization"), now);
+    const auth = credentials.resolve(authorization, now);
     return auth instanceof Promise ? admitLater(auth, request, headers, server, now) : admit(auth, request, headers, server, now);
   };
 }

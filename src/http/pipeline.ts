@@ -30,6 +30,12 @@ export interface PipelineOptions {
    * headers, cookies...), on every request.
    */
   admit: (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null) => unknown;
+  /**
+   * The hot routes' handler for a request to one of them (src/http/native.ts): such a request
+   * reaching the app (`app.handle`, a path Bun's router did not take) is answered by it, as the
+   * listening server's router would, before any hook of this pipeline runs.
+   */
+  hot?: (request: Request) => ((server: Server<unknown> | null) => Response | Promise<Response>) | undefined;
   /** The headers `admit` sets on every request it lets through (the X-RateLimit-* ones). */
   admitHeaders: readonly string[];
 }
@@ -249,6 +255,8 @@ export function pipeline(opts: PipelineOptions) {
 
   return new Elysia({ name: "flagsvc/pipeline" })
     .onRequest(async (c) => {
+      const hot = opts.hot?.(c.request);
+      if (hot !== undefined) return hot(c.server as Server<unknown> | null);
       const requestId = requestIdOf(c.request);
       (c as unknown as RequestState).requestId = requestId;
       (c as unknown as RequestState).startedAt = performance.now();

@@ -73,7 +73,7 @@ describe("create", () => {
       expect(body.details.map((d: any) => d.path)).toContain(path);
     }
     const scope = await json(await createKey({ name: "n", scope: "admin", environment: "development" }), 400);
-    expect(scope.details).toEqual([{ path: "body.scope", message: "Must be one of eval, test, mgmt, full" }]);
+    expect(scope.details).toEqual([{ path: "body.scope", message: "Must be one of eval, test, mgmt, full, client" }]);
     expect((await json(await h.request("GET", "/v1/projects/default/api-keys", { headers: admin }), 200)).apiKeys).toEqual([]);
   });
 

@@ -88,7 +88,7 @@ describe("decide: every cell of the access table", () => {
 
   test("a kind of credential a group never takes is told what it takes, from the table; API keys keep the spec's message", () => {
     const takes: Partial<Record<AccessGroup, string>> = {
-      evaluate: "Evaluation takes a project API key of scope eval, test or full",
+      evaluate: "Evaluation takes a project API key of scope eval, test, full or client",
       testing: "The Testing API takes a project API key of scope test or full",
       session: "This endpoint takes a login token (POST /v1/auth/login)",
     };

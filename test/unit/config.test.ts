@@ -32,13 +32,14 @@ describe("defaults", () => {
       webhookRetryDelays: [60, 300, 1800, 7200],
       webhookTimeoutMs: 10000,
       outboundAllowedHosts: ["external"],
+      corsOrigins: [],
       pluginMemoryMb: 64,
       auditRetentionDays: 365,
       rateLimits: { ...DEFAULT_RATE_LIMITS },
       logLevel: "info",
       logFormat: "json",
     });
-    expect(DEFAULT_RATE_LIMITS).toEqual({ eval: 10000, test: 1000, mgmt: 500, full: 500, admin: 1000, user: 1000, anonymous: 300 });
+    expect(DEFAULT_RATE_LIMITS).toEqual({ eval: 10000, test: 1000, mgmt: 500, full: 500, client: 10000, admin: 1000, user: 1000, anonymous: 300 });
   });
 
   test("log format is pretty on a terminal", () => {
@@ -68,6 +69,8 @@ describe("every variable is parsed", () => {
     ["SVC_AUDIT_RETENTION_DAYS", "0", { auditRetentionDays: 0 }],
     ["SVC_OUTBOUND_ALLOWED_HOSTS", "loopback, *.Example.com,10.0.0.0/8,fd00::/8,[::1],hooks.internal", { outboundAllowedHosts: ["loopback", "*.example.com", "10.0.0.0/8", "fd00::/8", "::1", "hooks.internal"] }],
     ["SVC_RATE_LIMITS", "eval:50000,anonymous:100", { rateLimits: { ...DEFAULT_RATE_LIMITS, eval: 50000, anonymous: 100 } }],
+    ["SVC_CORS_ORIGINS", "https://app.example.com, http://localhost:5173/", { corsOrigins: ["https://app.example.com", "http://localhost:5173"] }],
+    ["SVC_CORS_ORIGINS", "*", { corsOrigins: ["*"] }],
     ["SVC_LOG_LEVEL", "debug", { logLevel: "debug" }],
     ["SVC_LOG_FORMAT", "pretty", { logFormat: "pretty" }],
   ];
@@ -153,6 +156,9 @@ describe("bad values stop start-up naming the variable", () => {
     [{ SVC_OUTBOUND_ALLOWED_HOSTS: "10.0.0.0/33" }, "SVC_OUTBOUND_ALLOWED_HOSTS", /not a valid CIDR/],
     [{ SVC_OUTBOUND_ALLOWED_HOSTS: "exa mple" }, "SVC_OUTBOUND_ALLOWED_HOSTS", /host glob or a CIDR/],
     [{ SVC_OUTBOUND_ALLOWED_HOSTS: " , " }, "SVC_OUTBOUND_ALLOWED_HOSTS", /at least one/],
+    [{ SVC_CORS_ORIGINS: "app.example.com" }, "SVC_CORS_ORIGINS", /not an origin such as https:\/\/app.example.com/],
+    [{ SVC_CORS_ORIGINS: "https://app.example.com/path" }, "SVC_CORS_ORIGINS", /not an origin \(scheme:\/\/host\[:port\], no path\)/],
+    [{ SVC_CORS_ORIGINS: "ftp://files.example.com" }, "SVC_CORS_ORIGINS", /not an origin/],
     [{ SVC_RATE_LIMITS: "eval=5" }, "SVC_RATE_LIMITS", /not name:number/],
     [{ SVC_RATE_LIMITS: "bogus:5" }, "SVC_RATE_LIMITS", /not one of eval, test/],
     [{ SVC_RATE_LIMITS: "eval:0" }, "SVC_RATE_LIMITS", /out of range/],

@@ -1,19 +1,24 @@
 /** Project API keys: request and response schemas (decisions §4). */
 import { t } from "elysia";
+import { SCOPES } from "../../http/access";
 import { BodyInt } from "../../http/schema";
 
 export const MAX_GRACE_SECONDS = 86_400;
 export const KEY_NAME_MAX = 200;
 
-const ScopeValue = t.Union([t.Literal("eval"), t.Literal("test"), t.Literal("mgmt"), t.Literal("full")], {
-  description: "eval, test, mgmt or full",
-  error: "Must be one of eval, test, mgmt, full",
+/** SCOPES as a schema (a tuple of literals: the static type is the union of the scopes). */
+const scopeUnion = (options?: Parameters<typeof t.Union>[1]) =>
+  t.Union([t.Literal(SCOPES[0]), t.Literal(SCOPES[1]), t.Literal(SCOPES[2]), t.Literal(SCOPES[3]), t.Literal(SCOPES[4])], options);
+
+const ScopeValue = scopeUnion({
+  description: "eval, test, mgmt, full, or client: the key a web page may carry (evaluation and OFREP only; never the flags' rules)",
+  error: `Must be one of ${SCOPES.join(", ")}`,
 });
 
 const KeyFields = {
   id: t.String({ description: "key_..." }),
   name: t.String(),
-  scope: t.Union([t.Literal("eval"), t.Literal("test"), t.Literal("mgmt"), t.Literal("full")]),
+  scope: scopeUnion(),
   environment: t.String({ description: "Slug of the environment the key is bound to" }),
   projectId: t.String({ description: "proj_..." }),
   keyPrefix: t.String({ description: "The first characters of the key (`svc_sk_{scope}_` and 6 more), to recognise it" }),

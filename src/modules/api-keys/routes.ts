@@ -36,7 +36,7 @@ export const apiKeysRoutes = (apiKeys: ApiKeyService) =>
         detail: {
           tags: TAGS,
           summary: "Create an API key",
-          description: `\`name\` 1 to 200 characters; \`scope\` eval, test, mgmt or full; \`environment\` the slug of one of the project's environments (an unknown one is 400 VALIDATION_ERROR at \`body.environment\`). The key \`svc_sk_{scope}_\` + 32 base62 characters is in this response only; the service keeps its SHA-256. It works from the next request on. ${AUDIT} Who: ${WHO}`,
+          description: `\`name\` 1 to 200 characters; \`scope\` eval, test, mgmt, full or client (the key a web page may carry: evaluation and OFREP only); \`environment\` the slug of one of the project's environments (an unknown one is 400 VALIDATION_ERROR at \`body.environment\`). The key \`svc_sk_{scope}_\` + 32 base62 characters is in this response only; the service keeps its SHA-256. It works from the next request on. ${AUDIT} Who: ${WHO}`,
         },
       },
     )

@@ -32,7 +32,7 @@ Errors have the body \`{ "error": CODE, "message": TEXT }\`, plus \`details: [{ 
 validation errors and for the 401 of a request without an \`Authorization\` header (at \`headers.authorization\`).
 A refused credential is told what the endpoint takes: API keys get the spec's 401 \`Invalid or expired API key\`
 and 403 \`This key scope does not have access to this endpoint\`; an admin key or a login token on an endpoint that
-takes API keys only gets 403 naming them (\`Evaluation takes a project API key of scope eval, test or full\`). Every response carries \`X-Request-Id\` (an incoming sane one is kept) and
+takes API keys only gets 403 naming them (\`Evaluation takes a project API key of scope eval, test, full or client\`). Every response carries \`X-Request-Id\` (an incoming sane one is kept) and
 \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, \`X-RateLimit-Reset\`.
 Request bodies are JSON (\`Content-Type: application/json\`) in UTF-8, at most 1 MiB; unknown fields (\`__proto__\` too)
 are rejected. A body that is not UTF-8 is 400 \`Request body is not valid UTF-8\` (a U+FFFD sent as UTF-8 is fine).`;

@@ -1,24 +1,20 @@
 /**
- * Evaluation routes (api-spec: Evaluation; decisions §7), declared twice from one definition:
- * - `evaluationNativeRoutes`: what the listening server runs, on Bun's router (src/http/native.ts);
- * - `evaluationRoutes`: the Elysia twin, for the API document, the 405 table and `app.handle`.
- * Both call the same service with the same schemas and answer alike (test/http/evaluation.test.ts).
+ * Evaluation routes (api-spec: Evaluation; decisions §7), each declared once as a hot route
+ * (src/http/native.ts): Bun's router serves them, the app's twins document them.
  */
-import { Elysia } from "elysia";
-import { accessGuard } from "../../http/auth";
-import { nativeRoute, nativeRoutes, type NativeDeps, type NativeRoutes } from "../../http/native";
+import { hotRoute, type HotRoute } from "../../http/native";
 import { BatchRequest, BatchResult, EvaluateRequest, EvaluationResult, isBatchRequest, isEvaluateRequest, MAX_BATCH_FLAGS } from "./model";
 import { SESSION_HEADER, type EvaluationService } from "./service";
 
 const TAGS = ["Evaluation"];
 
-const COMMON = `Project and environment come from the API key (scope eval, test or full; a mgmt key gets 403 "This key scope does not have access to this endpoint", an admin key or a login token 403 "Evaluation takes a project API key of scope eval, test or full"; no \`Authorization\` header at all: 401 with \`details\` at \`headers.authorization\`). The answer is computed from memory: a flag or state change is visible from the next request on, including the very next one after the write's response.
+const COMMON = `Project and environment come from the API key (scope eval, test, full or client; a mgmt key gets 403 "This key scope does not have access to this endpoint", an admin key or a login token 403 "Evaluation takes a project API key of scope eval, test, full or client"; no \`Authorization\` header at all: 401 with \`details\` at \`headers.authorization\`). The answer is computed from memory: a flag or state change is visible from the next request on, including the very next one after the write's response.
 
 Resolution order, first applicable step decides: (1) with a valid \`X-Service-Session\` token of the key's project whose session overrides this flag: the override, reason TEST_OVERRIDE (even for a key that does not exist; \`true\`/\`false\` set \`enabled\`, a string is served as the variant with \`enabled\` true); (2) the flag is disabled in the environment (or has no state there): FLAG_DISABLED; (3) the first enabled targeting rule whose conditions all hold: TARGETING_RULE_MATCH with \`ruleId\`; (4) a rollout percentage is set: the user is bucketed by murmur3 of \`flagKey:userId\`, PERCENTAGE_ROLLOUT or PERCENTAGE_ROLLOUT_EXCLUDED (without a userId: included only at 100 %); (5) FLAG_ENABLED. A flag key that does not exist in the project is not an error: 200 with enabled false and reason FLAG_NOT_FOUND.
 
-An unknown, expired or other project's session token is ignored. \`context\` values are strings, numbers, booleans, null or arrays of those; unknown body fields are a 400.`;
+An unknown, expired or other project's session token is ignored. The answer's \`X-Flagsvc-Environment\` header names the environment evaluated in (the key's; the result object keeps the contract's fields). Only \`context.userId\` is bucketed: \`user_id\`, \`id\` or \`targetingKey\` are ordinary attributes here, and a rollout under 100 % excludes a context without \`userId\` (PERCENTAGE_ROLLOUT_EXCLUDED; OFREP answers TARGETING_KEY_MISSING instead). \`context\` values are strings, numbers, booleans, null or arrays of those; unknown body fields are a 400.`;
 
-const SESSION_PARAMETER = {
+export const SESSION_PARAMETER = {
   in: "header",
   name: "X-Service-Session",
   required: false,
@@ -26,14 +22,20 @@ const SESSION_PARAMETER = {
   schema: { type: "string" as const },
 };
 
-const sessionOf = (request: Request) => request.headers.get(SESSION_HEADER);
+export const sessionOf = (request: Request) => request.headers.get(SESSION_HEADER);
 
-export const evaluationRoutes = (service: EvaluationService) =>
-  new Elysia({ name: "flagsvc/evaluation" })
-    .use(accessGuard())
-    .post("/v1/evaluate", ({ principal, body, request }) => service.evaluateOne(principal, body, sessionOf(request)), {
-      access: "evaluate",
-      body: EvaluateRequest,
+/** The two evaluation routes; web pages of `SVC_CORS_ORIGINS` may call them. */
+export const evaluationRoutes = (service: EvaluationService): HotRoute[] => [
+  hotRoute({
+    method: "POST",
+    path: "/v1/evaluate",
+    access: "evaluate",
+    body: EvaluateRequest,
+    accepts: isEvaluateRequest,
+    cors: true,
+    environmentHeader: true,
+    handle: (body, principal, request) => service.evaluateOne(principal, body, sessionOf(request)),
+    doc: {
       response: { 200: EvaluationResult },
       detail: {
         tags: TAGS,
@@ -41,10 +43,18 @@ export const evaluationRoutes = (service: EvaluationService) =>
         description: `Evaluates \`flagKey\` for \`context\`. ${COMMON}`,
         parameters: [SESSION_PARAMETER],
       },
-    })
-    .post("/v1/evaluate/batch", ({ principal, body, request }) => service.evaluateBatch(principal, body, sessionOf(request)), {
-      access: "evaluate",
-      body: BatchRequest,
+    },
+  }),
+  hotRoute({
+    method: "POST",
+    path: "/v1/evaluate/batch",
+    access: "evaluate",
+    body: BatchRequest,
+    accepts: isBatchRequest,
+    cors: true,
+    environmentHeader: true,
+    handle: (body, principal, request) => service.evaluateBatch(principal, body, sessionOf(request)),
+    doc: {
       response: { 200: BatchResult },
       detail: {
         tags: TAGS,
@@ -52,26 +62,6 @@ export const evaluationRoutes = (service: EvaluationService) =>
         description: `Evaluates each key of \`flags\` (1 to ${MAX_BATCH_FLAGS}, counted as sent: ${MAX_BATCH_FLAGS + 1} entries are a 400 even when some repeat) for the one \`context\`. \`results\` has one entry per distinct key; every result and the top-level \`evaluatedAt\` carry the same time. ${COMMON}`,
         parameters: [SESSION_PARAMETER],
       },
-    });
-
-/** The same two routes for Bun's router: what the listening server runs. */
-export function evaluationNativeRoutes(service: EvaluationService, deps: NativeDeps): NativeRoutes {
-  return nativeRoutes(deps, [
-    nativeRoute({
-      method: "POST",
-      path: "/v1/evaluate",
-      access: "evaluate",
-      body: EvaluateRequest,
-      accepts: isEvaluateRequest,
-      handle: (body, principal, request) => service.evaluateOne(principal, body, sessionOf(request)),
-    }),
-    nativeRoute({
-      method: "POST",
-      path: "/v1/evaluate/batch",
-      access: "evaluate",
-      body: BatchRequest,
-      accepts: isBatchRequest,
-      handle: (body, principal, request) => service.evaluateBatch(principal, body, sessionOf(request)),
-    }),
-  ]);
-}
+    },
+  }),
+];

@@ -4,7 +4,7 @@
  * Test-session overrides (resolution step 1) come from an `OverrideSource`: the Testing API's
  * live sessions (src/modules/testing/live.ts), given by the composition root (server.ts).
  */
-import { DISABLED_STATE, evaluate } from "../../evaluation/engine";
+import { DISABLED_STATE, evaluate, type CompiledFlag } from "../../evaluation/engine";
 import type { Snapshot } from "../../evaluation/snapshot";
 import type { EvalContext, EvaluationResult, OverrideSource } from "../../evaluation/types";
 import type { Principal } from "../../http/access";
@@ -21,6 +21,12 @@ export interface BatchResult {
 }
 
 const EMPTY_CONTEXT: EvalContext = Object.freeze({});
+
+/** A result and the compiled flag it came from (undefined: no such flag). */
+export interface Evaluated {
+  result: EvaluationResult;
+  flag: CompiledFlag | undefined;
+}
 
 export interface EvaluationServiceDeps {
   /** Every flag of every environment, compiled. */
@@ -85,6 +91,40 @@ export class EvaluationService {
     return { results, evaluatedAt };
   }
 
+  /**
+   * One flag for OpenFeature (src/modules/ofrep/): the result as `evaluateOne` computes and
+   * records it, with the compiled flag it came from (undefined: no such flag).
+   */
+  evaluateWith(principal: Principal, flagKey: string, context: EvalContext, sessionToken: string | null): Evaluated {
+    const key = apiKeyOf(principal);
+    const now = this.clock.now();
+    const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
+    const entry = this.snapshot.environment(key.environmentId)?.get(flagKey);
+    const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey));
+    if (this.records.wants(key.projectId)) this.records.add(key.projectId, key.environmentSlug, result, userIdOf(context));
+    return { result, flag: entry?.flag };
+  }
+
+  /** Every flag of the key's environment, by key, for OpenFeature's bulk evaluation; recorded as a batch is. */
+  evaluateAll(principal: Principal, context: EvalContext, sessionToken: string | null): Evaluated[] {
+    const key = apiKeyOf(principal);
+    const now = this.clock.now();
+    const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
+    const entries = this.snapshot.environment(key.environmentId);
+    if (entries === undefined) return [];
+    const evaluatedAt = this.stamp(now);
+    const out: Evaluated[] = [];
+    for (const flagKey of [...entries.keys()].sort()) {
+      const { flag, state } = entries.get(flagKey)!;
+      out.push({ result: evaluate(flag, flagKey, state, context, evaluatedAt, overrides?.get(flagKey)), flag });
+    }
+    if (this.records.wants(key.projectId)) {
+      const userId = userIdOf(context);
+      for (const { result } of out) this.records.add(key.projectId, key.environmentSlug, result, userId);
+    }
+    return out;
+  }
+
   private stamp(now: number): string {
     if (now !== this.stampMs) {
       this.stampMs = now;
@@ -101,7 +141,7 @@ function userIdOf(context: EvalContext): string | null {
 }
 
 /** The access table admits only API keys to evaluation; anything else is a bug. */
-function apiKeyOf(principal: Principal): Extract<Principal, { kind: "apiKey" }> {
+export function apiKeyOf(principal: Principal): Extract<Principal, { kind: "apiKey" }> {
   if (principal.kind !== "apiKey") throw new Error(`evaluation reached with a ${principal.kind} principal`);
   return principal;
 }
