@@ -24,6 +24,12 @@ export type Principal =
       projectSlug: string;
       environmentId: string;
       environmentSlug: string;
+      /**
+       * Which of the key's secrets was presented: the first 16 hex characters of the SHA-256 of
+       * its stored hash (a rotated key has two for its grace period). Stream tokens are bound to
+       * it (src/modules/streams/tokens.ts), so that they stop working once that secret does.
+       */
+      secretTag: string;
     }
   | { kind: "adminKey"; id: string; name: string }
   | { kind: "user"; id: string; email: string; role: Role; jti: string; expiresAt: number };
@@ -43,8 +49,13 @@ const ALL_ROLES = ROLES;
 const NONE: readonly never[] = [];
 
 export const ACCESS = {
-  /** POST /v1/evaluate, /v1/evaluate/batch, the OFREP routes */
+  /** POST /v1/evaluate, /v1/evaluate/batch, the OFREP routes and the OFREP change stream */
   evaluate: { scopes: ["eval", "test", "full", "client"], adminKey: false, roles: { read: NONE, write: NONE }, label: "Evaluation" },
+  /**
+   * GET /v1/definitions and its stream: flag definitions for local evaluation (server SDKs).
+   * Rules may hold e-mail lists: every key but a client key, the one a web page may carry.
+   */
+  definitions: { scopes: ["eval", "test", "mgmt", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "The definitions API" },
   /** /v1/testing/... */
   testing: { scopes: ["test", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "The Testing API" },
   /** GET /v1/projects and /v1/projects/{slug} (GET, PATCH, DELETE) */

@@ -25,26 +25,28 @@ const key = (scope: Scope, projectSlug = "default"): Principal => ({
   projectSlug,
   environmentId: "env_x",
   environmentSlug: "development",
+  secretTag: "0123456789abcdef",
 });
 const user = (role: Role): Principal => ({ kind: "user", id: "usr_x", email: "u@x", role, jti: "j", expiresAt: 0 });
 const ADMIN_KEY: Principal = { kind: "adminKey", id: "key_admin", name: "admin" };
 
 type Cell = "yes" | "read" | "-";
-/** Rows: endpoint groups. Columns: eval, test, mgmt, full, admin key, JWT admin, editor, viewer. */
-const TABLE: Record<AccessGroup, [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell]> = {
-  evaluate: ["yes", "yes", "-", "yes", "-", "-", "-", "-"],
-  testing: ["-", "yes", "-", "yes", "-", "-", "-", "-"],
-  projects: ["-", "-", "yes", "yes", "yes", "yes", "read", "read"],
-  projectCreate: ["-", "-", "-", "-", "yes", "yes", "-", "-"],
-  environments: ["-", "-", "yes", "yes", "yes", "yes", "read", "read"],
-  flags: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read"],
-  apiKeys: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read"],
-  webhooks: ["-", "-", "yes", "yes", "yes", "yes", "yes", "-"],
-  admin: ["-", "-", "-", "-", "yes", "yes", "-", "-"],
+/** Rows: endpoint groups. Columns: eval, test, mgmt, full, admin key, JWT admin, editor, viewer, client. */
+const TABLE: Record<AccessGroup, [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell]> = {
+  evaluate: ["yes", "yes", "-", "yes", "-", "-", "-", "-", "yes"],
+  testing: ["-", "yes", "-", "yes", "-", "-", "-", "-", "-"],
+  definitions: ["yes", "yes", "yes", "yes", "-", "-", "-", "-", "-"],
+  projects: ["-", "-", "yes", "yes", "yes", "yes", "read", "read", "-"],
+  projectCreate: ["-", "-", "-", "-", "yes", "yes", "-", "-", "-"],
+  environments: ["-", "-", "yes", "yes", "yes", "yes", "read", "read", "-"],
+  flags: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read", "-"],
+  apiKeys: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read", "-"],
+  webhooks: ["-", "-", "yes", "yes", "yes", "yes", "yes", "-", "-"],
+  admin: ["-", "-", "-", "-", "yes", "yes", "-", "-", "-"],
   // Read-only groups: no route writes, and the roles are given no write.
-  audit: ["-", "-", "yes", "yes", "yes", "read", "read", "read"],
-  auditInstance: ["-", "-", "-", "-", "yes", "read", "-", "-"],
-  session: ["-", "-", "-", "-", "-", "yes", "yes", "yes"],
+  audit: ["-", "-", "yes", "yes", "yes", "read", "read", "read", "-"],
+  auditInstance: ["-", "-", "-", "-", "yes", "read", "-", "-", "-"],
+  session: ["-", "-", "-", "-", "-", "yes", "yes", "yes", "-"],
 };
 const COLUMNS: [string, Principal][] = [
   ["eval", key("eval")],
@@ -55,6 +57,7 @@ const COLUMNS: [string, Principal][] = [
   ["JWT admin", user("admin")],
   ["JWT editor", user("editor")],
   ["JWT viewer", user("viewer")],
+  ["client", key("client")],
 ];
 
 describe("decide: every cell of the access table", () => {
@@ -90,6 +93,7 @@ describe("decide: every cell of the access table", () => {
     const takes: Partial<Record<AccessGroup, string>> = {
       evaluate: "Evaluation takes a project API key of scope eval, test, full or client",
       testing: "The Testing API takes a project API key of scope test or full",
+      definitions: "The definitions API takes a project API key of scope eval, test, mgmt or full",
       session: "This endpoint takes a login token (POST /v1/auth/login)",
     };
     for (const [group, message] of Object.entries(takes) as [AccessGroup, string][]) {
