@@ -155,7 +155,8 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
   const admit = admitter(ctx);
   // The hot routes (src/http/native.ts): `serve.routes` go to Bun's router ahead of the app's own;
   // a request to one of them that reaches the app is answered by the same handler.
-  const hot = hotRoutes({ admit, log, behindProxy, cors: new Cors(config.corsOrigins) }, [
+  const cors = new Cors(config.corsOrigins);
+  const hot = hotRoutes({ admit, log, behindProxy, cors }, [
     ...evaluationRoutes(services.evaluation),
     ...ofrepRoutes(services.ofrep),
   ]);
@@ -178,7 +179,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(pluginsRoutes(services.plugins))
     .use(marketplaceRoutes(services.marketplace, config))
     .use(integrationsRoutes(services.integrations, config))
-    .use(streamsRoutes(services.streams));
+    .use(streamsRoutes(services.streams, cors));
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -246,6 +246,16 @@ describe("CORS (SVC_CORS_ORIGINS)", () => {
       const stranger = await c.request("POST", "/v1/evaluate", { body: { flagKey: "x" }, headers: { ...bearer(key), origin: "https://evil.example" } });
       expect(stranger.status).toBe(200);
       expect(stranger.headers.get("access-control-allow-origin")).toBeNull();
+      // The change stream: its answer and its refusal.
+      const { eventStreams } = await ok.json();
+      const stream = await c.request("GET", eventStreams[0].endpoint.requestUri, { headers: { origin: PAGE } });
+      expect(stream.status).toBe(200);
+      expect(stream.headers.get("access-control-allow-origin")).toBe(PAGE);
+      expect(stream.headers.get("vary")).toBe("Origin");
+      await stream.body?.cancel();
+      const badToken = await c.request("GET", "/ofrep/v1/events?token=nope", { headers: { origin: PAGE } });
+      expect(badToken.status).toBe(401);
+      expect(badToken.headers.get("access-control-allow-origin")).toBe(PAGE);
       // Management routes never answer a browser of another origin.
       const flags = await c.request("GET", "/v1/projects/default/flags", { headers: { ...bearer(seedAdminKey(c.ctx, "a2")), origin: PAGE } });
       expect(flags.headers.get("access-control-allow-origin")).toBeNull();

@@ -7,6 +7,7 @@
  * heartbeat comes every 15 s. A stream token is never logged: the access log has the path only,
  * and no error repeats it.
  */
+import { VARY, type Cors } from "../../http/cors";
 import type { Server } from "bun";
 import { Elysia } from "elysia";
 import { accessGuard } from "../../http/auth";
@@ -30,7 +31,8 @@ function stream(body: ReadableStream<Uint8Array>, request: Request, server: Serv
   return new Response(body, { headers: SSE_HEADERS });
 }
 
-export const streamsRoutes = (service: StreamsService) =>
+/** `cors`: the web origins that may open the OFREP change stream (never the definitions). */
+export const streamsRoutes = (service: StreamsService, cors: Cors) =>
   new Elysia({ name: "flagsvc/streams" })
     .use(accessGuard())
     .get(
@@ -41,6 +43,12 @@ export const streamsRoutes = (service: StreamsService) =>
         return stream(service.changeStream(query.token, request.headers.get("last-event-id")), request, server);
       },
       {
+        // Before the query is judged: a page of an allowed origin reads its refusals too.
+        transform: ({ request, set }) => {
+          if (!cors.enabled) return;
+          Object.assign(set.headers, VARY);
+          cors.apply(request, set.headers);
+        },
         query: EventsQuery,
         headers: StreamHeaders("The `id` of the last message received (EventSource sends it when reconnecting)"),
         detail: {
