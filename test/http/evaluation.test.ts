@@ -32,6 +32,8 @@ afterEach(() => h.close());
 const NOW = "2026-11-22T10:00:00.000Z";
 /** The `details` entry of the 401 for a request without an Authorization header. */
 const MISSING_HEADER = { path: "headers.authorization", message: "Missing: send Authorization: Bearer <credential>" };
+const MGMT_SCOPE = { path: "headers.authorization", message: "This key has scope mgmt; this endpoint takes a key of scope eval, test or full" };
+const NO_BEARER = { path: "headers.authorization", message: 'Expected "Authorization: Bearer <key>"; the header holds a key without the Bearer prefix' };
 const RESULT_FIELDS = ["enabled", "evaluatedAt", "flagKey", "reason", "ruleId", "variant"];
 
 async function json(res: Response, status: number) {
@@ -348,7 +350,7 @@ describe("validation", () => {
     const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
     for (const send of [evaluate, batch]) {
       expect(await json(await send('{"flagKey": "a",', {}), 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [MISSING_HEADER] });
-      expect(await json(await send("[1]", mgmt), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+      expect(await json(await send("[1]", mgmt), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint", details: [MGMT_SCOPE] });
       expect((await json(await send("{not json", evalKey), 400)).message).toBe("Request body is not valid JSON");
     }
   });
@@ -399,7 +401,6 @@ describe("access", () => {
   test("mgmt key, admin key and login tokens: 403 with the exact messages; no or a bad key: 401", async () => {
     const takes = "Evaluation takes a project API key of scope eval, test or full";
     const cases: [Record<string, string>, number, string][] = [
-      [bearer(seedApiKey(h.ctx, "mgmt").secret), 403, MESSAGES.scope],
       [admin, 403, takes],
       [await userToken(h.ctx, "admin"), 403, takes],
       [await userToken(h.ctx, "viewer"), 403, takes],
@@ -417,6 +418,16 @@ describe("access", () => {
     for (const res of [await evaluate({ flagKey: "a" }, {}), await batch({ flags: ["a"] }, {})]) {
       expect(await json(res, 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [MISSING_HEADER] });
       expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
+    }
+    // A key of another scope: the spec's message, and in details its scope and the scopes evaluation takes.
+    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    for (const res of [await evaluate({ flagKey: "a" }, mgmt), await batch({ flags: ["a"] }, mgmt)]) {
+      expect(await json(res, 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope, details: [MGMT_SCOPE] });
+    }
+    // A valid eval key without `Bearer `: the spec's body, and what was expected.
+    const bare = { authorization: seedApiKey(h.ctx, "eval").secret };
+    for (const res of [await evaluate({ flagKey: "a" }, bare), await batch({ flags: ["a"] }, bare)]) {
+      expect(await json(res, 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [NO_BEARER] });
     }
     expect(MESSAGES.scope).toBe("This key scope does not have access to this endpoint");
   });
