@@ -329,6 +329,16 @@ describe("validation", () => {
     });
   }
 
+  test('"environment" in the body: 400 that says the API key chooses the environment, on both routes and on the Elysia twin', async () => {
+    const detail = { path: "body.environment", message: "Unknown field: the API key chooses the environment (each key belongs to one environment)" };
+    const expected = { error: "VALIDATION_ERROR", message: "Invalid request", details: [detail] };
+    expect(await json(await evaluate({ flagKey: "a", environment: "production" }), 400)).toEqual(expected);
+    expect(await json(await batch({ flags: ["a"], environment: "production" }), 400)).toEqual(expected);
+    // The app's own route (the API document's twin) says the same; other unknown fields stay plain.
+    const twin = await base.handle(new Request("http://localhost/v1/evaluate", { method: "POST", headers: { "content-type": "application/json", ...evalKey }, body: JSON.stringify({ flagKey: "a", environment: "production", env: 1 }) }));
+    expect((await json(twin, 400)).details).toEqual([detail, { path: "body.env", message: "Unknown field" }]);
+  });
+
   test("several problems are all reported", async () => {
     const body = await json(await evaluate({ flagKey: "", context: { a: {} }, extra: 1 }), 400);
     expect(body.details.map((d: { path: string }) => d.path).sort()).toEqual(["body.context.a", "body.extra", "body.flagKey"]);
@@ -644,6 +654,8 @@ describe("native handlers and their Elysia twins answer alike", () => {
       { path: "/v1/evaluate/batch", body: one({ flags: "p" }) },
       { path: "/v1/evaluate/batch", body: one({}) },
       { body: one({ flagKey: "p", extra: true }) },
+      { body: one({ flagKey: "p", environment: "production" }) },
+      { path: "/v1/evaluate/batch", body: one({ flags: ["p"], environment: "production" }) },
       { body: one({ flagKey: "p", context: { a: { b: 1 } } }) },
       { body: one({ flagKey: "p", context: { a: [[1]] } }) },
       { body: one({ flagKey: "p", context: [] }) },

@@ -16,7 +16,7 @@ const COMMON = `Project and environment come from the API key (scope eval, test 
 
 Resolution order, first applicable step decides: (1) with a valid \`X-Service-Session\` token of the key's project whose session overrides this flag: the override, reason TEST_OVERRIDE (even for a key that does not exist; \`true\`/\`false\` set \`enabled\`, a string is served as the variant with \`enabled\` true); (2) the flag is disabled in the environment (or has no state there): FLAG_DISABLED; (3) the first enabled targeting rule whose conditions all hold: TARGETING_RULE_MATCH with \`ruleId\`; (4) a rollout percentage is set: the user is bucketed by murmur3 of \`flagKey:userId\`, PERCENTAGE_ROLLOUT or PERCENTAGE_ROLLOUT_EXCLUDED (without a userId: included only at 100 %); (5) FLAG_ENABLED. A flag key that does not exist in the project is not an error: 200 with enabled false and reason FLAG_NOT_FOUND.
 
-An unknown, expired or other project's session token is ignored. \`context\` values are strings, numbers, booleans, null or arrays of those; unknown body fields are a 400.`;
+An unknown, expired or other project's session token is ignored. \`context\` values are strings, numbers, booleans, null or arrays of those; unknown body fields are a 400, \`environment\` among them: the API key chooses the environment (each key belongs to one; its 400 says so).`;
 
 const SESSION_PARAMETER = {
   in: "header",
