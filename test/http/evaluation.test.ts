@@ -757,6 +757,22 @@ describe("API document", () => {
     expect(doc.paths["/v1/evaluate/batch"].post.requestBody.content["application/json"].schema.properties.flags).toMatchObject({ minItems: 1, maxItems: 50 });
     expect(doc.paths["/v1/evaluate/batch"].post.description).toContain("51 entries are a 400");
   });
+
+  test("a context without userId on a rollout is excluded, not an error, and the document says only context.userId is bucketed", async () => {
+    await createFlag({ key: "half" });
+    await setState("half", { enabled: true, rolloutPercentage: 99.999 });
+    // Look-alikes of userId are ordinary attributes: nothing to bucket by, so excluded.
+    for (const context of [{ user_id: "u1" }, { id: "u1" }, { targetingKey: "u1" }, {}]) {
+      expect((await json(await evaluate({ flagKey: "half", context }), 200)).reason).toBe("PERCENTAGE_ROLLOUT_EXCLUDED");
+    }
+    expect((await json(await evaluate({ flagKey: "half", context: { userId: "u1" } }), 200)).reason).toBe("PERCENTAGE_ROLLOUT");
+    const doc = await json(await h.request("GET", "/v1/openapi.json"), 200);
+    for (const path of ["/v1/evaluate", "/v1/evaluate/batch"]) {
+      expect(doc.paths[path].post.description).toContain(
+        "Only `context.userId` is bucketed: `user_id`, `id` or `targetingKey` are ordinary attributes there (rules may match them), so a context without `userId` is excluded from a rollout under 100 %",
+      );
+    }
+  });
 });
 
 describe("the listening server", () => {
