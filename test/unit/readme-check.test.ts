@@ -50,6 +50,11 @@ describe("extractBlocks and blockKind", () => {
   test("`sh` runs, `sh server` restarts the server, everything else is skipped", () => {
     expect(blocks.map(blockKind)).toEqual(["run", "run", "server", "skip", "skip", "skip"]);
   });
+
+  test("`bash` and `shell` fences are shell examples too: they run unless marked unchecked", () => {
+    const shells = extractBlocks([`${fence}bash`, "api $B/v1/health", fence, `${fence}shell`, "ls", fence, `${fence}bash unchecked`, "sudo make install", fence].join("\n"));
+    expect(shells.map(blockKind)).toEqual(["run", "run", "skip"]);
+  });
 });
 
 describe("splitSteps", () => {
