@@ -1,15 +1,18 @@
 /**
- * The README, pasted in order: every runnable block of README.md runs, top to bottom, in one bash
- * session (variables carry over, `set -euo pipefail`) beside a compiled binary started in an
- * empty folder, and what each command prints is compared with the output the README shows under
- * it. The conventions (which blocks run, how output is shown) are in README.md, "Testing"; the
- * parsing and the comparison are in scripts/lib/readme.ts.
+ * The README, pasted in order, then the docs: every runnable block of README.md runs, top to
+ * bottom, in one bash session (variables carry over, `set -euo pipefail`) beside a compiled
+ * binary started in an empty folder, then every runnable block of docs/*.md (file by file, in
+ * name order) in the same session, beside the same server: the docs' examples continue the
+ * README's walk-through, with its variables. What each command prints is compared with the
+ * output shown under it. The conventions (which blocks run, how output is shown) are in
+ * README.md, "Testing"; the parsing and the comparison are in scripts/lib/readme.ts.
  *
- * Usage: bun scripts/readme-check.ts [BINARY [MARKDOWN]]   (default dist/flagsvc and README.md;
- *        also `scripts/readme-check`)
+ * Usage: bun scripts/readme-check.ts [BINARY [MARKDOWN ...]]   (default dist/flagsvc, then
+ *        README.md and docs/*.md; also `scripts/readme-check`). The first file given is the
+ *        one with the set-up block.
  *
  * It builds nothing. What differs from a reader's paste, and nothing else:
- * - the README's first block (install, `npm start`, test) is not run: the check starts
+ * - the first file's first block (install, `npm start`, test) is not run: the check starts
  *   `BINARY serve --port 0` in an empty temporary folder instead, and uses the port it got;
  * - in runnable blocks, `https://localhost:8443` becomes `https://localhost:PORT` (in the
  *   commands and in the output shown under them) and `npm run -s flagsvc --` becomes BINARY;
@@ -21,17 +24,23 @@
  * the background are always killed, and the temporary folder removed.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import type { Subprocess } from "bun";
-import { type Block, blockKind, extractBlocks, outputMismatch, type Step, splitSteps } from "./lib/readme";
+import { type Block, blockKind, extractBlocks, outputMismatch, SHELL_LANGS, type Step, splitSteps } from "./lib/readme";
 import { baseEnv, BANNER_END, drain } from "./lib/proc";
 
 const ROOT = resolve(import.meta.dir, "..");
 const binary = process.argv[2] ? resolve(process.argv[2]) : join(ROOT, "dist", "flagsvc");
-const README = process.argv[3] ? resolve(process.argv[3]) : join(ROOT, "README.md");
-const WHOLE_RUN_LIMIT_MS = 240_000;
+/** README.md, then the docs in name order: the docs continue the README's walk-through. */
+const docs = () =>
+  readdirSync(join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .sort()
+    .map((f) => join(ROOT, "docs", f));
+const FILES = process.argv.length > 3 ? process.argv.slice(3).map((f) => resolve(f)) : [join(ROOT, "README.md"), ...docs()];
+const WHOLE_RUN_LIMIT_MS = 360_000;
 const STEP_LIMIT_MS = 30_000;
 const START_LIMIT_MS = 15_000;
 const STOP_LIMIT_MS = 15_000;
@@ -176,14 +185,17 @@ async function runStep(step: Step): Promise<string> {
 
 // ---- the run ---------------------------------------------------------------------------------
 
-const README_NAME = basename(README);
-
-function label(block: Block): string {
-  const first = block.lines.find((l) => l.trim() !== "" && !l.trimStart().startsWith("#"))?.trim() ?? "";
-  return `${README_NAME}:${block.line} (${block.heading}) ${first.length > 60 ? `${first.slice(0, 57)}...` : first}`;
+/** A block of one of the files, named by the file's path from the repository (`docs/audit.md`). */
+interface FileBlock extends Block {
+  file: string;
 }
 
-async function runBlock(block: Block): Promise<void> {
+function label(block: FileBlock): string {
+  const first = block.lines.find((l) => l.trim() !== "" && !l.trimStart().startsWith("#"))?.trim() ?? "";
+  return `${block.file}:${block.line} (${block.heading}) ${first.length > 60 ? `${first.slice(0, 57)}...` : first}`;
+}
+
+async function runBlock(block: FileBlock): Promise<void> {
   if (blockKind(block) === "server") {
     const { env, options } = serverCommand(block);
     await stopServer();
@@ -208,13 +220,14 @@ async function run(): Promise<void> {
     report(false, `binary ${binary}`, "missing or not executable (build it: npm run build)");
     return;
   }
-  const blocks = extractBlocks(readFileSync(README, "utf8"));
-  const [setup, ...rest] = blocks;
+  const [first, ...others] = FILES.map((path) => extractBlocks(readFileSync(path, "utf8")).map((b): FileBlock => ({ ...b, file: relative(ROOT, path) })));
+  const [setup, ...rest] = first!;
   if (!setup || !setup.lines.some((l) => /\bnpm start\b/.test(l))) {
-    report(false, "README.md starts with the set-up block", "its first block has no `npm start`");
+    report(false, `${relative(ROOT, FILES[0]!)} starts with the set-up block`, "its first block has no `npm start`");
     return;
   }
-  const toRun = rest.filter((b) => blockKind(b) !== "skip");
+  const all = [...rest, ...others.flat()];
+  const toRun = all.filter((b) => blockKind(b) !== "skip");
   try {
     await startServer({}, []);
     report(true, `${binary} serve in an empty folder, on port ${port} (the README's \`npm start\`)`);
@@ -235,11 +248,14 @@ async function run(): Promise<void> {
     } catch (e) {
       report(false, label(block), (e as Error).message.replace(/\s*\n\s*/g, " | "));
       // A failed command ends the session (set -e), and what follows depends on it.
-      if (shellExit !== null || !server) broken = `${README_NAME}:${block.line} failed`;
+      if (shellExit !== null || !server) broken = `${block.file}:${block.line} failed`;
     }
   }
-  const skipped = rest.filter((b) => blockKind(b) === "skip" && ["sh", "bash", "shell"].includes(b.lang)).length;
-  console.log(`# ${toRun.length} runnable blocks; ${skipped} shell blocks marked unchecked; ${((performance.now() - began) / 1000).toFixed(1)} s`);
+  const perFile = new Map<string, number>();
+  for (const b of toRun) perFile.set(b.file, (perFile.get(b.file) ?? 0) + 1);
+  const files = [...perFile].map(([file, n]) => `${file} ${n}`).join(", ");
+  const skipped = all.filter((b) => blockKind(b) === "skip" && SHELL_LANGS.includes(b.lang)).length;
+  console.log(`# ${toRun.length} runnable blocks (${files}); ${skipped} shell blocks marked unchecked; ${((performance.now() - began) / 1000).toFixed(1)} s`);
 }
 
 let finished = false;

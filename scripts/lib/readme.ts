@@ -3,8 +3,9 @@
  * a runnable block (commands, then the output shown under them), and the comparison of an
  * output with what a run printed. The conventions are written down in README.md, "Testing".
  *
- * - A fence whose info string is `sh` runs in the check's bash session; `sh server` (re)starts
- *   the server; anything else (`sh unchecked`, `text`, `json`, ...) is not run.
+ * - A fence whose info string is `sh` (or `bash`, `shell`) runs in the check's bash session;
+ *   `sh server` (re)starts the server; `sh unchecked` and any other fence (`text`, `json`, ...) is
+ *   not run. So a shell example is run unless it says it is not.
  * - In a runnable block, lines starting with `#>` show what the commands above them print.
  *   Shown output is compared by shape: JSON by keys and value types, every value exactly except
  *   where `...` stands in (in a string: any characters; as a value, an array element or an
@@ -52,8 +53,11 @@ export function extractBlocks(markdown: string): Block[] {
 
 export type BlockKind = "run" | "server" | "skip";
 
+/** The fences of shell examples: each runs unless marked `unchecked`. */
+export const SHELL_LANGS = ["sh", "bash", "shell"];
+
 export function blockKind(block: Block): BlockKind {
-  if (block.lang !== "sh") return "skip";
+  if (!SHELL_LANGS.includes(block.lang)) return "skip";
   if (block.attrs.length === 0) return "run";
   if (block.attrs.length === 1 && block.attrs[0] === "server") return "server";
   return "skip";

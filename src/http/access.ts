@@ -86,8 +86,12 @@ export type Decision =
   | { allow: true }
   | { allow: false; status: 401 | 403; message: string; details?: { path: string; message: string }[] };
 
-/** How a request without a caller failed: no `Authorization` header, or one that names no valid key or token. */
-export type Failure = "missing" | "key" | "token";
+/**
+ * How a request without a caller failed: no `Authorization` header, one that names no valid key
+ * or token, or a value shaped like one of our keys or tokens sent without `Bearer ` in front
+ * (`noBearer`: whether it would be valid is not looked up).
+ */
+export type Failure = "missing" | "key" | "token" | "noBearer";
 
 /** "a, b or c" */
 const orList = (items: readonly string[]) => (items.length < 2 ? items.join("") : `${items.slice(0, -1).join(", ")} or ${items.at(-1)}`);
@@ -100,6 +104,22 @@ const orList = (items: readonly string[]) => (items.length < 2 ? items.join("") 
 const takes = (rule: Rule) =>
   `${rule.label ?? "This endpoint"} takes ${rule.scopes.length > 0 ? `a project API key of scope ${orList(rule.scopes)}` : "a login token (POST /v1/auth/login)"}`;
 
+/**
+ * The `details` message of an API key's scope 403 (whose `message` the spec fixes): the key's
+ * scope and what the group takes instead, read from the table. Groups that take no API key say
+ * which other credentials they take (an admin key, a login token and its roles).
+ */
+function scopeDetail(scope: Scope, rule: Rule): string {
+  const has = `This key has scope ${scope}`;
+  if (rule.scopes.length > 0) return `${has}; this endpoint takes a key of scope ${orList(rule.scopes)}`;
+  const roles = ROLES.filter((r) => rule.roles.read.includes(r) || rule.roles.write.includes(r));
+  const login = roles.length === ROLES.length ? "a login token" : `a login token of role ${orList(roles)}`;
+  const others = rule.adminKey ? ["an admin key", login] : [login];
+  return `${has}; this endpoint takes no API key, only ${orList(others)} (POST /v1/auth/login)`;
+}
+/** Where `details` point for what the `Authorization` header holds. */
+const AUTHORIZATION = "headers.authorization";
+
 export const MESSAGES = {
   invalidKey: "Invalid or expired API key",
   invalidToken: "Invalid or expired token",
@@ -107,8 +127,12 @@ export const MESSAGES = {
   otherProject: "This key does not have access to this project",
   role: (role: Role) => `The role ${role} does not have access to this endpoint`,
   takes: (group: AccessGroup) => takes(ACCESS[group]),
+  /** The `details` message of the scope 403: the key's scope and the scopes the group takes. */
+  scopeDetail: (scope: Scope, group: AccessGroup) => scopeDetail(scope, ACCESS[group]),
   /** The `details` entry of the 401 for a request without an `Authorization` header. */
   missingHeader: "Missing: send Authorization: Bearer <credential>",
+  /** The `details` entry of the 401 for one of our keys or tokens sent without `Bearer `. */
+  noBearer: 'Expected "Authorization: Bearer <key>"; the header holds a key without the Bearer prefix',
 } as const;
 
 const ALLOW = { allow: true } as const;
@@ -122,7 +146,9 @@ export function decide(principal: Principal | null, group: AccessGroup, method: 
   const rule: Rule = ACCESS[group];
   switch (principal.kind) {
     case "apiKey":
-      if (!rule.scopes.includes(principal.scope)) return { allow: false, status: 403, message: MESSAGES.scope };
+      if (!rule.scopes.includes(principal.scope)) {
+        return { allow: false, status: 403, message: MESSAGES.scope, details: [{ path: AUTHORIZATION, message: scopeDetail(principal.scope, rule) }] };
+      }
       if (projectSlug !== undefined && projectSlug !== principal.projectSlug) return { allow: false, status: 403, message: MESSAGES.otherProject };
       return ALLOW;
     case "adminKey":
@@ -138,10 +164,17 @@ export function decide(principal: Principal | null, group: AccessGroup, method: 
 
 /**
  * The 401 of decisions §3, with the spec's message for keys; a request that sent no
- * `Authorization` header at all is told so in `details`.
+ * `Authorization` header at all, or a key or token without `Bearer `, is told so in `details`.
  */
 function refuseAnonymous(failure: Failure): Decision {
-  if (failure === "token") return { allow: false, status: 401, message: MESSAGES.invalidToken };
-  if (failure === "key") return { allow: false, status: 401, message: MESSAGES.invalidKey };
-  return { allow: false, status: 401, message: MESSAGES.invalidKey, details: [{ path: "headers.authorization", message: MESSAGES.missingHeader }] };
+  switch (failure) {
+    case "token":
+      return { allow: false, status: 401, message: MESSAGES.invalidToken };
+    case "key":
+      return { allow: false, status: 401, message: MESSAGES.invalidKey };
+    case "missing":
+      return { allow: false, status: 401, message: MESSAGES.invalidKey, details: [{ path: AUTHORIZATION, message: MESSAGES.missingHeader }] };
+    case "noBearer":
+      return { allow: false, status: 401, message: MESSAGES.invalidKey, details: [{ path: AUTHORIZATION, message: MESSAGES.noBearer }] };
+  }
 }

@@ -16,7 +16,7 @@ import { randomBase62 } from "../lib/ids";
 import { sameSecret, sha256Hex } from "../lib/secrets";
 import type { RateLimitKind } from "../config";
 import { Meter } from "./rate-limit";
-import type { ApiKeyPrincipal, Principal, Role } from "./access";
+import type { ApiKeyPrincipal, Failure, Principal, Role } from "./access";
 import type { ChangeEntry } from "../changes/entry";
 
 export const TOKEN_TTL_SECONDS = 3600;
@@ -52,7 +52,7 @@ class Usage extends Meter {
 /** Who is calling; `meter`: a key's own rate-limit counter (others are counted by id or address). */
 export type Resolution =
   | { principal: Principal; failure: null; meter: Meter | null }
-  | { principal: null; failure: "missing" | "key" | "token"; meter: null };
+  | { principal: null; failure: Failure; meter: null };
 
 /**
  * A key's resolution, made once per reload (resolving a key allocates nothing); the record of a
@@ -68,6 +68,15 @@ interface KeyRecord {
 const MISSING: Resolution = { principal: null, failure: "missing", meter: null };
 const BAD_KEY: Resolution = { principal: null, failure: "key", meter: null };
 const BAD_TOKEN: Resolution = { principal: null, failure: "token", meter: null };
+const NO_BEARER: Resolution = { principal: null, failure: "noBearer", meter: null };
+
+/** Three dot-separated parts, as a JWT (whose header, base64url JSON, begins `eyJ`); counted without allocating. */
+function jwtShaped(value: string): boolean {
+  const first = value.indexOf(".");
+  if (first < 0) return false;
+  const second = value.indexOf(".", first + 1);
+  return second > 0 && value.indexOf(".", second + 1) < 0;
+}
 
 export class CredentialRegistry {
   private keys = new Map<string, KeyRecord>();
@@ -270,7 +279,10 @@ export class CredentialRegistry {
       this.lastRecord = known;
       return this.use(known, now);
     }
-    if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== "bearer ") return BAD_KEY;
+    if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== "bearer ") {
+      // One of our keys or a login token sent bare (`Authorization: svc_...`): say what was expected.
+      return authorization.startsWith("svc_") || (authorization.startsWith("eyJ") && jwtShaped(authorization)) ? NO_BEARER : BAD_KEY;
+    }
     const token = authorization.slice(7).trim();
     if (token.startsWith("svc_")) {
       const record = this.keys.get(sha256Hex(token));

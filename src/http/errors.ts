@@ -75,16 +75,38 @@ interface ValueErrorLike {
   path: string;
   message: string;
   value?: unknown;
-  schema?: { error?: unknown; type?: unknown; anyOf?: { type?: unknown }[]; [k: string]: unknown };
+  schema?: { error?: unknown; type?: unknown; anyOf?: { type?: unknown }[]; [UNKNOWN_FIELD_HINTS]?: Record<string, string>; [k: string]: unknown };
 }
 
+/**
+ * An object schema's option: for a field it does not take but callers are likely to send, why
+ * not (`{ environment: "the API key chooses the environment" }`); its 400 says `Unknown field: <why>`.
+ * A vendor extension, so the API document may show it as it is.
+ */
+export const UNKNOWN_FIELD_HINTS = "x-flagsvc-unknown-fields";
+
+/** The message of an unknown field: with the object schema's hint for it, when it has one. */
+function unknownField(e: ValueErrorLike): string {
+  const hint = e.schema?.[UNKNOWN_FIELD_HINTS]?.[e.path.slice(e.path.lastIndexOf("/") + 1)];
+  return hint === undefined ? "Unknown field" : `Unknown field: ${hint}`;
+}
+
+/**
+ * The message of a config property that its schema does not take (plugin and integration configs,
+ * whose keys a caller types from a vendor's docs): the ones it takes.
+ */
+export const unknownConfigField = (known: readonly string[]) => (known.length > 0 ? `Unknown field; known: ${known.join(", ")}` : "Unknown field; it takes no fields");
+
 /** A readable message for one TypeBox value error. */
-function describe(e: ValueErrorLike): string {
+export function describe(e: ValueErrorLike): string {
   const custom = e.schema?.error;
   if (typeof custom === "string") return custom;
-  if (e.message === "Unexpected property") return "Unknown field";
+  if (e.message === "Unexpected property") return unknownField(e);
   if (e.message === "Expected required property") return "Required";
   if (e.message === "Expected union value" && Array.isArray(e.schema?.anyOf)) {
+    // A union of literals (a choice among values): name them.
+    const values = e.schema.anyOf.map((s) => (s as { const?: unknown }).const);
+    if (values.every((v) => typeof v === "string" || typeof v === "number")) return `Must be one of ${values.join(", ")}`;
     const types = [...new Set(e.schema.anyOf.map((s) => (s.type === "string" && "format" in s ? "integer" : s.type)).filter(Boolean))];
     return `Expected ${types.join(" or ")}`;
   }

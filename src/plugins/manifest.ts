@@ -12,6 +12,7 @@
 import { posix } from "node:path";
 import Ajv2020, { type ErrorObject, type ValidateFunction } from "ajv/dist/2020";
 import semver from "semver";
+import { unknownConfigField } from "../http/errors";
 
 export const CATEGORIES = ["analytics", "monitoring", "crm"] as const;
 export type Category = (typeof CATEGORIES)[number];
@@ -189,10 +190,23 @@ const validatorOf = (pkg: WithSchema): ValidateFunction => {
 
 const capitalise = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
-function detail(e: ErrorObject): { path: string; message: string } {
-  const at = e.instancePath.split("/").slice(1).map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+/** A JSON pointer's segments, unescaped. */
+const pointer = (p: string) => p.split("/").slice(1).map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+
+/** The properties the schema object holding the failed keyword declares (for "known: ..."). */
+function knownProperties(schema: Record<string, unknown>, schemaPath: string): string[] {
+  let node: unknown = schema;
+  for (const s of pointer(schemaPath).slice(0, -1)) node = (node as Record<string, unknown> | undefined)?.[s];
+  const properties = (node as { properties?: unknown } | undefined)?.properties;
+  return typeof properties === "object" && properties !== null ? Object.keys(properties) : [];
+}
+
+function detail(e: ErrorObject, schema: Record<string, unknown>): { path: string; message: string } {
+  const at = pointer(e.instancePath);
   if (e.keyword === "required") return { path: ["config", ...at, e.params.missingProperty].join("."), message: "Required" };
-  if (e.keyword === "additionalProperties") return { path: ["config", ...at, e.params.additionalProperty].join("."), message: "Unknown property" };
+  if (e.keyword === "additionalProperties") {
+    return { path: ["config", ...at, e.params.additionalProperty].join("."), message: unknownConfigField(knownProperties(schema, e.schemaPath)) };
+  }
   const allowed = e.keyword === "enum" ? `: ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}` : "";
   return { path: ["config", ...at].join("."), message: `${capitalise(e.message ?? "is invalid")}${allowed}` };
 }
@@ -203,7 +217,7 @@ export function validateConfig(pkg: WithSchema, config: unknown): { path: string
   if (validate(config)) return [];
   const details = new Map<string, string>();
   for (const e of validate.errors ?? []) {
-    const d = detail(e);
+    const d = detail(e, pkg.configSchema);
     if (!details.has(d.path)) details.set(d.path, d.message);
   }
   return [...details].map(([path, message]) => ({ path, message }));

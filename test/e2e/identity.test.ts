@@ -92,7 +92,11 @@ test("first start prints the admin login and key once; both work over HTTPS", as
     for (const [method, path] of [["GET", "/v1/projects/default/flags"], ["POST", "/v1/projects/default/flags"], ["GET", "/v1/projects/default"], ["GET", "/v1/projects/default/api-keys"], ["POST", "/v1/projects/default/environments"]] as const) {
       const refused = await api(srv, method, path, { token: evalKey, body: method === "POST" ? { slug: "qa", name: "QA" } : undefined });
       expect(refused.status).toBe(403);
-      expect(await refused.json()).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+      expect(await refused.json()).toEqual({
+        error: "FORBIDDEN",
+        message: "This key scope does not have access to this endpoint",
+        details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope mgmt or full" }],
+      });
     }
   } finally {
     expect(await srv.stop()).toBe(0);

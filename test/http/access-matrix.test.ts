@@ -49,6 +49,25 @@ const TAKES: Partial<Record<AccessGroup, string>> = {
   session: "This endpoint takes a login token (POST /v1/auth/login)",
 };
 
+/**
+ * What a key of the wrong scope is told in `details` (decisions §4, in words): the groups that
+ * take API keys name their scopes; the others name the credentials they take instead.
+ */
+const KEY_TAKES: Record<Exclude<AccessGroup, "evaluate">, string> = {
+  testing: "this endpoint takes a key of scope test or full",
+  definitions: "this endpoint takes a key of scope eval, test, mgmt or full",
+  projects: "this endpoint takes a key of scope mgmt or full",
+  projectCreate: "this endpoint takes no API key, only an admin key or a login token of role admin (POST /v1/auth/login)",
+  environments: "this endpoint takes a key of scope mgmt or full",
+  flags: "this endpoint takes a key of scope mgmt or full",
+  apiKeys: "this endpoint takes a key of scope mgmt or full",
+  webhooks: "this endpoint takes a key of scope mgmt or full",
+  admin: "this endpoint takes no API key, only an admin key or a login token of role admin (POST /v1/auth/login)",
+  audit: "this endpoint takes a key of scope mgmt or full",
+  auditInstance: "this endpoint takes no API key, only an admin key or a login token of role admin (POST /v1/auth/login)",
+  session: "this endpoint takes no API key, only a login token (POST /v1/auth/login)",
+};
+
 interface Fixture {
   slug: string;
   headers: Record<string, string>;
@@ -211,8 +230,12 @@ COLUMNS.forEach((column, i) => {
             expect(answer.status).toBe(403);
             const body = answer === res ? JSON.parse(text) : await answer.json();
             expect(body.error).toBe("FORBIDDEN");
-            // Keys get the spec's message; a credential the group never takes is told what it takes.
-            if (column.kind === "key") expect(body.message).toBe(MESSAGES.scope);
+            // Keys get the spec's message, and in `details` their scope and the scopes the group
+            // takes; a credential the group never takes is told what it takes.
+            if (column.kind === "key") {
+              expect(body.message).toBe(MESSAGES.scope);
+              expect(body.details).toEqual([{ path: "headers.authorization", message: `This key has scope ${column.scope}; ${KEY_TAKES[e.group]}` }]);
+            }
             if (column.kind === "admin") expect(body.message).toBe(TAKES[e.group]!);
             if (column.kind === "user") expect(body.message).toBe(TAKES[e.group] ?? MESSAGES.role(column.role));
           }
@@ -225,6 +248,7 @@ COLUMNS.forEach((column, i) => {
 describe("without a valid credential", () => {
   const f: Fixture = { slug: "default", headers: {}, rotateKeyId: "key_x", deleteKeyId: "key_x", userId: "usr_x", adminKeyId: "key_x", sessionId: "sess_x", webhookId: "wh_x", doomedWebhookId: "wh_x", deliveryId: "del_x", pendingDeliveryId: "del_x", integrationId: "int_x" };
   const invalidKey = { error: "UNAUTHORIZED", message: "Invalid or expired API key" };
+  const NO_BEARER = { path: "headers.authorization", message: 'Expected "Authorization: Bearer <key>"; the header holds a key without the Bearer prefix' };
   const cases: [string, Record<string, string>, Record<string, unknown>][] = [
     // The spec's body, and a pointer at what is missing.
     ["no Authorization header", {}, { ...invalidKey, details: [{ path: "headers.authorization", message: "Missing: send Authorization: Bearer <credential>" }] }],
@@ -232,6 +256,9 @@ describe("without a valid credential", () => {
     ["a malformed value", { authorization: "Token abc" }, invalidKey],
     ["an empty value", { authorization: "" }, invalidKey],
     ["a bad JWT", bearer("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"), { error: "UNAUTHORIZED", message: "Invalid or expired token" }],
+    // One of our keys or a login token without `Bearer `: the spec's body, and what was expected.
+    ["a key without Bearer", { authorization: "svc_sk_mgmt_0123456789abcdefghijklmnopqrstuv" }, { ...invalidKey, details: [NO_BEARER] }],
+    ["a JWT without Bearer", { authorization: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln" }, { ...invalidKey, details: [NO_BEARER] }],
   ];
   for (const [what, headers, expected] of cases) {
     test(`${what}: 401 UNAUTHORIZED on every protected endpoint`, async () => {
@@ -247,6 +274,26 @@ describe("without a valid credential", () => {
       }
     });
   }
+});
+
+describe("a valid credential without Bearer", () => {
+  test("401 with the spec's message, and details saying what was expected; with Bearer the same value works", async () => {
+    const key = seedApiKey(h.ctx, "mgmt", "default").secret;
+    const admin = seedAdminKey(h.ctx, "bare");
+    const token = (await h.ctx.credentials.issueToken(insertUser("viewer", "bare@example.com"), "viewer")).token;
+    h.ctx.credentials.reload();
+    const expected = {
+      error: "UNAUTHORIZED",
+      message: "Invalid or expired API key",
+      details: [{ path: "headers.authorization", message: 'Expected "Authorization: Bearer <key>"; the header holds a key without the Bearer prefix' }],
+    };
+    for (const value of [key, admin, token]) {
+      const res = await h.request("GET", "/v1/projects/default", { headers: { authorization: value } });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toEqual(expected);
+      expect((await h.request("GET", "/v1/projects/default", { headers: { authorization: `Bearer ${value}` } })).status).toBe(200);
+    }
+  });
 });
 
 describe("keys of another project", () => {

@@ -54,6 +54,7 @@ describe("create", () => {
     expect(await json(await probe(evalKey.key), 403)).toEqual({
       error: "FORBIDDEN",
       message: "This key scope does not have access to this endpoint",
+      details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope mgmt or full" }],
     });
   });
 

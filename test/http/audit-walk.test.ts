@@ -23,6 +23,8 @@ const EXCLUDED: Record<string, string> = {
   "POST /v1/auth/logout": "authentication: revokes the caller's own token, no resource",
   "POST /v1/evaluate": "a read sent as POST (the context is the body)",
   "POST /v1/evaluate/batch": "a read sent as POST (the context is the body)",
+  "POST /ofrep/v1/evaluate/flags/{key}": "a read sent as POST (OFREP: the context is the body)",
+  "POST /ofrep/v1/evaluate/flags": "a read sent as POST (OFREP: the context is the body)",
   "POST /v1/testing/sessions": "test data written at pipeline speed: not recorded (docs/audit.md)",
   "DELETE /v1/testing/sessions/{id}": "test data: not recorded",
   "PUT /v1/testing/sessions/{id}/overrides/batch": "test data: not recorded",

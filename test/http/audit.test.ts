@@ -379,6 +379,26 @@ describe("real writes through the API", () => {
     expect((await page(`/v1/audit-log?actorId=${mgmt.id}`)).entries).toEqual([state]);
   });
 
+  test("actorId takes a user's e-mail address, in any case, on both routes; a user deleted since is found too", async () => {
+    const made = await json(await h.request("POST", "/v1/users", { headers: admin, body: { email: "Ann.Auditor@Example.com", password: "a long password", role: "editor" } }), 201);
+    const ann = bearer((await h.ctx.credentials.issueToken(made.id, "editor")).token);
+    await json(await h.request("POST", "/v1/projects/default/flags", { headers: ann, body: { key: "anns-flag", name: "Ann's" } }), 201);
+    await json(await h.request("PATCH", "/v1/projects/default/flags/anns-flag", { headers: ann, body: { name: "Ann's flag" } }), 200);
+    const byId = (await page(`/v1/audit-log?actorId=${made.id}`)).entries;
+    expect(byId.map((e: { action: string }) => e.action)).toEqual(["updated", "created"]);
+    for (const email of ["ann.auditor@example.com", "ANN.AUDITOR@EXAMPLE.COM", "Ann.Auditor@Example.com"]) {
+      const q = `actorId=${encodeURIComponent(email)}`;
+      expect((await page(`/v1/audit-log?${q}`)).entries).toEqual(byId);
+      expect((await page(`/v1/projects/default/audit-log?${q}`)).entries).toEqual(byId);
+    }
+    // The user's own entry (created by the admin key) is not by the user.
+    expect(byId.every((e: { actor: { id: string } }) => e.actor.id === made.id)).toBe(true);
+    // Deleted, the user's entries still answer to the address.
+    expect((await h.request("DELETE", `/v1/users/${made.id}`, { headers: admin })).status).toBe(204);
+    expect((await page("/v1/audit-log?actorId=ann.auditor%40example.com")).entries).toEqual(byId);
+    expect((await page("/v1/audit-log?actorId=nobody%40example.com")).entries).toEqual([]);
+  });
+
   test("a write that changes nothing, and a refused one, append nothing", async () => {
     const before = count(h.ctx.sqlite);
     expect((await h.request("PATCH", "/v1/projects/default/flags/e2e-flag", { headers: admin, body: { name: "E2E renamed" } })).status).toBe(200);

@@ -48,8 +48,17 @@ const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) =
 /** Every route that reads a body (all but GET and HEAD), with a caller it lets through. */
 function bodyRoutes() {
   const routes = createApp(h.ctx).routes.filter((r) => r.method !== "GET" && r.method !== "HEAD");
-  const callerOf = (path: string) => (path.startsWith("/v1/testing/") ? tester : path.startsWith("/v1/evaluate") ? full : path === "/v1/auth/logout" ? viewer : admin);
+  const callerOf = (path: string) =>
+    path.startsWith("/v1/testing/") ? tester : path.startsWith("/v1/evaluate") || path.startsWith("/ofrep/") ? full : path === "/v1/auth/logout" ? viewer : admin;
   return routes.map((r) => ({ method: r.method, path: r.path.replace(":slug", "default").replace(/:[^/]+/g, "x"), caller: callerOf(r.path) }));
+}
+
+/** Our 400 as the route answers it: the OFREP routes in OFREP's shape (docs/openfeature.md). */
+function asAnswered(path: string, ours: { message: string; details: { path: string; message: string }[] }): unknown {
+  if (!path.startsWith("/ofrep/")) return ours;
+  const errorCode = ours.details[0]!.path === "body" ? "PARSE_ERROR" : "GENERAL";
+  const errorDetails = [ours.message, ...ours.details.map((d) => `${d.path}: ${d.message}`)].join("; ");
+  return path === "/ofrep/v1/evaluate/flags" ? { errorCode, errorDetails } : { key: "x", errorCode, errorDetails };
 }
 
 const NOT_UTF8 = { error: "VALIDATION_ERROR", message: "Request body is not valid UTF-8", details: [{ path: "body", message: "Not valid UTF-8" }] };
@@ -70,7 +79,7 @@ describe("a body that is not UTF-8", () => {
     for (const { method, path, caller } of routes) {
       for (const body of [bytes('{"name":"ok', [0xff, 0xfe], '"}'), bytes([0xc3, 0x28]), bytes('{"a":"', [0xed, 0xa0, 0x80], '"}'), bytes('{"a":"', [0xf0, 0x9f, 0x98], '"}')]) {
         const res = await raw(method, path, body, caller);
-        expect({ route: `${method} ${path}`, status: res.status, body: await res.json() }).toEqual({ route: `${method} ${path}`, status: 400, body: NOT_UTF8 });
+        expect({ route: `${method} ${path}`, status: res.status, body: await res.json() }).toEqual({ route: `${method} ${path}`, status: 400, body: asAnswered(path, NOT_UTF8) });
       }
       // The caller first: without a credential, the spec's 401.
       if (path !== "/v1/auth/login") expect({ route: `${method} ${path}`, status: (await raw(method, path, bytes([0xff]), {})).status }).toEqual({ route: `${method} ${path}`, status: 401 });
@@ -133,7 +142,7 @@ describe("a __proto__ member", () => {
     for (const { method, path, caller } of bodyRoutes()) {
       for (const body of ['{"__proto__":{}}', '{"name":"x","__proto__":{"name":"y"}}']) {
         const res = await h.request(method, path, { body, headers: caller });
-        expect({ route: `${method} ${path}`, body, status: res.status, answer: await res.json() }).toEqual({ route: `${method} ${path}`, body, status: 400, answer: UNKNOWN });
+        expect({ route: `${method} ${path}`, body, status: res.status, answer: await res.json() }).toEqual({ route: `${method} ${path}`, body, status: 400, answer: asAnswered(path, UNKNOWN) });
       }
     }
     expect(rows()).toEqual(before);

@@ -112,7 +112,11 @@ describe("access (group environments: read for GET, write for PATCH)", () => {
     const readers = [bearer(seedApiKey(h.ctx, "mgmt").secret), bearer(seedApiKey(h.ctx, "full").secret), await userToken(h.ctx, "admin"), await userToken(h.ctx, "editor"), await userToken(h.ctx, "viewer")];
     for (const headers of readers) expect((await json(await get(path, headers), 200)).slug).toBe("production");
     for (const scope of ["eval", "test"] as const) {
-      expect(await json(await get(path, bearer(seedApiKey(h.ctx, scope).secret)), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+      expect(await json(await get(path, bearer(seedApiKey(h.ctx, scope).secret)), 403)).toEqual({
+        error: "FORBIDDEN",
+        message: "This key scope does not have access to this endpoint",
+        details: [{ path: "headers.authorization", message: `This key has scope ${scope}; this endpoint takes a key of scope mgmt or full` }],
+      });
     }
     expect(await json(await get(path, bearer(seedApiKey(h.ctx, "mgmt", "other").secret)), 403)).toEqual({ error: "FORBIDDEN", message: "This key does not have access to this project" });
     expect((await json(await get(path, {}), 401)).error).toBe("UNAUTHORIZED");

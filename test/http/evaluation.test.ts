@@ -59,6 +59,8 @@ afterEach(() => h.close());
 const NOW = "2026-11-22T10:00:00.000Z";
 /** The `details` entry of the 401 for a request without an Authorization header. */
 const MISSING_HEADER = { path: "headers.authorization", message: "Missing: send Authorization: Bearer <credential>" };
+const MGMT_SCOPE = { path: "headers.authorization", message: "This key has scope mgmt; this endpoint takes a key of scope eval, test, full or client" };
+const NO_BEARER = { path: "headers.authorization", message: 'Expected "Authorization: Bearer <key>"; the header holds a key without the Bearer prefix' };
 const RESULT_FIELDS = ["enabled", "evaluatedAt", "flagKey", "reason", "ruleId", "variant"];
 
 async function json(res: Response, status: number) {
@@ -354,6 +356,16 @@ describe("validation", () => {
     });
   }
 
+  test('"environment" in the body: 400 that says the API key chooses the environment, on both routes and on the Elysia twin', async () => {
+    const detail = { path: "body.environment", message: "Unknown field: the API key chooses the environment (each key belongs to one environment)" };
+    const expected = { error: "VALIDATION_ERROR", message: "Invalid request", details: [detail] };
+    expect(await json(await evaluate({ flagKey: "a", environment: "production" }), 400)).toEqual(expected);
+    expect(await json(await batch({ flags: ["a"], environment: "production" }), 400)).toEqual(expected);
+    // The app's own route (the API document's twin) says the same; other unknown fields stay plain.
+    const twin = await base.handle(new Request("http://localhost/v1/evaluate", { method: "POST", headers: { "content-type": "application/json", ...evalKey }, body: JSON.stringify({ flagKey: "a", environment: "production", env: 1 }) }));
+    expect((await json(twin, 400)).details).toEqual([detail, { path: "body.env", message: "Unknown field" }]);
+  });
+
   test("several problems are all reported", async () => {
     const body = await json(await evaluate({ flagKey: "", context: { a: {} }, extra: 1 }), 400);
     expect(body.details.map((d: { path: string }) => d.path).sort()).toEqual(["body.context.a", "body.extra", "body.flagKey"]);
@@ -375,7 +387,7 @@ describe("validation", () => {
     const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
     for (const send of [evaluate, batch]) {
       expect(await json(await send('{"flagKey": "a",', {}), 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [MISSING_HEADER] });
-      expect(await json(await send("[1]", mgmt), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+      expect(await json(await send("[1]", mgmt), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint", details: [MGMT_SCOPE] });
       expect((await json(await send("{not json", evalKey), 400)).message).toBe("Request body is not valid JSON");
     }
   });
@@ -426,7 +438,6 @@ describe("access", () => {
   test("mgmt key, admin key and login tokens: 403 with the exact messages; no or a bad key: 401", async () => {
     const takes = "Evaluation takes a project API key of scope eval, test, full or client";
     const cases: [Record<string, string>, number, string][] = [
-      [bearer(seedApiKey(h.ctx, "mgmt").secret), 403, MESSAGES.scope],
       [admin, 403, takes],
       [await userToken(h.ctx, "admin"), 403, takes],
       [await userToken(h.ctx, "viewer"), 403, takes],
@@ -444,6 +455,16 @@ describe("access", () => {
     for (const res of [await evaluate({ flagKey: "a" }, {}), await batch({ flags: ["a"] }, {})]) {
       expect(await json(res, 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [MISSING_HEADER] });
       expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
+    }
+    // A key of another scope: the spec's message, and in details its scope and the scopes evaluation takes.
+    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    for (const res of [await evaluate({ flagKey: "a" }, mgmt), await batch({ flags: ["a"] }, mgmt)]) {
+      expect(await json(res, 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope, details: [MGMT_SCOPE] });
+    }
+    // A valid eval key without `Bearer `: the spec's body, and what was expected.
+    const bare = { authorization: seedApiKey(h.ctx, "eval").secret };
+    for (const res of [await evaluate({ flagKey: "a" }, bare), await batch({ flags: ["a"] }, bare)]) {
+      expect(await json(res, 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [NO_BEARER] });
     }
     expect(MESSAGES.scope).toBe("This key scope does not have access to this endpoint");
   });
@@ -660,6 +681,8 @@ describe("native handlers answer as the pipeline does for the same routes declar
       { path: "/v1/evaluate/batch", body: one({ flags: "p" }) },
       { path: "/v1/evaluate/batch", body: one({}) },
       { body: one({ flagKey: "p", extra: true }) },
+      { body: one({ flagKey: "p", environment: "production" }) },
+      { path: "/v1/evaluate/batch", body: one({ flags: ["p"], environment: "production" }) },
       { body: one({ flagKey: "p", context: { a: { b: 1 } } }) },
       { body: one({ flagKey: "p", context: { a: [[1]] } }) },
       { body: one({ flagKey: "p", context: [] }) },
@@ -760,6 +783,22 @@ describe("API document", () => {
     }
     expect(doc.paths["/v1/evaluate/batch"].post.requestBody.content["application/json"].schema.properties.flags).toMatchObject({ minItems: 1, maxItems: 50 });
     expect(doc.paths["/v1/evaluate/batch"].post.description).toContain("51 entries are a 400");
+  });
+
+  test("a context without userId on a rollout is excluded, not an error, and the document says only context.userId is bucketed", async () => {
+    await createFlag({ key: "half" });
+    await setState("half", { enabled: true, rolloutPercentage: 99.999 });
+    // Look-alikes of userId are ordinary attributes: nothing to bucket by, so excluded.
+    for (const context of [{ user_id: "u1" }, { id: "u1" }, { targetingKey: "u1" }, {}]) {
+      expect((await json(await evaluate({ flagKey: "half", context }), 200)).reason).toBe("PERCENTAGE_ROLLOUT_EXCLUDED");
+    }
+    expect((await json(await evaluate({ flagKey: "half", context: { userId: "u1" } }), 200)).reason).toBe("PERCENTAGE_ROLLOUT");
+    const doc = await json(await h.request("GET", "/v1/openapi.json"), 200);
+    for (const path of ["/v1/evaluate", "/v1/evaluate/batch"]) {
+      expect(doc.paths[path].post.description).toContain(
+        "Only `context.userId` is bucketed: `user_id`, `id` or `targetingKey` are ordinary attributes there (rules may match them), so a context without `userId` is excluded from a rollout under 100 %",
+      );
+    }
   });
 });
 

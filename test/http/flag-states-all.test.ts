@@ -77,7 +77,11 @@ describe("the states of a flag in every environment", () => {
     const allowed = [bearer(seedApiKey(h.ctx, "mgmt").secret), bearer(seedApiKey(h.ctx, "full").secret), await userToken(h.ctx, "viewer"), await userToken(h.ctx, "editor")];
     for (const headers of allowed) expect((await json(await get(path, headers), 200)).states).toHaveLength(3);
     for (const scope of ["eval", "test"] as const) {
-      expect(await json(await get(path, bearer(seedApiKey(h.ctx, scope).secret)), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+      expect(await json(await get(path, bearer(seedApiKey(h.ctx, scope).secret)), 403)).toEqual({
+        error: "FORBIDDEN",
+        message: "This key scope does not have access to this endpoint",
+        details: [{ path: "headers.authorization", message: `This key has scope ${scope}; this endpoint takes a key of scope mgmt or full` }],
+      });
     }
     expect(await json(await get(path, bearer(seedApiKey(h.ctx, "mgmt", "other").secret)), 403)).toEqual({ error: "FORBIDDEN", message: "This key does not have access to this project" });
     expect((await json(await get(path, {}), 401)).error).toBe("UNAUTHORIZED");

@@ -380,7 +380,7 @@ describe("access", () => {
     const evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
     await json(await create({ key: "f", name: "F" }, mgmt), 201);
     await json(await get(`${BASE}/f`, full), 200);
-    expect(await json(await get(`${BASE}/f`, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+    expect(await json(await get(`${BASE}/f`, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint", details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope mgmt or full" }] });
     await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "Other" }, headers: admin }), 201);
     const otherKey = bearer(seedApiKey(h.ctx, "mgmt", "other").secret);
     expect((await json(await get(`${BASE}/f`, otherKey), 403)).error).toBe("FORBIDDEN");

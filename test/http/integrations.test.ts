@@ -125,6 +125,22 @@ describe("Pro", () => {
     await json(await h.request("GET", "/v1/projects/nope/integrations", { headers: admin }), 404);
   });
 
+  test("config errors say what to send: Required, the known fields for an unknown one, the values of a choice (Datadog's site, a region)", async () => {
+    const datadog = await json(await h.request("POST", base, { headers: admin, body: { type: "datadog", config: { site: "datadoghq.de", host: "x" } } }), 400);
+    expect(datadog).toEqual({
+      error: "VALIDATION_ERROR",
+      message: "Invalid configuration for datadog",
+      details: [
+        { path: "body.config.apiKey", message: "Required" },
+        { path: "body.config.host", message: "Unknown field; known: apiKey, applicationKey, site, apiHost, service, tags, trackEvaluations, trackChanges" },
+        { path: "body.config.site", message: "Must be one of datadoghq.com, us3.datadoghq.com, us5.datadoghq.com, datadoghq.eu, ap1.datadoghq.com, ap2.datadoghq.com, uk1.datadoghq.com, ddog-gov.com, us2.ddog-gov.com" },
+      ],
+    });
+    const mixpanel = await json(await h.request("POST", base, { headers: admin, body: { type: "mixpanel", config: { projectToken: "t", region: "de" } } }), 400);
+    expect(mixpanel.details).toEqual([{ path: "body.config.region", message: "Must be one of us, eu, in" }]);
+    expect((await json(await h.request("GET", base, { headers: admin }), 200)).integrations).toEqual([]);
+  });
+
   test("a URL of a config is checked against SVC_OUTBOUND_ALLOWED_HOSTS as webhook URLs are; an admin login writes as itself", async () => {
     const refused = await json(await h.request("POST", base, { headers: admin, body: { type: "datadog", config: { apiKey: "k", apiHost: "http://127.0.0.1:9000" } } }), 400);
     expect(refused.details).toEqual([{ path: "body.config.apiHost", message: expect.stringContaining("127.0.0.1") }]);

@@ -7,7 +7,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cpSync, linkSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { bearer, json, leakTargets, linkedPackage, ownEnviron, seedAdminKey, seedApiKey, testApp, type TestApp, until, userToken } from "../helpers";
+import { loadConfig } from "../../src/config";
+import { createLogger } from "../../src/lib/log";
+import { startServer } from "../../src/server";
+import { bearer, json, leakTargets, linkedPackage, ownEnviron, seedAdminKey, seedApiKey, tempDir, testApp, type TestApp, until, userToken } from "../helpers";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/plugins");
 const OURS = new Set(["@acme/echo", "failing", "@acme/tracker"]);
@@ -114,6 +117,56 @@ describe("Pro", () => {
     });
   });
 
+  test("a scoped name written as it is (@scope/name) answers as the URL-encoded one; other paths keep their 404 and 405", async () => {
+    expect(await get("/v1/marketplace/plugins/@acme/echo")).toEqual(await get("/v1/marketplace/plugins/%40acme%2Fecho"));
+    expect(await get("/v1/marketplace/plugins/@acme/echo/versions")).toEqual(await get("/v1/marketplace/plugins/%40acme%2Fecho/versions"));
+    expect((await get("/v1/marketplace/plugins/@acme/nope", admin, 404)).message).toBe("Plugin package @acme/nope not found");
+    expect((await get("/v1/marketplace/plugins/@acme/nope/versions", admin, 404)).message).toBe("Plugin package @acme/nope not found");
+    // The same access as the documented routes.
+    expect((await get("/v1/marketplace/plugins/@acme/echo", {}, 401)).error).toBe("UNAUTHORIZED");
+    expect((await get("/v1/marketplace/plugins/@acme/echo/versions", await userToken(h.ctx, "editor"), 403)).error).toBe("FORBIDDEN");
+    // Two segments without the scope's @ are no route, for any caller; other methods as before.
+    for (const headers of [admin, {}]) {
+      expect(await get("/v1/marketplace/plugins/acme/echo", headers, 404)).toEqual({ error: "NOT_FOUND", message: "No route for GET /v1/marketplace/plugins/acme/echo" });
+    }
+    expect(await json(await h.request("POST", "/v1/marketplace/plugins/acme/echo", { headers: admin }), 404)).toEqual({ error: "NOT_FOUND", message: "No route for POST /v1/marketplace/plugins/acme/echo" });
+    // An encoded name followed by a segment other than versions is no route, for any caller, as before.
+    for (const headers of [admin, {}]) {
+      expect(await get("/v1/marketplace/plugins/%40acme%2Fecho/other", headers, 404)).toEqual({ error: "NOT_FOUND", message: "No route for GET /v1/marketplace/plugins/%40acme%2Fecho/other" });
+      expect(await get("/v1/marketplace/plugins/%40acme%2Fecho/other/versions", headers, 404)).toEqual({ error: "NOT_FOUND", message: "No route for GET /v1/marketplace/plugins/%40acme%2Fecho/other/versions" });
+    }
+    const post = await h.request("POST", "/v1/marketplace/plugins/failing", { headers: admin });
+    expect({ status: post.status, allow: post.headers.get("allow") }).toEqual({ status: 405, allow: "GET, HEAD" });
+    // The API document keeps the one-segment form.
+    const doc = (await (await h.request("GET", "/v1/openapi.json")).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith("/v1/marketplace"))).toEqual(["/v1/marketplace/plugins", "/v1/marketplace/plugins/{packageName}", "/v1/marketplace/plugins/{packageName}/versions"]);
+  });
+
+  test("the listening server (Bun's router) takes the scoped name as it is too", async () => {
+    const dir = tempDir();
+    const server = await startServer(loadConfig({ SVC_DATA_DIR: dir, SVC_PORT: "0", SVC_HOST: "127.0.0.1", SVC_EDITION: "pro" }), {
+      log: createLogger({ level: "error", format: "json", write: () => {} }),
+    });
+    try {
+      const headers = bearer(seedAdminKey(server.ctx));
+      const tls = { rejectUnauthorized: false };
+      const at = async (path: string) => {
+        const res = await fetch(`${server.url}${path}`, { headers, tls });
+        return { status: res.status, body: await res.json() };
+      };
+      const details = await at("/v1/marketplace/plugins/@flagsvc/posthog");
+      expect(details).toMatchObject({ status: 200, body: { packageName: "@flagsvc/posthog" } });
+      expect(await at("/v1/marketplace/plugins/%40flagsvc%2Fposthog")).toEqual(details);
+      const versions = await at("/v1/marketplace/plugins/@flagsvc/posthog/versions");
+      expect(versions).toMatchObject({ status: 200, body: { packageName: "@flagsvc/posthog" } });
+      expect(await at("/v1/marketplace/plugins/%40flagsvc%2Fposthog/versions")).toEqual(versions);
+      expect(await at("/v1/marketplace/plugins/flagsvc/posthog")).toEqual({ status: 404, body: { error: "NOT_FOUND", message: "No route for GET /v1/marketplace/plugins/flagsvc/posthog" } });
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("unknown package: 404 NOT_FOUND; a malformed escape in the name: 400", async () => {
     for (const path of ["/v1/marketplace/plugins/%40acme%2Fnope", "/v1/marketplace/plugins/nope/versions", "/v1/marketplace/plugins/%2540acme%252Fecho"]) {
       expect((await get(path, admin, 404)).error).toBe("NOT_FOUND");
@@ -164,7 +217,7 @@ describe("CE", () => {
       [bearer(seedApiKey(h.ctx, "mgmt").secret), 403, "FORBIDDEN"],
       [{}, 401, "UNAUTHORIZED"],
     ];
-    for (const path of ["/v1/marketplace/plugins?sort=bogus", "/v1/marketplace/plugins/%40acme%2Fecho", "/v1/marketplace/plugins/failing/versions"]) {
+    for (const path of ["/v1/marketplace/plugins?sort=bogus", "/v1/marketplace/plugins/%40acme%2Fecho", "/v1/marketplace/plugins/failing/versions", "/v1/marketplace/plugins/@acme/echo", "/v1/marketplace/plugins/@acme/echo/versions"]) {
       for (const [headers, status, error] of cases) {
         const res = await h.request("GET", path, { headers });
         expect({ path, status: res.status, error: ((await res.json()) as { error: string }).error }).toEqual({ path, status, error });

@@ -197,7 +197,7 @@ describe("plugins check", () => {
     expect(out).toEqual({
       code: 1,
       stdout: "",
-      stderr: 'flagsvc: the config does not match the configSchema of @acme/echo 1.0.0: config.apiKey: Required; config.extra: Unknown property; config.url: Must match format "uri"\n',
+      stderr: 'flagsvc: the config does not match the configSchema of @acme/echo 1.0.0: config.apiKey: Required; config.extra: Unknown field; known: apiKey, url, batchSize; config.url: Must match format "uri"\n',
     });
     expect(await runCli(dir, "plugins", "check", ECHO, "--config", "{apiKey")).toEqual({ code: 2, stdout: "", stderr: expect.stringContaining("flagsvc: --config: not valid JSON") });
     expect((await runCli(dir, "plugins", "check", ECHO, "--config", "{}", "--config-file", "x")).stderr).toBe("flagsvc: give --config or --config-file, not both\n");

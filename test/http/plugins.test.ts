@@ -3,7 +3,7 @@
  * a package dropped into DATA_DIR/marketplace/ that reports every hook call to a local receiver.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SECRET } from "../../src/changes/entry";
 import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, until, userToken, type TestApp } from "../helpers";
@@ -127,6 +127,27 @@ describe("install", () => {
     await json(await install({ packageName: NAME, config: {}, color: "red" }), 400);
     const none = await json(await h.request("GET", base(), { headers: admin }), 200);
     expect(none.plugins.every((p: { config: { url?: unknown } }) => p.config.url !== 5)).toBe(true);
+  });
+
+  test("the install example of docs/plugins.md is taken as it stands; a property the package does not take is told the known ones", async () => {
+    const docs = readFileSync(join(import.meta.dir, "../../docs/plugins.md"), "utf8");
+    const section = docs.slice(docs.indexOf("## Installing one"), docs.indexOf("## Writing one"));
+    const example = /-d '(\{"packageName":[^']*\})'/.exec(section);
+    expect(example).not.toBeNull();
+    const body = JSON.parse(example![1]!);
+    expect(body.packageName).toBe("@flagsvc/posthog");
+    const installed = await json(await install(body), 201);
+    await settled(installed.id);
+    expect((await h.request("DELETE", base(`/${installed.id}`), { headers: admin })).status).toBe(204);
+    // PostHog's docs call it the host: the 400 names the property the package takes instead.
+    const host = await json(await install({ packageName: "@flagsvc/posthog", config: { apiKey: "phc_x", host: "https://eu.i.posthog.com" } }), 400);
+    expect(host).toEqual({
+      error: "VALIDATION_ERROR",
+      message: expect.any(String),
+      details: [{ path: "body.config.host", message: "Unknown field; known: apiKey, baseUrl, personProperties, changesDistinctId" }],
+    });
+    const patched = await json(await install({ packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "t", tokn: "t" } }), 400);
+    expect(patched.details).toEqual([{ path: "body.config.tokn", message: "Unknown field; known: url, token, failActivate" }]);
   });
 
   test("a failing activate ends in error with its message (secrets masked); enabled: true tries again", async () => {

@@ -105,7 +105,11 @@ describe("projects", () => {
     expect((await json(await create({ slug: "by-editor", name: "E" }, await userToken(h.ctx, "editor")), 403)).error).toBe("FORBIDDEN");
     for (const scope of ["mgmt", "full"] as const) {
       const body = await json(await create({ slug: `by-${scope}`, name: "K" }, bearer(seedApiKey(h.ctx, scope).secret)), 403);
-      expect(body).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+      expect(body).toEqual({
+        error: "FORBIDDEN",
+        message: "This key scope does not have access to this endpoint",
+        details: [{ path: "headers.authorization", message: `This key has scope ${scope}; this endpoint takes no API key, only an admin key or a login token of role admin (POST /v1/auth/login)` }],
+      });
     }
     expect((await json(await create({ slug: "anon", name: "N" }, {}), 401)).error).toBe("UNAUTHORIZED");
   });
@@ -127,6 +131,7 @@ describe("projects", () => {
     expect(await json(await h.request("GET", "/v1/projects", { headers: key }), 403)).toEqual({
       error: "FORBIDDEN",
       message: "This key scope does not have access to this endpoint",
+      details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope mgmt or full" }],
     });
   });
 

@@ -132,7 +132,11 @@ for (const edition of ["ce", "pro"] as const) {
       const mine = await open();
       for (const scope of ["test", "full"] as const) expect(await ids("", bearer(seedApiKey(h.ctx, scope).secret))).toEqual([mine.id]);
       for (const scope of ["eval", "mgmt"] as const) {
-        expect(await json(await list("", bearer(seedApiKey(h.ctx, scope).secret)), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+        expect(await json(await list("", bearer(seedApiKey(h.ctx, scope).secret)), 403)).toEqual({
+          error: "FORBIDDEN",
+          message: "This key scope does not have access to this endpoint",
+          details: [{ path: "headers.authorization", message: `This key has scope ${scope}; this endpoint takes a key of scope test or full` }],
+        });
       }
       for (const headers of [admin, await userToken(h.ctx, "admin")]) expect((await json(await list("", headers), 403)).error).toBe("FORBIDDEN");
       expect((await json(await list("", {}), 401)).error).toBe("UNAUTHORIZED");

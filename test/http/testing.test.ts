@@ -405,7 +405,7 @@ for (const edition of ["ce", "pro"] as const) {
           expect(await json(await putBatch("sess_unknown000000000000000", { overrides: { a: true } }), 403)).toEqual(refused);
           // Credential and scope come first.
           expect((await json(await putBatch(s.id, { overrides: { a: true } }, {}), 401)).error).toBe("UNAUTHORIZED");
-          expect(await json(await putBatch(s.id, { overrides: { a: true } }, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope });
+          expect(await json(await putBatch(s.id, { overrides: { a: true } }, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope, details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope test or full" }] });
           expect(dump().overrides).toEqual([]);
           // One call per flag is the CE way.
           expect((await json(await put(s.id, "a", { value: true }), 200)).overrides).toEqual({ a: true });
@@ -431,8 +431,8 @@ for (const edition of ["ce", "pro"] as const) {
         const refused: [Record<string, string>, number, string, object?][] = [
           [{}, 401, "Invalid or expired API key", missing],
           [bearer("svc_sk_test_0123456789abcdefghijklmnopqrstuv"), 401, "Invalid or expired API key"],
-          [evalKey, 403, MESSAGES.scope],
-          [bearer(seedApiKey(h.ctx, "mgmt", slug).secret), 403, MESSAGES.scope],
+          [evalKey, 403, MESSAGES.scope, { details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope test or full" }] }],
+          [bearer(seedApiKey(h.ctx, "mgmt", slug).secret), 403, MESSAGES.scope, { details: [{ path: "headers.authorization", message: "This key has scope mgmt; this endpoint takes a key of scope test or full" }] }],
           [admin, 403, takes],
           [await userToken(h.ctx, "admin"), 403, takes],
           [await userToken(h.ctx, "editor"), 403, takes],
@@ -462,7 +462,7 @@ for (const edition of ["ce", "pro"] as const) {
         const unreadable = (path: string, headers: Record<string, string>) => h.request("PUT", path, { headers: { ...headers, "content-type": "text/plain" }, body: "{nope" });
         for (const path of [`${SESSIONS}/${s.id}/overrides/a`, `${SESSIONS}/${s.id}/overrides/batch`]) {
           expect(await json(await unreadable(path, {}), 401)).toMatchObject({ error: "UNAUTHORIZED", message: "Invalid or expired API key" });
-          expect(await json(await unreadable(path, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope });
+          expect(await json(await unreadable(path, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope, details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope test or full" }] });
         }
         expect((await json(await unreadable(`${SESSIONS}/${s.id}/overrides/a`, testKey), 400)).message).toBe("Content-Type must be application/json");
         const batch = await unreadable(`${SESSIONS}/${s.id}/overrides/batch`, testKey);

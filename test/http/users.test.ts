@@ -122,7 +122,7 @@ describe("access", () => {
     const full = seedApiKey(h.ctx, "full");
     const res = await h.request("GET", "/v1/users", { headers: bearer(full.secret) });
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
+    expect(await res.json()).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint", details: [{ path: "headers.authorization", message: "This key has scope full; this endpoint takes no API key, only an admin key or a login token of role admin (POST /v1/auth/login)" }] });
     const adminJwt = await loginToken(h, "admin@localhost", PASSWORD);
     expect((await h.request("GET", "/v1/users", { headers: bearer(adminJwt) })).status).toBe(200);
     await createOk(h, adminJwt, "by-jwt@example.com");

@@ -72,7 +72,7 @@ describe.each(folders)("plugins/%s", (folder) => {
       }
     }
     for (const hook of m.hooks) expect(readme).toContain(`\`${hook}\``);
-    const install = readme.match(/POST "\$FLAGSVC\/v1\/projects\/[a-z0-9-]+\/plugins"[\s\S]*?-d '(\{[\s\S]*?\})'/);
+    const install = readme.match(/POST "\$B\/v1\/projects\/[a-z0-9-]+\/plugins"[\s\S]*?-d '(\{[\s\S]*?\})'/);
     expect(install, "install example").not.toBeNull();
     const body = JSON.parse(install![1]!);
     expect(body.packageName).toBe(m.packageName);

@@ -87,6 +87,12 @@ describe("decide: every cell of the access table", () => {
       message: "Invalid or expired API key",
       details: [{ path: "headers.authorization", message: "Missing: send Authorization: Bearer <credential>" }],
     });
+    expect(decide(null, "flags", "GET", undefined, "noBearer")).toEqual({
+      allow: false,
+      status: 401,
+      message: "Invalid or expired API key",
+      details: [{ path: "headers.authorization", message: 'Expected "Authorization: Bearer <key>"; the header holds a key without the Bearer prefix' }],
+    });
   });
 
   test("a kind of credential a group never takes is told what it takes, from the table; API keys keep the spec's message", () => {
@@ -130,6 +136,10 @@ describe("credential registry", () => {
         expect((await h.ctx.credentials.resolve(bad)).principal).toBeNull();
       }
       expect(await h.ctx.credentials.resolve(null)).toEqual({ principal: null, failure: "missing", meter: null });
+      // Our keys and JWTs sent without `Bearer ` are told apart from other malformed values.
+      const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln";
+      for (const bare of [secret, "svc_admin_unknown", jwt]) expect((await h.ctx.credentials.resolve(bare)).failure).toBe("noBearer");
+      for (const other of [`Basic ${secret}`, "Token abc", "a.b.c", `Token ${jwt}`]) expect((await h.ctx.credentials.resolve(other)).failure).toBe("key");
     } finally {
       h.close();
     }

@@ -110,8 +110,8 @@ describe("configs", () => {
     expect(validateConfig(pkg, { apiKey: "k", url: "https://example.com", batchSize: 10 })).toEqual([]);
     expect(validateConfig(pkg, { url: "not a url", batchSize: 0, colour: "red", extra: 1 })).toEqual([
       { path: "config.apiKey", message: "Required" },
-      { path: "config.colour", message: "Unknown property" },
-      { path: "config.extra", message: "Unknown property" },
+      { path: "config.colour", message: "Unknown field; known: apiKey, url, batchSize" },
+      { path: "config.extra", message: "Unknown field; known: apiKey, url, batchSize" },
       { path: "config.url", message: 'Must match format "uri"' },
       { path: "config.batchSize", message: "Must be >= 1" },
     ]);

@@ -5,7 +5,9 @@
  * the end-to-end test of the README.
  */
 import { describe, expect, test } from "bun:test";
-import { blockKind, extractBlocks, outputMismatch, parsePattern, shapeMismatch, splitSteps, textMatches } from "../../scripts/lib/readme";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { blockKind, extractBlocks, outputMismatch, parsePattern, SHELL_LANGS, shapeMismatch, splitSteps, textMatches } from "../../scripts/lib/readme";
 
 const fence = "```";
 
@@ -49,6 +51,11 @@ describe("extractBlocks and blockKind", () => {
 
   test("`sh` runs, `sh server` restarts the server, everything else is skipped", () => {
     expect(blocks.map(blockKind)).toEqual(["run", "run", "server", "skip", "skip", "skip"]);
+  });
+
+  test("`bash` and `shell` fences are shell examples too: they run unless marked unchecked", () => {
+    const shells = extractBlocks([`${fence}bash`, "api $B/v1/health", fence, `${fence}shell`, "ls", fence, `${fence}bash unchecked`, "sudo make install", fence].join("\n"));
+    expect(shells.map(blockKind)).toEqual(["run", "run", "skip"]);
   });
 });
 
@@ -170,5 +177,33 @@ describe("shape comparison", () => {
   test("output that should be JSON but is not", () => {
     expect(outputMismatch(['200 {"status":"ok"}'], "200 <html>")).toBe('expected JSON, got "200 <html>"');
     expect(outputMismatch(['200 {"status":"ok"}'], "200 {status}")).toBe("not JSON: {status}");
+  });
+});
+
+describe("the guides and the package READMEs speak the README's names", () => {
+  const root = join(import.meta.dir, "../..");
+  const files = [
+    ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`),
+    ...readdirSync(join(root, "plugins")).filter((f) => existsSync(join(root, "plugins", f, "README.md"))).map((f) => `plugins/${f}/README.md`),
+  ];
+
+  test("their shell examples use no other names for the README's variables, its port or its receiver's, and no curl -k", () => {
+    // The README's: $B (https://localhost:8443), api, json, $ADMIN, $EVAL, $TEST; a receiver on 127.0.0.1:8444.
+    const other = /\$\{?(ADMIN_KEY|EVAL_KEY|TEST_KEY|FLAGSVC)\b|:9000\b|curl -sk\b|curl -sS -k\b|curl -k\b/;
+    const found = files.flatMap((file) =>
+      extractBlocks(readFileSync(join(root, file), "utf8"))
+        .filter((b) => SHELL_LANGS.includes(b.lang))
+        .flatMap((b) => b.lines.flatMap((line, i) => (other.test(line) ? [`${file}:${b.line + 1 + i}: ${line.trim()}`] : []))),
+    );
+    expect(found).toEqual([]);
+  });
+
+  test("the guides' shell examples are `sh` fences, as the README's (run, or marked `sh unchecked`, `sh server`)", () => {
+    for (const file of files.filter((f) => f.startsWith("docs/"))) {
+      for (const block of extractBlocks(readFileSync(join(root, file), "utf8"))) {
+        if (!["sh", "bash", "shell", "console", "zsh"].includes(block.lang)) continue;
+        expect({ at: `${file}:${block.line}`, lang: block.lang }).toEqual({ at: `${file}:${block.line}`, lang: "sh" });
+      }
+    }
   });
 });

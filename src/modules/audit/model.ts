@@ -64,7 +64,7 @@ export const AuditQuery = t.Object(
   {
     resourceType: t.Optional(OneOf(RESOURCE_TYPES, withValues("Only entries of this resource type", RESOURCE_TYPES))),
     resourceKey: t.Optional(t.String({ minLength: 1, maxLength: 256, description: "Only entries of resources with this key (a flag key: the flag and its states in every environment)", error: "Must be a string of 1 to 256 characters" })),
-    actorId: t.Optional(t.String({ minLength: 1, maxLength: 256, description: "Only entries by this actor (usr_..., key_..., cli:<user>, system)", error: "Must be a string of 1 to 256 characters" })),
+    actorId: t.Optional(t.String({ minLength: 1, maxLength: 256, description: "Only entries by this actor: its id (usr_..., key_..., cli:<user>, system), or a user's e-mail address (any case, as logins take it: that user's entries, also of a user deleted since)", error: "Must be a string of 1 to 256 characters" })),
     action: t.Optional(OneOf(ACTIONS, withValues("Only entries of this action", ACTIONS))),
     since: t.Optional(t.String({ pattern: ISO_PATTERN, description: "Only entries at or after this time (inclusive)", error: TIME_ERROR })),
     until: t.Optional(t.String({ pattern: ISO_PATTERN, description: "Only entries before this time (exclusive)", error: TIME_ERROR })),

@@ -7,6 +7,7 @@ import type { Action, ChangeEntry } from "../../changes/entry";
 import { notFound, validationError } from "../../http/errors";
 import { iso } from "../../lib/clock";
 import type { ProjectReader } from "../projects/store";
+import { normalizeEmail } from "../users/service";
 import { LIMIT_DEFAULT } from "./model";
 import type { AuditFilter, AuditStore } from "./store";
 
@@ -75,6 +76,15 @@ function sameCalendarDay(value: string, ms: number): boolean {
   return new Date(ms + shift).toISOString().slice(0, 10) === value.slice(0, 10);
 }
 
+/**
+ * `actorId` as the store filters it: an e-mail address (no actor id holds an `@`) names a user,
+ * compared as logins compare it (trimmed, lower-case); anything else is an actor id.
+ */
+function actorFilter(actorId: string | undefined): Pick<AuditFilter, "actorId" | "actorEmail"> {
+  if (actorId === undefined) return {};
+  return actorId.includes("@") ? { actorEmail: normalizeEmail(actorId) } : { actorId };
+}
+
 export interface AuditServiceDeps {
   audit: AuditStore;
   projects: ProjectReader;
@@ -94,8 +104,8 @@ export function auditService({ audit, projects }: AuditServiceDeps) {
       if (!project) throw notFound(`Project ${slug}`);
       projectId = project.id;
     }
-    const { resourceType, resourceKey, actorId, action } = q;
-    return { projectId, resourceType, resourceKey, actorId, action, since, until, before };
+    const { resourceType, resourceKey, action } = q;
+    return { projectId, resourceType, resourceKey, ...actorFilter(q.actorId), action, since, until, before };
   };
 
   return {

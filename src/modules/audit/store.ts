@@ -19,6 +19,11 @@ export interface AuditFilter {
   resourceType?: ResourceType;
   resourceKey?: string;
   actorId?: string;
+  /**
+   * Entries by the user with this e-mail address (lower-case): a user's actor label is the
+   * address, which never changes, so a user deleted since is found too.
+   */
+  actorEmail?: string;
   action?: Action;
   /** `at >= since` (ISO UTC with milliseconds, as stored). */
   since?: string;
@@ -80,6 +85,7 @@ const COLUMNS: [Exclude<keyof AuditFilter, "before">, string][] = [
   ["resourceType", "resource_type = ?"],
   ["resourceKey", "resource_key = ?"],
   ["actorId", "actor_id = ?"],
+  ["actorEmail", "actor_type = 'user' AND actor_label = ?"],
   ["action", "action = ?"],
   ["since", "at >= ?"],
   ["until", "at < ?"],

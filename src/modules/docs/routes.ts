@@ -29,9 +29,11 @@ const DESCRIPTION = `Self-hosted feature-flag service. This reference is also at
 Every request carries \`Authorization: Bearer <credential>\` (an API key \`svc_sk_{scope}_...\`, an admin key
 \`svc_admin_...\` or a login JWT), except \`GET /v1/health\`, \`POST /v1/auth/login\` and these documentation routes.
 Errors have the body \`{ "error": CODE, "message": TEXT }\`, plus \`details: [{ path, message }]\` for
-validation errors and for the 401 of a request without an \`Authorization\` header (at \`headers.authorization\`).
+validation errors, for the 401 of a request without an \`Authorization\` header or with one of our keys or tokens sent
+without \`Bearer \`, and for the scope 403 (all at \`headers.authorization\`).
 A refused credential is told what the endpoint takes: API keys get the spec's 401 \`Invalid or expired API key\`
-and 403 \`This key scope does not have access to this endpoint\`; an admin key or a login token on an endpoint that
+and 403 \`This key scope does not have access to this endpoint\`, whose \`details\` name the key's scope and the scopes the
+endpoint takes (\`This key has scope eval; this endpoint takes a key of scope mgmt or full\`); an admin key or a login token on an endpoint that
 takes API keys only gets 403 naming them (\`Evaluation takes a project API key of scope eval, test, full or client\`). Every response carries \`X-Request-Id\` (an incoming sane one is kept) and
 \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\`, \`X-RateLimit-Reset\`.
 Request bodies are JSON (\`Content-Type: application/json\`) in UTF-8, at most 1 MiB; unknown fields (\`__proto__\` too)

@@ -1,6 +1,7 @@
 /** Evaluation: request and response schemas (api-spec: Evaluation; decisions §7). */
 import { t, type Static } from "elysia";
 import { REASONS } from "../../evaluation/types";
+import { UNKNOWN_FIELD_HINTS } from "../../http/errors";
 
 export const MAX_BATCH_FLAGS = 50;
 
@@ -20,12 +21,18 @@ const Context = t.Object({}, {
   error: "Must be an object whose values are strings, numbers, booleans, null, or arrays of those",
 });
 
+/**
+ * Fields that callers send by habit and the API does not take, with why (a 400 `Unknown field:
+ * ...`): the key's environment is the evaluation's.
+ */
+const NOT_TAKEN = { [UNKNOWN_FIELD_HINTS]: { environment: "the API key chooses the environment (each key belongs to one environment)" } };
+
 export const EvaluateRequest = t.Object(
   {
     flagKey: t.String({ minLength: 1, description: "Key of the flag to evaluate", error: "Must be a non-empty string" }),
     context: t.Optional(Context),
   },
-  { additionalProperties: false, title: "EvaluateRequest" },
+  { additionalProperties: false, title: "EvaluateRequest", ...NOT_TAKEN },
 );
 export type EvaluateRequest = Static<typeof EvaluateRequest>;
 
@@ -39,7 +46,7 @@ export const BatchRequest = t.Object(
     }),
     context: t.Optional(Context),
   },
-  { additionalProperties: false, title: "BatchEvaluateRequest" },
+  { additionalProperties: false, title: "BatchEvaluateRequest", ...NOT_TAKEN },
 );
 export type BatchRequest = Static<typeof BatchRequest>;
 

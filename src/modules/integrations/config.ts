@@ -4,7 +4,7 @@
  * the outbound setting. Masking and PATCH merging: lib/config-secrets.ts, as for plugins.
  */
 import { Value } from "@sinclair/typebox/value";
-import type { ErrorDetail } from "../../http/errors";
+import { describe, unknownConfigField, type ErrorDetail } from "../../http/errors";
 import { checkUrl, type OutboundPolicy } from "../../lib/outbound";
 import type { Connector } from "./connectors/types";
 
@@ -17,14 +17,17 @@ function urlKeys(connector: Connector): string[] {
 
 /**
  * The ways `config` does not match the type's schema, one detail per property
- * (`body.config.<name>`); then the connector's own rules (`check`); then each URL against the
+ * (`body.config.<name>`: `Required`, `Unknown field; known: ...`, `Must be one of ...` for a
+ * choice, the schema's own message otherwise); then the connector's own rules (`check`); then each URL against the
  * outbound setting, as webhook URLs are (a literal address it refuses is refused here).
  */
 export function configErrors(connector: Connector, config: Record<string, unknown>, outbound: OutboundPolicy): ErrorDetail[] {
   const details = new Map<string, string>();
+  const known = Object.keys(connector.configSchema.properties);
   for (const e of Value.Errors(connector.configSchema, config)) {
     const path = `body.config${e.path.replaceAll("/", ".")}`;
-    if (!details.has(path)) details.set(path, e.schema.error !== undefined ? String(e.schema.error) : e.message);
+    // As request bodies are told (errors.ts), and an unknown key is told the keys the type takes.
+    if (!details.has(path)) details.set(path, e.message === "Unexpected property" && e.schema === connector.configSchema ? unknownConfigField(known) : describe(e));
   }
   if (details.size === 0) for (const d of connector.check?.(config) ?? []) details.set(`body.config.${d.key}`, d.message);
   for (const key of urlKeys(connector)) {

@@ -16,7 +16,7 @@ export const MarketplaceQuery = t.Object(
   { additionalProperties: false },
 );
 
-export const PackageParams = t.Object({ packageName: t.String({ description: "The package name, URL-encoded: `@flagsvc/posthog` is `%40flagsvc%2Fposthog`" }) });
+export const PackageParams = t.Object({ packageName: t.String({ description: "The package name; a scoped one URL-encoded (`%40flagsvc%2Fposthog`) or as it is (`@flagsvc/posthog`)" }) });
 
 const listing = {
   packageName: t.String({ description: "npm-style package name, scoped or not" }),

@@ -64,7 +64,7 @@ const EventStream = t.Object({
   endpoint: t.Object({
     requestUri: t.String({ description: "Path and query of the change stream, on the OFREP base URL's origin; the query carries a signed token, never the API key" }),
   }),
-  inactivityDelaySec: t.Integer({ minimum: 1 }),
+  inactivityDelaySec: t.Number({ minimum: 1, description: "Seconds a hidden page keeps the stream open (120)" }),
 });
 
 export const OfrepBulkSuccess = t.Object(
