@@ -31,9 +31,15 @@ export interface Resolution {
   metadata: FlagMetadata;
 }
 
-export interface ResolutionError {
-  errorCode: OpenFeatureErrorCode;
-  errorDetails: string;
+/**
+ * An evaluation's failure. A class, so that telling it from a context is a prototype check: a
+ * context may well have an attribute named `errorCode`.
+ */
+export class ResolutionError {
+  constructor(
+    readonly errorCode: OpenFeatureErrorCode,
+    readonly errorDetails: string,
+  ) {}
 }
 
 /**
@@ -77,12 +83,9 @@ export const REASON_MAPPING: Readonly<Record<Reason, string>> = {
  * in the metadata.
  */
 export function resolution(result: EvaluationResult, flag: CompiledFlag | undefined, context: EvalContext, environment?: string): Resolution | ResolutionError {
-  if (result.reason === "FLAG_NOT_FOUND") return { errorCode: "FLAG_NOT_FOUND", errorDetails: `Flag '${result.flagKey}' was not found` };
+  if (result.reason === "FLAG_NOT_FOUND") return new ResolutionError("FLAG_NOT_FOUND", `Flag '${result.flagKey}' was not found`);
   if (!identified(context) && bucketed(result, flag)) {
-    return {
-      errorCode: "TARGETING_KEY_MISSING",
-      errorDetails: `Flag '${result.flagKey}' splits users by targeting key; send context.targetingKey`,
-    };
+    return new ResolutionError("TARGETING_KEY_MISSING", `Flag '${result.flagKey}' splits users by targeting key; send context.targetingKey`);
   }
   const metadata: FlagMetadata = { reason: result.reason };
   if (result.ruleId !== null) metadata.ruleId = result.ruleId;
@@ -95,7 +98,7 @@ export function resolution(result: EvaluationResult, flag: CompiledFlag | undefi
   return out;
 }
 
-export const isResolutionError = <T extends object>(r: T | ResolutionError): r is ResolutionError => "errorCode" in r;
+export const isResolutionError = <T extends object>(r: T | ResolutionError): r is ResolutionError => r instanceof ResolutionError;
 
 /** Whether bucketing had a user to bucket: the context's `userId` as the engine reads it. */
 function identified(context: EvalContext): boolean {
@@ -151,4 +154,4 @@ export function toEvalContext(context: Readonly<Record<string, unknown>> | undef
   return out;
 }
 
-const invalidContext = (details: string): ResolutionError => ({ errorCode: "INVALID_CONTEXT", errorDetails: details });
+const invalidContext = (details: string): ResolutionError => new ResolutionError("INVALID_CONTEXT", details);

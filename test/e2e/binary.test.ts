@@ -430,6 +430,6 @@ test("each command's --help lists the configuration options it reads, with their
   expect(optionsOf(migrate.stdout)).toEqual(["--data-dir"]);
   const serve = await runBinary(["serve", "--help"]);
   expect(optionsOf(serve.stdout)).toContain("--tls-cert");
-  expect(serve.stdout).toContain("(default: eval:10000,test:1000,mgmt:500,full:500,admin:1000,user:1000,anonymous:300)");
+  expect(serve.stdout).toContain("(default: eval:10000,test:1000,mgmt:500,full:500,client:10000,admin:1000,user:1000,anonymous:300)");
   expect(serve.stdout).not.toContain("installed plugins"); // not built yet
 }, T);

@@ -160,6 +160,12 @@ describe("single evaluation", () => {
     }
   });
 
+  test("a context attribute named errorCode is an attribute like any other", async () => {
+    await flag({ key: "coded", rules: [{ name: "c", conditions: [{ attribute: "errorCode", operator: "equals", value: "x" }] }] }, { enabled: true });
+    expect(await json(await one("coded", { context: { targetingKey: "u1", errorCode: "x" } }), 200)).toMatchObject({ value: true, reason: "TARGETING_MATCH" });
+    expect((await json(await bulk({ context: { targetingKey: "u1", errorCode: "x", errorDetails: "y" } }), 200)).flags[0]).toMatchObject({ key: "coded", reason: "TARGETING_MATCH" });
+  });
+
   test("every reason of ours has a row in the mapping, and the docs' table names them all", async () => {
     expect(Object.keys(REASON_MAPPING).sort()).toEqual([...REASONS].sort());
     const doc = await Bun.file(new URL("../../docs/openfeature.md", import.meta.url)).text();
