@@ -64,6 +64,9 @@ const consoleLogger: Logger = {
   debug: () => {},
 };
 
+/** How long a resumed stream may stay quiet before it counts as having missed nothing. */
+const RESUME_SETTLE_MS = 250;
+
 type ValueType = "boolean" | "string" | "number" | "object";
 
 export class FlagsvcProvider {
@@ -82,6 +85,8 @@ export class FlagsvcProvider {
   private downSince: number | undefined;
   private staleTimer: ReturnType<typeof setTimeout> | undefined;
   private staleSent = false;
+  /** After a reconnection, until the catch-up comes (or is known to be nothing). */
+  private settleTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
   private lastError: Error | undefined;
   /** `evaluatedAt` of the last millisecond seen, formatted once (as the server does). */
@@ -156,7 +161,7 @@ export class FlagsvcProvider {
         logger: options.logger,
       },
       {
-        onOpen: () => {},
+        onOpen: () => this.onOpen(),
         onEvent: (event) => this.onEvent(event.event, event.data),
         onDisconnect: (error) => this.onDisconnect(error),
         onFatal: (error) => this.onFatal(error),
@@ -268,9 +273,22 @@ export class FlagsvcProvider {
     }
   }
 
+  /**
+   * A connection is up. A resume is sent what it missed first, or nothing at all when it missed
+   * nothing: in sync at its first event, or once a short wait brought none.
+   */
+  private onOpen(): void {
+    if (!this.definitions.loaded || this.downSince === undefined) return;
+    clearTimeout(this.settleTimer);
+    this.settleTimer = setTimeout(() => this.synced(), RESUME_SETTLE_MS);
+    unref(this.settleTimer);
+  }
+
   /** The stream delivered: the provider is current again. */
   private synced(): void {
     this.lastError = undefined;
+    clearTimeout(this.settleTimer);
+    this.settleTimer = undefined;
     if (this.settleInit) {
       this.settleInit();
       return;
@@ -286,6 +304,8 @@ export class FlagsvcProvider {
 
   private onDisconnect(error: Error): void {
     this.lastError = error;
+    clearTimeout(this.settleTimer);
+    this.settleTimer = undefined;
     if (this.closed || !this.definitions.loaded || this.downSince !== undefined) return;
     this.downSince = Date.now();
     this.options.logger.warn(`flagsvc: definitions stream lost (${error.message}); answering from version ${this.definitions.version} until it is back`);
@@ -310,6 +330,8 @@ export class FlagsvcProvider {
   }
 
   private clearStale(): void {
+    clearTimeout(this.settleTimer);
+    this.settleTimer = undefined;
     if (this.staleTimer !== undefined) clearTimeout(this.staleTimer);
     this.staleTimer = undefined;
     this.downSince = undefined;
