@@ -27,6 +27,9 @@ import type { SqliteRuntimeStore } from "./plugins/runtime-store";
 import type { SqlitePluginStore } from "./modules/plugins/store";
 import type { SqliteIntegrationStore } from "./modules/integrations/store";
 import type { IntegrationSink } from "./modules/integrations/sender";
+import type { StreamHub } from "./modules/streams/hub";
+import type { SqliteDefinitionsStore } from "./modules/streams/store";
+import type { StreamTokens } from "./modules/streams/tokens";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -41,6 +44,8 @@ export interface Stores {
   pluginDownloads: SqliteDownloadStore;
   plugins: SqlitePluginStore;
   integrations: SqliteIntegrationStore;
+  /** What the streams read: definitions for local evaluation, what a resume missed, where environments stand. */
+  definitions: SqliteDefinitionsStore;
   /** What the plugin host writes of a running plugin (status, position, counters): runtime state, no entries. */
   pluginRuntime: SqliteRuntimeStore;
 }
@@ -81,6 +86,14 @@ export interface AppContext extends Store {
   plugins: PluginHost;
   /** The integrations' sender (its own thread in the server): what the feed hands evaluations and change events to. */
   integrations: IntegrationSink;
+  /**
+   * The open streams (OFREP change streams, definitions streams) and where each environment
+   * stands: `lastChange(environmentId)`, `waitFor(position, timeoutMs)`. Hears each commit once
+   * the snapshot holds it.
+   */
+  streams: StreamHub;
+  /** The OFREP change stream's URL credential: `issue(principal, now)`, `verify(token, now)`. */
+  streamTokens: StreamTokens;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** Stops the jobs, closes the database and releases the data-dir lock. */

@@ -81,6 +81,11 @@ import { DEFAULT_LIMITS } from "./plugins/sandbox";
 import { pluginsRoutes } from "./modules/plugins/routes";
 import { pluginService } from "./modules/plugins/service";
 import { SqlitePluginStore } from "./modules/plugins/store";
+import { StreamHub } from "./modules/streams/hub";
+import { streamsRoutes } from "./modules/streams/routes";
+import { streamsService } from "./modules/streams/service";
+import { SqliteDefinitionsStore } from "./modules/streams/store";
+import { StreamTokens } from "./modules/streams/tokens";
 import { configuredTls, loadTls, TLS12_CIPHERS, type TlsMaterial } from "./tls";
 
 /**
@@ -134,6 +139,7 @@ export function createServices(ctx: AppContext) {
     marketplace: marketplaceService({ catalog: ctx.catalog, downloads: stores.pluginDownloads }),
     integrations: integrationService({ integrations: stores.integrations, projects: stores.projects, connectors: CONNECTORS, clock, outbound: new OutboundPolicy(ctx.config.outboundAllowedHosts) }),
     plugins: pluginService({ plugins: stores.plugins, projects: stores.projects, catalog: ctx.catalog, host: ctx.plugins, runtime: stores.pluginRuntime, clock, log: ctx.log }),
+    streams: streamsService({ hub: ctx.streams, tokens: ctx.streamTokens, credentials: ctx.credentials, definitions: stores.definitions, clock }),
   };
 }
 
@@ -163,7 +169,8 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(auditRoutes(services.audit))
     .use(pluginsRoutes(services.plugins))
     .use(marketplaceRoutes(services.marketplace, config))
-    .use(integrationsRoutes(services.integrations, config));
+    .use(integrationsRoutes(services.integrations, config))
+    .use(streamsRoutes(services.streams));
 }
 
 export type App = ReturnType<typeof createApp>;
@@ -228,6 +235,7 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     pluginDownloads: new SqliteDownloadStore(changeLog.store),
     plugins: new SqlitePluginStore(changeLog),
     integrations: new SqliteIntegrationStore(changeLog),
+    definitions: new SqliteDefinitionsStore(changeLog.store),
     pluginRuntime: new SqliteRuntimeStore(changeLog.sqlite),
   };
 }
@@ -258,12 +266,16 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const deliveries = deps.background
     ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
     : new DeliveryDispatcher({ ...store, clock, log, config });
-  // The change log and its subscribers, in this order: evaluation, credentials, test sessions, webhook sender, change events (plugins, integrations).
+  // The change log and its subscribers, in this order: evaluation (then the streams), credentials, test sessions, webhook sender, change events (plugins, integrations).
   const bus = new ChangeBus(log);
   const changeLog = new SqliteChangeLog(store, bus, clock);
   const stores = createStores(changeLog);
   const snapshot = loadSnapshot(stores.flags);
-  const credentials = new CredentialRegistry(store, clock, jwtSecret(store, config.jwtSecret, clock), requestClock);
+  const secret = jwtSecret(store, config.jwtSecret, clock);
+  const credentials = new CredentialRegistry(store, clock, secret, requestClock);
+  const streamTokens = new StreamTokens(secret);
+  const streams = new StreamHub({ store: stores.definitions, credentials, clock, log, initial: stores.definitions.lastChangesNow() });
+  credentials.onReload(() => streams.revalidate());
   const testSessions = loadSessions(stores.testSessions, clock.now());
   const outbox = new Outbox(stores.webhooks, deliveries);
   const records = new EvaluationRecords((e) => log.error("evaluation records: a reader failed", { error: e instanceof Error ? e.message : String(e) }), deps.recordsBusy);
@@ -284,7 +296,8 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const changeEvents = new ChangeEventQueue(new ChangeEventRows(store.sqlite), stores.webhooks, [plugins, integrations]);
   changeLog.participate(outbox.participant);
   changeLog.participate(changeEvents.participant);
-  bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags));
+  // The streams hear each commit once the snapshot holds it: a client that refetches at their message sees the change.
+  bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags, streams.subscriber));
   bus.subscribe("credentials", credentials.subscriber);
   bus.subscribe("test sessions", testSessions.subscriber);
   bus.subscribe("webhook sender", outbox.subscriber);
@@ -312,8 +325,11 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     catalog,
     plugins,
     integrations: sender,
+    streams,
+    streamTokens,
     startedAt: performance.now(),
     close() {
+      streams.close();
       catalog.close();
       scheduler.stopAll();
       plugins.close();
@@ -335,7 +351,7 @@ export interface RunningServer {
   url: string;
   tls: TlsMaterial | null;
   bannerLines: string[];
-  /** Stop accepting, drain in-flight requests (10 s at most), stop jobs, close the database. */
+  /** End the streams, stop accepting, drain in-flight requests (10 s at most), stop jobs, close the database. */
   stop(): Promise<void>;
 }
 
@@ -403,6 +419,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       (stopping ??= (async () => {
         const server = app.server!;
         await Bun.sleep(DRAIN_GRACE_MS);
+        // Streams never finish by themselves: ended first, the drain would otherwise wait 10 s on them.
+        ctx.streams.close();
         let timer: ReturnType<typeof setTimeout> | undefined;
         const timedOut = new Promise<false>((resolve) => (timer = setTimeout(resolve, DRAIN_MS, false)));
         const drained = await Promise.race([server.stop(false).then(() => true), timedOut]);

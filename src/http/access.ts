@@ -19,9 +19,17 @@ export type Principal =
       projectSlug: string;
       environmentId: string;
       environmentSlug: string;
+      /**
+       * Which of the key's secrets was presented: the first 16 hex characters of the SHA-256 of
+       * its stored hash (a rotated key has two for its grace period). Stream tokens are bound to
+       * it (src/modules/streams/tokens.ts), so that they stop working once that secret does.
+       */
+      secretTag: string;
     }
   | { kind: "adminKey"; id: string; name: string }
   | { kind: "user"; id: string; email: string; role: Role; jti: string; expiresAt: number };
+
+export type ApiKeyPrincipal = Extract<Principal, { kind: "apiKey" }>;
 
 interface Rule {
   /** API-key scopes allowed; project-bound groups also require the key's own project. */
@@ -38,6 +46,11 @@ const NONE: readonly never[] = [];
 export const ACCESS = {
   /** POST /v1/evaluate, /v1/evaluate/batch */
   evaluate: { scopes: ["eval", "test", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "Evaluation" },
+  /**
+   * GET /v1/definitions and its stream: flag definitions for local evaluation. Rules may hold
+   * e-mail lists: server-side keys only; an eval key may sit in a web page.
+   */
+  definitions: { scopes: ["test", "mgmt", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "The definitions API" },
   /** /v1/testing/... */
   testing: { scopes: ["test", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "The Testing API" },
   /** GET /v1/projects and /v1/projects/{slug} (GET, PATCH, DELETE) */

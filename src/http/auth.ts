@@ -71,10 +71,20 @@ export function admitter(ctx: AppContext) {
   // in the function below would make every call, a key's too, allocate a scope for it.
   const admitLater = (auth: Promise<Resolution>, request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, now: number) =>
     auth.then((a) => admit(a, request, headers, server, now));
+  // A request without `Authorization` may be a change stream's connect, whose URL carries a
+  // stream token (an EventSource sends no headers): counted against the token's key, so that
+  // the browsers of one network do not share their address's anonymous limit.
+  const { streamTokens } = ctx;
+  const streamKey = (request: Request, now: number): Resolution | undefined => {
+    const grant = streamTokens.grantOfUrl(request.url, now);
+    return grant === null ? undefined : credentials.resolveStream(grant, now);
+  };
   return (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null): Resolution | Promise<Resolution> => {
     const now = clock.now();
-    const auth = credentials.resolve(request.headers.get("authorization"), now);
-    return auth instanceof Promise ? admitLater(auth, request, headers, server, now) : admit(auth, request, headers, server, now);
+    let auth = credentials.resolve(request.headers.get("authorization"), now);
+    if (auth instanceof Promise) return admitLater(auth, request, headers, server, now);
+    if (auth.failure === "missing") auth = streamKey(request, now) ?? auth;
+    return admit(auth, request, headers, server, now);
   };
 }
 

@@ -16,10 +16,21 @@ import { randomBase62 } from "../lib/ids";
 import { sameSecret, sha256Hex } from "../lib/secrets";
 import type { RateLimitKind } from "../config";
 import { Meter } from "./rate-limit";
-import type { Principal, Role } from "./access";
+import type { ApiKeyPrincipal, Principal, Role } from "./access";
 import type { ChangeEntry } from "../changes/entry";
 
 export const TOKEN_TTL_SECONDS = 3600;
+
+/** What a stream is bound to: a key, its project and environment, and which of its secrets. */
+export interface StreamBinding {
+  keyId: string;
+  projectId: string;
+  environmentId: string;
+  secretTag: string;
+}
+
+/** A key secret's tag (`Principal.secretTag`): the first 16 hex characters of the SHA-256 of its stored hash. */
+export const secretTag = (keyHash: string): string => sha256Hex(keyHash).slice(0, 16);
 const JWT_SECRET_SETTING = "jwt_secret";
 
 /**
@@ -60,6 +71,9 @@ const BAD_TOKEN: Resolution = { principal: null, failure: "token", meter: null }
 
 export class CredentialRegistry {
   private keys = new Map<string, KeyRecord>();
+  /** API keys by id: the record of the current secret, then that of the previous one (grace period). */
+  private byKeyId = new Map<string, KeyRecord[]>();
+  private readonly reloadListeners: (() => void)[] = [];
   /**
    * `Authorization` values already resolved to a key, so that its later requests skip parsing
    * and hashing. Only valid keys get in (guessing cannot grow it), bounded by the number of
@@ -131,9 +145,10 @@ export class CredentialRegistry {
       .innerJoin(projects, eq(projects.id, apiKeys.projectId))
       .innerJoin(environments, eq(environments.id, apiKeys.environmentId))
       .all();
+    const byKeyId = new Map<string, KeyRecord[]>();
     for (const r of rows) {
-      const principal = {
-        kind: "apiKey" as const,
+      const principal = (keyHash: string): ApiKeyPrincipal => ({
+        kind: "apiKey",
         id: r.id,
         name: r.name,
         scope: r.scope,
@@ -141,10 +156,14 @@ export class CredentialRegistry {
         projectSlug: r.projectSlug,
         environmentId: r.environmentId,
         environmentSlug: r.environmentSlug,
-      };
+        secretTag: secretTag(keyHash),
+      });
       const u = usageOf(r.id, r.scope, apiKeys);
-      keys.set(r.keyHash, { principal, failure: null, meter: u });
-      if (r.previousHash && r.previousExpiresAt) keys.set(r.previousHash, { principal, failure: null, meter: u, notAfter: Date.parse(r.previousExpiresAt) });
+      const records: KeyRecord[] = [{ principal: principal(r.keyHash), failure: null, meter: u }];
+      if (r.previousHash && r.previousExpiresAt) records.push({ principal: principal(r.previousHash), failure: null, meter: u, notAfter: Date.parse(r.previousExpiresAt) });
+      keys.set(r.keyHash, records[0]!);
+      if (records[1]) keys.set(r.previousHash!, records[1]);
+      byKeyId.set(r.id, records);
     }
     for (const r of db.select({ id: adminKeys.id, name: adminKeys.name, keyHash: adminKeys.keyHash }).from(adminKeys).all()) {
       keys.set(r.keyHash, { principal: { kind: "adminKey", id: r.id, name: r.name }, failure: null, meter: usageOf(r.id, "admin", adminKeys) });
@@ -161,6 +180,7 @@ export class CredentialRegistry {
       db.select().from(revokedTokens).where(gt(revokedTokens.expiresAt, now)).all().map((r) => [r.jti, Date.parse(r.expiresAt)]),
     );
     this.keys = keys;
+    this.byKeyId = byKeyId;
     this.usage = usage;
     this.byHeader = new Map();
     this.lastHeader = "";
@@ -168,6 +188,43 @@ export class CredentialRegistry {
     this.requestClock?.expire();
     this.dataVersion = this.readDataVersion();
     this.seenPosition = lastPosition(this.store);
+    for (const listener of this.reloadListeners) listener();
+  }
+
+  /**
+   * Called after every reload (a write that changed credentials, or another process's): the
+   * stream hub re-checks its open streams, so that those of a deleted key or a rotated-out
+   * secret end at once.
+   */
+  onReload(listener: () => void): void {
+    this.reloadListeners.push(listener);
+  }
+
+  /**
+   * The API key behind a stream's grant (src/modules/streams/tokens.ts), or of an open stream:
+   * the key of that id, project and environment whose secret of that tag is still accepted
+   * (a rotated-out secret only until the end of its grace period). No I/O.
+   */
+  streamPrincipal(grant: StreamBinding, now: number): ApiKeyPrincipal | undefined {
+    return this.streamRecord(grant, now)?.principal as ApiKeyPrincipal | undefined;
+  }
+
+  /** `streamPrincipal` as admission takes it: the key's resolution, its use counted (rate limit, last use). */
+  resolveStream(grant: StreamBinding, now: number): Resolution | undefined {
+    const record = this.streamRecord(grant, now);
+    return record && this.use(record, now);
+  }
+
+  private streamRecord(grant: StreamBinding, now: number): KeyRecord | undefined {
+    const records = this.byKeyId.get(grant.keyId);
+    if (records === undefined) return undefined;
+    for (const record of records) {
+      const p = record.principal as ApiKeyPrincipal;
+      if (p.secretTag !== grant.secretTag || p.projectId !== grant.projectId || p.environmentId !== grant.environmentId) continue;
+      if (record.notAfter !== undefined && now >= record.notAfter) return undefined;
+      return record;
+    }
+    return undefined;
   }
 
   /**

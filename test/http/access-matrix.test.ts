@@ -28,6 +28,7 @@ const COLUMNS: Column[] = [
 /** Which columns may call a group: reads and writes (from decisions §4). */
 const ALLOWED: Record<Exclude<AccessGroup, "evaluate">, { read: string[]; write: string[] }> = {
   testing: { read: ["test", "full"], write: ["test", "full"] },
+  definitions: { read: ["test", "mgmt", "full"], write: [] },
   projects: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin"] },
   projectCreate: { read: [], write: ["admin key", "JWT admin"] },
   environments: { read: ["mgmt", "full", "admin key", "JWT admin", "JWT editor", "JWT viewer"], write: ["mgmt", "full", "admin key", "JWT admin"] },
@@ -43,6 +44,7 @@ const ALLOWED: Record<Exclude<AccessGroup, "evaluate">, { read: string[]; write:
 /** The 403 for a kind of credential a group never takes (admin keys, login tokens): what it takes. */
 const TAKES: Partial<Record<AccessGroup, string>> = {
   testing: "The Testing API takes a project API key of scope test or full",
+  definitions: "The definitions API takes a project API key of scope test, mgmt or full",
   session: "This endpoint takes a login token (POST /v1/auth/login)",
 };
 
@@ -119,6 +121,8 @@ const ENDPOINTS: Endpoint[] = [
   { group: "admin", method: "DELETE", path: (f) => `/v1/projects/${f.slug}/integrations/${f.integrationId}`, ok: 204 },
   { group: "audit", method: "GET", path: (f) => `/v1/projects/${f.slug}/audit-log`, ok: 200 },
   { group: "auditInstance", method: "GET", path: () => "/v1/audit-log", ok: 200 },
+  // Its stream (/v1/definitions/stream) never ends: its access is tested in test/http/streams.test.ts.
+  { group: "definitions", method: "GET", path: () => "/v1/definitions", ok: 200 },
   { group: "session", method: "GET", path: () => "/v1/auth/me", ok: 200 },
   { group: "testing", method: "POST", path: () => "/v1/testing/sessions", body: (f) => ({ projectId: f.slug }), ok: 201 },
   { group: "testing", method: "GET", path: (f) => `/v1/testing/sessions?projectId=${f.slug}`, ok: 200 },
@@ -158,7 +162,7 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   // A spare admin key for the DELETE /v1/admin-keys cell, never the caller's own.
   seedAdminKey(h.ctx, `spare ${i}`);
   const spare = (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(`spare ${i}`) as { id: string }).id;
-  const tester = { kind: "apiKey", id: "key_fixture", name: "fixture", scope: "test", projectId: project.id, projectSlug: slug, environmentId: "", environmentSlug: "" } as const;
+  const tester = { kind: "apiKey", id: "key_fixture", name: "fixture", scope: "test", projectId: project.id, projectSlug: slug, environmentId: "", environmentSlug: "", secretTag: "" } as const;
   const sessionId = (await h.services.testing.create(tester, { projectId: project.id })).id;
   // Webhooks to a name that the default outbound setting refuses at send time: attempts fail at once, locally.
   const hook = { url: "http://localhost:9/hook", events: ["flag.created" as const], secret: WEBHOOK_SECRET };

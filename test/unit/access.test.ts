@@ -25,6 +25,7 @@ const key = (scope: Scope, projectSlug = "default"): Principal => ({
   projectSlug,
   environmentId: "env_x",
   environmentSlug: "development",
+  secretTag: "0123456789abcdef",
 });
 const user = (role: Role): Principal => ({ kind: "user", id: "usr_x", email: "u@x", role, jti: "j", expiresAt: 0 });
 const ADMIN_KEY: Principal = { kind: "adminKey", id: "key_admin", name: "admin" };
@@ -34,6 +35,7 @@ type Cell = "yes" | "read" | "-";
 const TABLE: Record<AccessGroup, [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell]> = {
   evaluate: ["yes", "yes", "-", "yes", "-", "-", "-", "-"],
   testing: ["-", "yes", "-", "yes", "-", "-", "-", "-"],
+  definitions: ["-", "yes", "yes", "yes", "-", "-", "-", "-"],
   projects: ["-", "-", "yes", "yes", "yes", "yes", "read", "read"],
   projectCreate: ["-", "-", "-", "-", "yes", "yes", "-", "-"],
   environments: ["-", "-", "yes", "yes", "yes", "yes", "read", "read"],
@@ -90,6 +92,7 @@ describe("decide: every cell of the access table", () => {
     const takes: Partial<Record<AccessGroup, string>> = {
       evaluate: "Evaluation takes a project API key of scope eval, test or full",
       testing: "The Testing API takes a project API key of scope test or full",
+      definitions: "The definitions API takes a project API key of scope test, mgmt or full",
       session: "This endpoint takes a login token (POST /v1/auth/login)",
     };
     for (const [group, message] of Object.entries(takes) as [AccessGroup, string][]) {

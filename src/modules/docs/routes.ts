@@ -69,7 +69,9 @@ function buildDocument(app: AnyElysia) {
   for (const route of app.routes) {
     const operation = (paths as Record<string, Record<string, Operation>>)[route.path.replace(/:([^/]+)/g, "{$1}")]?.[route.method.toLowerCase()];
     if (operation === undefined) continue;
-    operation.responses = { ...operation.responses, default: ERROR_RESPONSE };
+    // Responses the route's `detail` describes beside its schemas (a 304 without a body) are kept: the generator drops them.
+    const described = (route.hooks?.detail as { responses?: Record<string, unknown> } | undefined)?.responses;
+    operation.responses = { ...described, ...operation.responses, default: ERROR_RESPONSE };
     // Routes without an access group (health, login) need no credential.
     if (operation["x-flagsvc-access"] === undefined) operation.security = [];
     const body = route.hooks?.body as TSchema | undefined;

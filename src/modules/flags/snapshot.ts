@@ -19,14 +19,18 @@ export function loadSnapshot(store: SqliteFlagStore): Snapshot {
 
 /**
  * The snapshot's subscriber. Commits are applied one after another, in commit order, whatever
- * the source's reads cost: each waits for the one before.
+ * the source's reads cost: each waits for the one before. `after` hears each commit once the
+ * snapshot holds it (applied, or failed and logged), in the same order, before the writer
+ * answers: the streams (src/modules/streams/hub.ts), whose clients refetch at once and must
+ * evaluate the new state. It must not throw; what it starts asynchronously is its own.
  */
-export function snapshotSubscriber(snapshot: Snapshot, source: SnapshotSource): Subscriber {
+export function snapshotSubscriber(snapshot: Snapshot, source: SnapshotSource, after?: (entries: readonly ChangeEntry[]) => void): Subscriber {
   let tail: Promise<void> = Promise.resolve();
   return (entries) => {
     const applied = tail.then(() => apply(snapshot, source, entries));
-    tail = applied.catch(() => undefined); // the bus logs the failure; the next commit still applies
-    return applied;
+    const done = after ? applied.finally(() => after(entries)) : applied;
+    tail = done.catch(() => undefined); // the bus logs the failure; the next commit still applies
+    return done;
   };
 }
 
