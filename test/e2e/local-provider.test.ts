@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { OpenFeature, ProviderEvents, type Client, type EvaluationContext } from "@openfeature/server-sdk";
+import { OpenFeature, ProviderEvents, ProviderStatus, type Client, type EvaluationContext } from "@openfeature/server-sdk";
 import { compileFlag } from "../../src/evaluation/engine";
 import { isResolutionError, resolution } from "../../src/evaluation/openfeature";
 import type { Condition, EvalContext, EvaluationResult, FlagDefinition, Operator } from "../../src/evaluation/types";
@@ -29,7 +29,7 @@ const T = 120_000;
 const ADMIN = `svc_admin_${"lp".repeat(18)}`;
 const FLAGS = "/v1/projects/default/flags";
 const BUNDLE = join(ROOT, "packages", "openfeature-provider", "dist", "index.js");
-const ENV = { SVC_ADMIN_KEY: ADMIN, SVC_RATE_LIMITS: "eval:100000000,admin:100000000,mgmt:100000000", SVC_LOG_LEVEL: "warn" };
+const ENV = { SVC_ADMIN_KEY: ADMIN, SVC_RATE_LIMITS: "eval:100000000,admin:100000000,mgmt:100000000" };
 const silent = { error() {}, warn() {}, info() {}, debug() {} };
 /** The binary's certificate is self-signed. */
 const insecureFetch = ((url: string, init?: RequestInit) => fetch(url, { ...init, tls: { rejectUnauthorized: false } })) as typeof fetch;
@@ -237,13 +237,16 @@ test(
     console.log(`local-provider differential: seed ${seed} (PROVIDER_SEED=${seed} replays it)`);
     const rng = prng(seed);
     const defs = new Map<string, FlagDefinition>();
+    const operators = new Set<string>();
     for (let i = 0; i < 60; i++) {
       const key = `rnd-${i}`;
       const { body, state } = randomFlag(rng, key);
       const created = await api("POST", FLAGS, body);
       defs.set(key, { key, variants: created.variants, rules: created.rules });
+      for (const rule of created.rules as FlagDefinition["rules"]) for (const c of rule.conditions) operators.add(c.operator);
       if (state) await api("PUT", `${FLAGS}/${key}/states/production`, state);
     }
+    expect([...operators].sort()).toEqual([...OPERATORS].sort());
     const provider = await connect();
     await OpenFeature.setProviderAndWait("differential", provider);
     const client: Client = OpenFeature.getClient("differential");
@@ -252,22 +255,30 @@ test(
       expect(provider.environment).toBe("production");
       const keys = [...defs.keys(), "no-such-flag"];
       let compared = 0;
+      const seen = new Map<string, number>();
+      const tally = (what: string) => seen.set(what, (seen.get(what) ?? 0) + 1);
       for (let c = 0; c < 80; c++) {
         const { ours, of } = randomContext(rng);
         const server = await serverAnswers(keys, ours);
         for (const key of keys) {
           const mine = withoutTime(provider.evaluate(key, of));
+          tally(mine.reason);
           if (!Bun.deepEquals(mine, server[key])) expect({ key, context: ours, provider: mine }).toEqual({ key, context: ours, provider: server[key]! });
           const def = defs.get(key);
           if (def === undefined) continue;
           const multi = def.variants.length > 0;
           const got = multi ? await client.getStringDetails(key, "default", of) : await client.getBooleanDetails(key, false, of);
           const want = expectedDetails({ ...server[key]!, evaluatedAt: "" }, def, ours, multi ? "default" : false);
+          tally(got.errorCode ?? got.reason ?? "none");
           if (!Bun.deepEquals(details(got), want)) expect({ key, context: ours, details: details(got) }).toEqual({ key, context: ours, details: want as never });
           compared++;
         }
       }
       expect(compared).toBe(80 * defs.size);
+      console.log(`local-provider differential: ${compared} flag × context pairs, ${[...seen].map(([k, n]) => `${k} ${n}`).join(", ")}`);
+      // Every reason of ours and every OpenFeature outcome came up.
+      for (const r of ["FLAG_DISABLED", "TARGETING_RULE_MATCH", "PERCENTAGE_ROLLOUT", "PERCENTAGE_ROLLOUT_EXCLUDED", "FLAG_ENABLED", "FLAG_NOT_FOUND"]) expect(seen.get(r) ?? 0).toBeGreaterThan(0);
+      for (const r of ["STATIC", "DEFAULT", "TARGETING_MATCH", "SPLIT", "DISABLED", "TARGETING_KEY_MISSING"]) expect(seen.get(r) ?? 0).toBeGreaterThan(0);
       // A type mismatch and a missing flag, through the client.
       const bool = [...defs].find(([, d]) => d.variants.length === 0)![0];
       expect(await client.getStringDetails(bool, "x", { targetingKey: "u" })).toMatchObject({ value: "x", errorCode: "TYPE_MISMATCH" });
@@ -292,13 +303,11 @@ test(
       for (const v of cases) {
         // One case at a time: the flag (re)defined and its rollout set, then the provider told.
         const variants = v.variants ?? [];
-        const changed = changeOf(provider, v.flagKey);
         if (!made.has(v.flagKey)) {
           await api("POST", FLAGS, { key: v.flagKey, name: v.flagKey, variants });
           made.add(v.flagKey);
         } else await api("PATCH", `${FLAGS}/${v.flagKey}`, { variants });
         await api("PUT", `${FLAGS}/${v.flagKey}/states/production`, { enabled: true, rolloutPercentage: v.rolloutPercentage });
-        await changed;
         await caughtUp(provider);
         const server = (await serverAnswers([v.flagKey], { userId: v.userId }))[v.flagKey]!;
         const mine = withoutTime(provider.evaluate(v.flagKey, { targetingKey: v.userId }));
@@ -470,8 +479,19 @@ test(
 );
 
 test(
-  "a refused key: initialize rejects (PROVIDER_FATAL); an eval key is refused too (403)",
+  "a refused key: initialize rejects (PROVIDER_FATAL); an eval key is refused too (403); a key deleted while followed ends in PROVIDER_ERROR, fatal",
   async () => {
+    const doomed = await api("POST", "/v1/projects/default/api-keys", { name: "doomed", scope: "test", environment: "production" });
+    const followed = await connect({ apiKey: doomed.key });
+    await OpenFeature.setProviderAndWait("doomed", followed);
+    const client = OpenFeature.getClient("doomed");
+    const errored = new Promise<Record<string, unknown>>((resolve) => followed.events.addHandler(ProviderEvents.Error, (d) => resolve((d ?? {}) as Record<string, unknown>)));
+    await api("DELETE", `/v1/api-keys/${doomed.id}`);
+    expect(await errored).toMatchObject({ errorCode: "PROVIDER_FATAL", message: expect.stringContaining("refused the API key (401") });
+    expect(client.providerStatus).toBe(ProviderStatus.FATAL);
+    expect(await client.getBooleanDetails("anything", true)).toMatchObject({ value: true, errorCode: "PROVIDER_FATAL" });
+    await OpenFeature.clearProviders();
+
     for (const apiKey of ["svc_sk_mgmt_nonsense", evalKey]) {
       const provider = new mod.FlagsvcProvider({ baseUrl: srv.url, apiKey, fetch: insecureFetch, logger: silent });
       const error = await provider.initialize().catch((e) => e);
