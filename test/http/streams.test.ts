@@ -166,6 +166,33 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     await r.cancel();
   });
 
+  test("the entries of one commit make one message, with the commit's last position", async () => {
+    const { key } = setup();
+    const k = await key("eval");
+    await flag("a");
+    await flag("b");
+    const r = await open(await events(await tokenOf(k.secret)));
+    const project = await h.services.projects.get("default");
+    // One commit touching two flags and a state (no write of the API makes such a commit yet).
+    const next = lastPosition(h.ctx) + 1;
+    const entry = (position: number, type: "flag" | "flag_state", key: string, environment: string | null) => ({
+      position,
+      id: `aud_${position}`,
+      at: new Date(h.clock.now()).toISOString(),
+      actor: SYSTEM.actor,
+      requestId: null,
+      project: { id: project.id, slug: project.slug },
+      environment,
+      resource: { type, id: `flag_${key}`, key },
+      action: "updated" as const,
+      changes: {},
+    });
+    h.ctx.streams.subscriber([entry(next, "flag", "a", null), entry(next + 1, "flag_state", "b", "production"), entry(next + 2, "flag_state", "a", "staging")]);
+    expect(refetch(await r.next()).id).toBe(String(next + 1));
+    await nothingPending(r);
+    await r.cancel();
+  });
+
   test("Last-Event-ID that is not the environment's last change is told at once; the current one is told nothing", async () => {
     const { key } = setup();
     const k = await key("eval");
