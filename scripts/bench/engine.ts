@@ -3,16 +3,13 @@
  *
  * Usage: bun scripts/bench/engine.ts [--seconds N]     (also `scripts/bench/engine`)
  *
- * Scenarios: "rules + rollout" (5 rules of 3 conditions, where most rules pass their first
- * conditions and fail a later one so that every condition kind runs, only the last rule
- * matches a few contexts; then a 50 % rollout: one hash) and "weighted variants" (3 weighted
- * variants behind an 80 % rollout: two hashes for included users). Contexts are prebuilt
- * (10,000 of them, userId varying); each scenario warms up, then runs N seconds in 1-second
- * rounds and reports the median round. A figure, not a test: the exit code is 0 whether or
+ * Scenarios and contexts: scripts/lib/engine-scenarios.ts ("rules + rollout", "weighted
+ * variants"; 10,000 prebuilt contexts). Each scenario warms up, then runs N seconds in
+ * 1-second rounds and reports the median round. A figure, not a test: the exit code is 0 whether or
  * not the target is met.
  */
 import { type CompiledFlag, type CompiledState, compileFlag, compileState, evaluate } from "../../src/evaluation/engine";
-import type { EvalContext } from "../../src/evaluation/types";
+import { CONTEXTS as contexts, SCENARIOS } from "../lib/engine-scenarios";
 import { pinServer } from "../lib/wrk";
 
 const TARGET = 2_000_000;
@@ -23,69 +20,13 @@ if (!Number.isInteger(SECONDS) || SECONDS < 1) {
   process.exit(2);
 }
 
-const rulesFlag = compileFlag({
-  key: "new-checkout",
-  variants: [],
-  rules: [
-    rule("rule_1", [
-      { attribute: "country", operator: "in", value: ["FR", "DE", "NL", "BE"] },
-      { attribute: "plan", operator: "equals", value: "enterprise" },
-      { attribute: "beta", operator: "is_true" },
-    ]),
-    rule("rule_2", [
-      { attribute: "email", operator: "contains", value: "@example" },
-      { attribute: "age", operator: "greater_than", value: 65 },
-      { attribute: "plan", operator: "not_equals", value: "free" },
-    ]),
-    rule("rule_3", [
-      { attribute: "appVersion", operator: "starts_with", value: "4." },
-      { attribute: "beta", operator: "is_false" },
-      { attribute: "country", operator: "not_in", value: ["FR", "DE"] },
-    ]),
-    rule("rule_4", [
-      { attribute: "age", operator: "less_than", value: 99 },
-      { attribute: "groups", operator: "contains", value: "staff" },
-      { attribute: "plan", operator: "equals", value: "pro" },
-    ]),
-    rule("rule_5", [
-      { attribute: "country", operator: "equals", value: "FR" },
-      { attribute: "plan", operator: "in", value: ["pro", "team"] },
-      { attribute: "age", operator: "greater_than", value: 17 },
-    ]),
-  ],
-});
-
-const variantsFlag = compileFlag({
-  key: "pricing-page",
-  variants: [
-    { key: "red", weight: 20 },
-    { key: "green", weight: 30.5 },
-    { key: "blue", weight: 49.5 },
-  ],
-  rules: [],
-});
-
-const COUNTRIES = ["FR", "DE", "US", "JP", "BR"];
-const contexts: EvalContext[] = Array.from({ length: 10_000 }, (_, i) => ({
-  userId: `user-${i * 7919}`,
-  email: `someone${i}@example.com`,
-  country: COUNTRIES[i % COUNTRIES.length]!,
-  plan: i % 3 === 0 ? "pro" : "team",
-  age: 18 + (i % 40),
-  beta: true,
-  appVersion: "4.2.1",
-  groups: ["users", "readers"],
-}));
-
 const cpu = pinServer();
 console.log(`engine bench: ${contexts.length} contexts, ${SECONDS} s a scenario${cpu === undefined ? "" : ", pinned to CPU 0"}`);
 
 let sink = 0;
 const results: number[] = [];
-for (const [name, flag, state] of [
-  ["rules + rollout", rulesFlag, compileState({ enabled: true, rolloutPercentage: 50 })],
-  ["weighted variants", variantsFlag, compileState({ enabled: true, rolloutPercentage: 80 })],
-] as const) {
+for (const scenario of SCENARIOS) {
+  const [name, flag, state] = [scenario.name, compileFlag(scenario.flag), compileState(scenario.state)];
   run(flag, state, 1000);
   const rounds: number[] = [];
   for (let r = 0; r < SECONDS; r++) rounds.push(run(flag, state, 1000));
@@ -113,8 +54,4 @@ function run(flag: CompiledFlag, state: CompiledState, ms: number): number {
     elapsed = performance.now() - start;
   }
   return (count * 1000) / elapsed;
-}
-
-function rule(id: string, conditions: Parameters<typeof compileFlag>[0]["rules"][number]["conditions"]) {
-  return { id, name: id, enabled: true, variant: null, conditions };
 }

@@ -1,0 +1,154 @@
+/**
+ * The flags of one environment as the provider holds them: compiled once per change with the
+ * server's own engine (src/evaluation/engine.ts), so that an evaluation is a map lookup and a
+ * call into the engine. Applies the definitions stream's `put` (everything) and `patch` (some
+ * flags changed or deleted) and says which keys actually changed. Pure: no I/O, no clock.
+ */
+import { compileFlag, compileState, type CompiledFlag, type CompiledState } from "../../../src/evaluation/engine";
+import type { FlagDefinition, FlagState } from "../../../src/evaluation/types";
+
+/** One flag as `GET /v1/definitions` and the stream send it: its definition and its state here. */
+export interface FlagRecord extends FlagDefinition {
+  state: FlagState;
+}
+
+/** The payload of `GET /v1/definitions` and of the stream's `put`. */
+export interface DefinitionsPayload {
+  version: number;
+  project: string;
+  environment: string;
+  flags: FlagRecord[];
+}
+
+/** The payload of the stream's `patch`: the flags changed (whole records) and the keys deleted. */
+export interface PatchPayload {
+  version: number;
+  flags: FlagRecord[];
+  deleted: string[];
+}
+
+/** A flag ready to evaluate. */
+export interface Entry {
+  readonly flag: CompiledFlag;
+  readonly state: CompiledState;
+  /** The OpenFeature type of its value: a flag with variants serves a variant key. */
+  readonly type: "boolean" | "string";
+  /** Its definition and state as text: how a change is told from a repeat. */
+  readonly signature: string;
+}
+
+export class Definitions {
+  /** Flag key -> entry; replaced whole on a `put`, changed in place on a `patch`. */
+  flags = new Map<string, Entry>();
+  /** The version of the last payload applied; undefined before the first `put`. */
+  version: number | undefined;
+  project: string | undefined;
+  environment: string | undefined;
+
+  get loaded(): boolean {
+    return this.version !== undefined;
+  }
+
+  /** Replaces everything; returns the keys added, removed or changed (none on the first load: nothing was known). */
+  put(payload: DefinitionsPayload): string[] {
+    const first = !this.loaded;
+    const before = this.flags;
+    const after = new Map<string, Entry>();
+    const changed: string[] = [];
+    for (const record of payload.flags) {
+      const entry = reuseOrCompile(before.get(record.key), record);
+      after.set(record.key, entry);
+      if (before.get(record.key) !== entry) changed.push(record.key);
+    }
+    for (const key of before.keys()) if (!after.has(key)) changed.push(key);
+    this.flags = after;
+    this.version = payload.version;
+    this.project = payload.project;
+    this.environment = payload.environment;
+    return first ? [] : changed;
+  }
+
+  /** Applies a change; returns the keys whose definition or state changed, or that were deleted. */
+  patch(payload: PatchPayload): string[] {
+    if (!this.loaded) throw new Error("a patch before any put");
+    const changed: string[] = [];
+    for (const record of payload.flags) {
+      const old = this.flags.get(record.key);
+      const entry = reuseOrCompile(old, record);
+      if (entry !== old) {
+        this.flags.set(record.key, entry);
+        changed.push(record.key);
+      }
+    }
+    for (const key of payload.deleted) {
+      if (this.flags.delete(key) && !changed.includes(key)) changed.push(key);
+    }
+    this.version = Math.max(this.version!, payload.version);
+    return changed;
+  }
+}
+
+/** The entry as it was when nothing of the record changed, else the record compiled. */
+function reuseOrCompile(old: Entry | undefined, record: FlagRecord): Entry {
+  const signature = JSON.stringify([record.variants, record.rules, record.state.enabled, record.state.rolloutPercentage]);
+  if (old !== undefined && old.signature === signature) return old;
+  return {
+    flag: compileFlag(record),
+    state: compileState(record.state),
+    type: record.variants.length > 0 ? "string" : "boolean",
+    signature,
+  };
+}
+
+/**
+ * The payload of a `put` or `GET /v1/definitions`, checked for the shape the engine relies on
+ * (the server wrote it, but a proxy or a version skew could send anything): else a message.
+ */
+export function parseDefinitions(text: string): DefinitionsPayload | string {
+  const value = parseJson(text);
+  if (!isObject(value)) return "definitions: not a JSON object";
+  if (!isVersion(value.version)) return "definitions: version must be a non-negative integer";
+  if (typeof value.project !== "string" || typeof value.environment !== "string") return "definitions: project and environment must be strings";
+  const flags = parseRecords(value.flags);
+  if (typeof flags === "string") return `definitions: ${flags}`;
+  return { version: value.version, project: value.project, environment: value.environment, flags };
+}
+
+/** The payload of a `patch`, checked likewise. */
+export function parsePatch(text: string): PatchPayload | string {
+  const value = parseJson(text);
+  if (!isObject(value)) return "patch: not a JSON object";
+  if (!isVersion(value.version)) return "patch: version must be a non-negative integer";
+  const flags = parseRecords(value.flags ?? []);
+  if (typeof flags === "string") return `patch: ${flags}`;
+  const deleted = value.deleted ?? [];
+  if (!Array.isArray(deleted) || !deleted.every((k) => typeof k === "string")) return "patch: deleted must be an array of flag keys";
+  return { version: value.version, flags, deleted: deleted as string[] };
+}
+
+function parseRecords(value: unknown): FlagRecord[] | string {
+  if (!Array.isArray(value)) return "flags must be an array";
+  for (const [i, f] of value.entries()) {
+    if (!isObject(f) || typeof f.key !== "string" || !Array.isArray(f.variants) || !Array.isArray(f.rules)) {
+      return `flags[${i}] must have a key, variants and rules`;
+    }
+    if (!f.variants.every((v) => isObject(v) && typeof v.key === "string")) return `flags[${i}].variants must be variants with a key`;
+    if (!f.rules.every((r) => isObject(r) && typeof r.id === "string" && Array.isArray(r.conditions))) return `flags[${i}].rules must be rules with an id and conditions`;
+    const state = f.state;
+    if (!isObject(state) || typeof state.enabled !== "boolean" || !(state.rolloutPercentage === null || typeof state.rolloutPercentage === "number")) {
+      return `flags[${i}].state must be { enabled, rolloutPercentage }`;
+    }
+  }
+  return value as FlagRecord[];
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isVersion = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
