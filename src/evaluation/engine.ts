@@ -59,6 +59,8 @@ const OPS: Record<Condition["operator"], Op> = {
 export interface CompiledCondition {
   readonly op: Op;
   readonly attribute: string;
+  /** The attribute is `userId`: an evaluation given its user apart (`evaluate`'s `userId`) reads that. */
+  readonly userId: boolean;
   readonly value: string | number | boolean | ReadonlySet<unknown> | null;
 }
 
@@ -146,23 +148,24 @@ const isScalar = (v: ContextValue | undefined): v is ListValue =>
 function compileCondition(condition: Condition): CompiledCondition {
   const { attribute, value } = condition;
   const op = OPS[condition.operator] ?? Op.Never;
-  const never: CompiledCondition = { op: Op.Never, attribute, value: null };
+  const userId = attribute === "userId";
+  const never: CompiledCondition = { op: Op.Never, attribute, userId, value: null };
   switch (op) {
     case Op.Equals:
     case Op.NotEquals:
-      return isScalar(value) ? { op, attribute, value } : never;
+      return isScalar(value) ? { op, attribute, userId, value } : never;
     case Op.In:
     case Op.NotIn:
-      return Array.isArray(value) ? { op, attribute, value: new Set<unknown>(value) } : never;
+      return Array.isArray(value) ? { op, attribute, userId, value: new Set<unknown>(value) } : never;
     case Op.Contains:
     case Op.StartsWith:
-      return typeof value === "string" ? { op, attribute, value } : never;
+      return typeof value === "string" ? { op, attribute, userId, value } : never;
     case Op.GreaterThan:
     case Op.LessThan:
-      return typeof value === "number" ? { op, attribute, value } : never;
+      return typeof value === "number" ? { op, attribute, userId, value } : never;
     case Op.IsTrue:
     case Op.IsFalse:
-      return { op, attribute, value: null };
+      return { op, attribute, userId, value: null };
     default:
       return never;
   }
@@ -177,8 +180,8 @@ function compileCondition(condition: Condition): CompiledCondition {
  * own-property lookup: it is cheaper, and it also keeps Object.prototype members (`toString`,
  * `__proto__`) from passing as attributes.
  */
-export function matches(condition: CompiledCondition, context: EvalContext): boolean {
-  const v = context[condition.attribute];
+export function matches(condition: CompiledCondition, context: EvalContext, userId?: string): boolean {
+  const v = userId !== undefined && condition.userId ? userId : context[condition.attribute];
   switch (condition.op) {
     case Op.Equals:
       return v === condition.value;
@@ -268,7 +271,9 @@ function result(
 /**
  * One evaluation, in the spec's resolution order. `flag` is undefined when the key does not
  * exist; `state` is DISABLED_STATE when the flag has no state row in the environment;
- * `override` is the test session's override for this key, if any.
+ * `override` is the test session's override for this key, if any. `userId`, when given, is the
+ * context's `userId` (what rules read and rollouts bucket by) without copying the context to
+ * set it: OpenFeature's targeting key, in the local provider.
  */
 export function evaluate(
   flag: CompiledFlag | undefined,
@@ -277,6 +282,7 @@ export function evaluate(
   context: EvalContext,
   evaluatedAt: string,
   override?: Override,
+  userId?: string,
 ): EvaluationResult {
   if (override !== undefined) {
     return typeof override === "boolean"
@@ -292,21 +298,21 @@ export function evaluate(
     const rule = rules[i]!;
     const conditions = rule.conditions;
     let j = 0;
-    while (j < conditions.length && matches(conditions[j]!, context)) j++;
+    while (j < conditions.length && matches(conditions[j]!, context, userId)) j++;
     if (j === conditions.length) {
-      const variant = rule.variant ?? (multiVariant ? pickVariant(flag, usableUserId(context)) : null);
+      const variant = rule.variant ?? (multiVariant ? pickVariant(flag, userId ?? usableUserId(context)) : null);
       return result(flagKey, true, variant, "TARGETING_RULE_MATCH", rule.id, evaluatedAt);
     }
   }
 
   const threshold = state.threshold;
   if (threshold !== null) {
-    const userId = usableUserId(context);
+    const bucketed = userId ?? usableUserId(context);
     const included =
-      userId === null ? threshold >= BUCKETS : murmur3(flag.rolloutPrefix + userId) % BUCKETS < threshold;
+      bucketed === null ? threshold >= BUCKETS : murmur3(flag.rolloutPrefix + bucketed) % BUCKETS < threshold;
     if (!included) return result(flagKey, false, null, "PERCENTAGE_ROLLOUT_EXCLUDED", null, evaluatedAt);
-    return result(flagKey, true, multiVariant ? pickVariant(flag, userId) : null, "PERCENTAGE_ROLLOUT", null, evaluatedAt);
+    return result(flagKey, true, multiVariant ? pickVariant(flag, bucketed) : null, "PERCENTAGE_ROLLOUT", null, evaluatedAt);
   }
-  const variant = multiVariant ? pickVariant(flag, usableUserId(context)) : null;
+  const variant = multiVariant ? pickVariant(flag, userId ?? usableUserId(context)) : null;
   return result(flagKey, true, variant, "FLAG_ENABLED", null, evaluatedAt);
 }

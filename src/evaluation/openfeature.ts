@@ -79,29 +79,91 @@ export const REASON_MAPPING: Readonly<Record<Reason, string>> = {
 
 /**
  * The OpenFeature resolution of one result, or the error it ends in. `flag`: the compiled flag
- * the result came from (undefined when the key does not exist); `environment`: its slug, carried
- * in the metadata.
+ * the result came from (undefined when the key does not exist); `identified`: whether the
+ * evaluation had a user to bucket (`isIdentified`); `environment`: its slug, carried in the
+ * metadata.
  */
-export function resolution(result: EvaluationResult, flag: CompiledFlag | undefined, context: EvalContext, environment?: string): Resolution | ResolutionError {
+export function resolution(result: EvaluationResult, flag: CompiledFlag | undefined, identified: boolean, environment?: string): Resolution | ResolutionError {
+  const failure = failureOf(result, flag, identified);
+  if (failure !== null) return failure;
+  const out: Resolution = { reason: openFeatureReason(result, flag), metadata: metadataOf(result, flag, environment) };
+  const value = valueOf(result, flag);
+  if (value !== undefined) out.value = value;
+  if (typeof value === "string") out.variant = value;
+  return out;
+}
+
+/**
+ * `resolution` in OpenFeature's own shape (a provider's ResolutionDetails), in one object: the
+ * local provider's answer. `defaultValue` stands for the code default.
+ */
+export function resolutionDetails<T>(
+  result: EvaluationResult,
+  flag: CompiledFlag | undefined,
+  identified: boolean,
+  environment: string | undefined,
+  defaultValue: T,
+): { value: T; variant: string | undefined; reason: OpenFeatureReason; flagMetadata: FlagMetadata } | ResolutionError {
+  const failure = failureOf(result, flag, identified);
+  if (failure !== null) return failure;
+  const value = valueOf(result, flag);
+  return {
+    value: value === undefined ? defaultValue : (value as T),
+    variant: typeof value === "string" ? value : undefined,
+    reason: openFeatureReason(result, flag),
+    flagMetadata: metadataOf(result, flag, environment),
+  };
+}
+
+function failureOf(result: EvaluationResult, flag: CompiledFlag | undefined, identified: boolean): ResolutionError | null {
   if (result.reason === "FLAG_NOT_FOUND") return new ResolutionError("FLAG_NOT_FOUND", `Flag '${result.flagKey}' was not found`);
-  if (!identified(context) && bucketed(result, flag)) {
+  if (!identified && bucketed(result, flag)) {
     return new ResolutionError("TARGETING_KEY_MISSING", `Flag '${result.flagKey}' splits users by targeting key; send context.targetingKey`);
   }
+  return null;
+}
+
+/** A boolean flag's value is `enabled`; a multi-variant flag's the served variant (none: undefined, the code default). */
+function valueOf(result: EvaluationResult, flag: CompiledFlag | undefined): boolean | string | undefined {
+  // An override names its type on a flag not (yet) known.
+  const multiVariant = flag !== undefined ? flag.variants.length > 0 : result.variant !== null;
+  if (!multiVariant) return result.enabled;
+  return result.variant ?? undefined;
+}
+
+/**
+ * The metadata of a result: few distinct ones exist per flag (a reason, a rule, the
+ * environment), so each is made once, frozen and shared; made again when a flag's environment
+ * changes (the server's flags serve every environment of their project).
+ */
+interface MetadataCache {
+  environment: string | undefined;
+  byReason: Partial<Record<Reason, FlagMetadata>>;
+  byRule: Map<string, FlagMetadata>;
+}
+const metadataCaches = new WeakMap<CompiledFlag, MetadataCache>();
+
+function metadataOf(result: EvaluationResult, flag: CompiledFlag | undefined, environment: string | undefined): FlagMetadata {
+  if (flag === undefined) return newMetadata(result, environment);
+  let cache = metadataCaches.get(flag);
+  if (cache === undefined || cache.environment !== environment) metadataCaches.set(flag, (cache = { environment, byReason: {}, byRule: new Map() }));
+  if (result.ruleId === null) return (cache.byReason[result.reason] ??= newMetadata(result, environment));
+  let metadata = cache.byRule.get(result.ruleId);
+  if (metadata === undefined) cache.byRule.set(result.ruleId, (metadata = newMetadata(result, environment)));
+  return metadata;
+}
+
+function newMetadata(result: EvaluationResult, environment: string | undefined): FlagMetadata {
   const metadata: FlagMetadata = { reason: result.reason };
   if (result.ruleId !== null) metadata.ruleId = result.ruleId;
   if (environment !== undefined) metadata.environment = environment;
-  const out: Resolution = { reason: openFeatureReason(result, flag), metadata };
-  // A flag with variants serves a variant key; an override names its type on a flag not (yet) known.
-  const multiVariant = flag !== undefined ? flag.variants.length > 0 : result.variant !== null;
-  if (!multiVariant) out.value = result.enabled;
-  else if (result.variant !== null) out.value = out.variant = result.variant;
-  return out;
+  return Object.freeze(metadata);
 }
 
 export const isResolutionError = <T extends object>(r: T | ResolutionError): r is ResolutionError => r instanceof ResolutionError;
 
 /** Whether bucketing had a user to bucket: the context's `userId` as the engine reads it. */
-function identified(context: EvalContext): boolean {
+export function isIdentified(context: EvalContext): boolean {
   const id = context.userId;
   return (typeof id === "string" && id !== "") || typeof id === "number";
 }
@@ -127,9 +189,10 @@ const isScalar = (v: unknown): v is Scalar => v === null || typeof v === "string
 
 /**
  * An OpenFeature evaluation context as ours: `targetingKey` becomes `userId` (a context's own
- * `userId` stays when there is no targeting key); a Date becomes its ISO 8601 text (as JSON
- * sends it); strings, numbers, booleans, null and arrays of those are kept. Anything else (an
- * object, a nested array) is no value a condition can read: an error naming the attribute.
+ * `userId` stays when there is no targeting key) and stays an attribute of its own; a Date
+ * becomes its ISO 8601 text (as JSON sends it); strings, numbers, booleans, null and arrays of
+ * those are kept. Anything else (an object, a nested array) is no value a condition can read:
+ * an error naming the attribute.
  */
 export function toEvalContext(context: Readonly<Record<string, unknown>> | undefined): EvalContext | ResolutionError {
   // No prototype: an attribute named "__proto__" is an ordinary one.
@@ -141,6 +204,7 @@ export function toEvalContext(context: Readonly<Record<string, unknown>> | undef
     if (name === "targetingKey") {
       if (v === undefined || v === null) continue;
       if (typeof v !== "string") return invalidContext("targetingKey must be a string");
+      out.targetingKey = v;
       if (v !== "") out.userId = v;
       continue;
     }
@@ -155,3 +219,20 @@ export function toEvalContext(context: Readonly<Record<string, unknown>> | undef
 }
 
 const invalidContext = (details: string): ResolutionError => new ResolutionError("INVALID_CONTEXT", details);
+
+/**
+ * Whether an OpenFeature context can be evaluated as it is, without `toEvalContext`'s copy (the
+ * local provider's fast path): every attribute is a value the engine reads (no Date, no object),
+ * and the targeting key is absent or a non-empty string. Then the engine given the context and
+ * the targeting key as its `userId` answers exactly as on the copy. Allocates nothing.
+ */
+export function evaluableAsIs(context: Readonly<Record<string, unknown>>): context is EvalContext {
+  for (const name in context) {
+    const v = context[name];
+    if (isScalar(v) || v === undefined) continue;
+    if (!Array.isArray(v)) return false;
+    for (let i = 0; i < v.length; i++) if (!isScalar(v[i])) return false;
+  }
+  const key = context.targetingKey;
+  return key === undefined || key === null || (typeof key === "string" && key !== "");
+}

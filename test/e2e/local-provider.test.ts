@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { OpenFeature, ProviderEvents, ProviderStatus, type Client, type EvaluationContext } from "@openfeature/server-sdk";
 import { compileFlag } from "../../src/evaluation/engine";
-import { isResolutionError, resolution } from "../../src/evaluation/openfeature";
+import { isResolutionError, resolution, isIdentified } from "../../src/evaluation/openfeature";
 import type { Condition, EvalContext, EvaluationResult, FlagDefinition, Operator } from "../../src/evaluation/types";
 import { OPERATORS } from "../../src/evaluation/types";
 import { callServer } from "../helpers";
@@ -219,7 +219,7 @@ function randomContext(rng: Rng): { ours: EvalContext; of: EvaluationContext } {
 
 /** What an OpenFeature client must answer for the server's result (through the same mapping the server's OFREP uses). */
 function expectedDetails(result: EvaluationResult, def: FlagDefinition, ours: EvalContext, defaultValue: boolean | string) {
-  const r = resolution(result, compileFlag(def), ours, "production");
+  const r = resolution(result, compileFlag(def), isIdentified(ours), "production");
   if (isResolutionError(r)) return { value: defaultValue, reason: "ERROR", errorCode: r.errorCode };
   return { value: r.value ?? defaultValue, variant: r.variant, reason: r.reason, flagMetadata: r.metadata };
 }
@@ -479,7 +479,7 @@ test(
 );
 
 test(
-  "a refused key: initialize rejects (PROVIDER_FATAL); an eval key is refused too (403); a key deleted while followed ends in PROVIDER_ERROR, fatal",
+  "a refused key: initialize rejects (PROVIDER_FATAL); a client key (a web page's) is refused too (403); a key deleted while followed ends in PROVIDER_ERROR, fatal",
   async () => {
     const doomed = await api("POST", "/v1/projects/default/api-keys", { name: "doomed", scope: "test", environment: "production" });
     const followed = await connect({ apiKey: doomed.key });
@@ -492,7 +492,8 @@ test(
     expect(await client.getBooleanDetails("anything", true)).toMatchObject({ value: true, errorCode: "PROVIDER_FATAL" });
     await OpenFeature.clearProviders();
 
-    for (const apiKey of ["svc_sk_mgmt_nonsense", evalKey]) {
+    const clientKey = (await api("POST", "/v1/projects/default/api-keys", { name: "web", scope: "client", environment: "production" })).key;
+    for (const apiKey of ["svc_sk_mgmt_nonsense", clientKey]) {
       const provider = new mod.FlagsvcProvider({ baseUrl: srv.url, apiKey, fetch: insecureFetch, logger: silent });
       const error = await provider.initialize().catch((e) => e);
       expect(error).toMatchObject({ code: "PROVIDER_FATAL" });

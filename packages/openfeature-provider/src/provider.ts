@@ -23,7 +23,7 @@ import {
   type ResolutionDetails,
 } from "@openfeature/server-sdk";
 import { DISABLED_STATE, evaluate } from "../../../src/evaluation/engine";
-import { isResolutionError, resolution, toEvalContext, type ResolutionError } from "../../../src/evaluation/openfeature";
+import { evaluableAsIs, isIdentified, isResolutionError, resolutionDetails, toEvalContext, type ResolutionError } from "../../../src/evaluation/openfeature";
 import type { EvalContext, EvaluationResult } from "../../../src/evaluation/types";
 import { Definitions, parseDefinitions, parsePatch } from "./definitions";
 import { DefinitionsStream, unref } from "./stream";
@@ -216,9 +216,13 @@ export class FlagsvcProvider {
    */
   evaluate(flagKey: string, context?: EvaluationContext): EvaluationResult {
     if (!this.definitions.loaded) throw new ProviderNotReadyError("flagsvc: the definitions have not loaded yet");
-    const ctx = toEvalContext(context);
-    if (isContextError(ctx)) throw new InvalidContextError(ctx.errorDetails);
     const entry = this.definitions.flags.get(flagKey);
+    if (context === undefined || evaluableAsIs(context)) {
+      const ctx = context ?? EMPTY;
+      return evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, ctx, this.stamp(), undefined, targetingKeyOf(ctx));
+    }
+    const ctx = toEvalContext(context);
+    if (isResolutionError(ctx)) throw new InvalidContextError(ctx.errorDetails);
     return evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, ctx, this.stamp());
   }
 
@@ -231,13 +235,22 @@ export class FlagsvcProvider {
         : failure(defaultValue, ErrorCode.PROVIDER_NOT_READY, "flagsvc: the definitions have not loaded yet");
     }
     if (entry.type !== type) return failure(defaultValue, ErrorCode.TYPE_MISMATCH, `Flag '${flagKey}' is a ${entry.type} flag, read as ${type}`);
-    const ctx = toEvalContext(context);
-    if (isContextError(ctx)) return resolutionFailure(defaultValue, ctx);
     // evaluatedAt is not part of OpenFeature's answer: no clock on this path.
-    const result = evaluate(entry.flag, flagKey, entry.state, ctx, "");
-    const r = resolution(result, entry.flag, ctx, definitions.environment);
-    if (isResolutionError(r)) return resolutionFailure(defaultValue, r);
-    return { value: r.value === undefined ? defaultValue : (r.value as T), variant: r.variant, reason: r.reason, flagMetadata: r.metadata };
+    let result: EvaluationResult;
+    let identified: boolean;
+    if (context === undefined || evaluableAsIs(context)) {
+      // The context as it is, its targeting key handed over as the user: no copy.
+      const userId = context === undefined ? undefined : targetingKeyOf(context);
+      result = evaluate(entry.flag, flagKey, entry.state, context ?? EMPTY, "", undefined, userId);
+      identified = userId !== undefined || (context !== undefined && isIdentified(context));
+    } else {
+      const ctx = toEvalContext(context);
+      if (isResolutionError(ctx)) return resolutionFailure(defaultValue, ctx);
+      result = evaluate(entry.flag, flagKey, entry.state, ctx, "");
+      identified = isIdentified(ctx);
+    }
+    const details = resolutionDetails(result, entry.flag, identified, definitions.environment, defaultValue);
+    return isResolutionError(details) ? resolutionFailure(defaultValue, details) : details;
   }
 
   private stamp(): string {
@@ -354,11 +367,10 @@ class KeyRefused extends OpenFeatureError {
   }
 }
 
-/**
- * Whether toEvalContext answered an error. Not `"errorCode" in`: a context may carry an
- * attribute of that name. The context it builds has no prototype, its error is a plain object.
- */
-const isContextError = (c: EvalContext | ResolutionError): c is ResolutionError => Object.getPrototypeOf(c) !== null;
+const EMPTY: EvalContext = Object.freeze({});
+
+/** The targeting key as the engine's user (`evaluableAsIs` vouched for its type), or none. */
+const targetingKeyOf = (context: EvaluationContext | EvalContext): string | undefined => (typeof context.targetingKey === "string" ? context.targetingKey : undefined);
 
 function failure<T>(value: T, errorCode: ErrorCode, errorMessage: string): ResolutionDetails<T> {
   return { value, reason: "ERROR", errorCode, errorMessage };

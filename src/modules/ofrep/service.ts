@@ -4,7 +4,7 @@
  * `OfrepError` carrying OFREP's body; the routes (routes.ts) put every other failure in OFREP's
  * shapes too.
  */
-import { isResolutionError, resolution, toEvalContext, type OpenFeatureErrorCode, type Resolution, type ResolutionError } from "../../evaluation/openfeature";
+import { isIdentified, isResolutionError, resolution, toEvalContext, type OpenFeatureErrorCode, type Resolution, type ResolutionError } from "../../evaluation/openfeature";
 import type { Principal, ApiKeyPrincipal } from "../../http/access";
 import { ApiError } from "../../http/errors";
 import { Answer } from "../../http/native";
@@ -60,7 +60,7 @@ export class OfrepService {
     const context = toEvalContext(body.context);
     if (isResolutionError(context)) throw new OfrepError(400, { key, ...context });
     const { result, flag } = this.deps.evaluation.evaluateWith(principal, key, context, sessionToken);
-    const answer = resolution(result, flag, context, apiKeyOf(principal).environmentSlug);
+    const answer = resolution(result, flag, isIdentified(context), apiKeyOf(principal).environmentSlug);
     if (isResolutionError(answer)) throw new OfrepError(statusOf(answer.errorCode), { key, ...answer });
     return { key, ...answer };
   }
@@ -81,8 +81,9 @@ export class OfrepService {
 
   private bulkNow(principal: Principal, context: Exclude<ReturnType<typeof toEvalContext>, ResolutionError>, sessionToken: string | null, ifNoneMatch: string | null): Answer {
     const key = apiKeyOf(principal);
+    const identified = isIdentified(context);
     const flags = this.deps.evaluation.evaluateAll(principal, context, sessionToken).map(({ result, flag }) => {
-      const r = resolution(result, flag, context, key.environmentSlug);
+      const r = resolution(result, flag, identified, key.environmentSlug);
       return { key: result.flagKey, ...r };
     });
     const last = this.deps.changes.lastChange(key.environmentId);
