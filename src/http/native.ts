@@ -220,6 +220,7 @@ function compile(route: HotRoute, shared: Shared): NativeHandler {
   const cors = route.cors && shared.cors.enabled ? shared.cors : null;
   const apiKeyHeader = route.apiKeyHeader === true;
   const environmentHeader = route.environmentHeader === true;
+  const hasParams = path.includes(":");
   // As the pipeline's, with the content type a constant too (and Vary, for a route browsers may call).
   const headerCache = responseHeaderCache(
     behindProxy,
@@ -311,7 +312,8 @@ function compile(route: HotRoute, shared: Shared): NativeHandler {
   return (request, server, given) => {
     const startedAt = logging ? performance.now() : 0;
     const requestId = requestIdOf(request);
-    const params = given ?? (request as BunRequest).params ?? NO_PARAMS;
+    // Bun's router gives a route with parameters its `params` (read only there: it is built on access).
+    const params = given ?? (hasParams ? (request as BunRequest).params : NO_PARAMS);
     // The per-request headers (the parity test holds them equal to the pipeline's); admission
     // fills in the rate-limit values.
     const headers: ResponseHeaders = {
