@@ -117,6 +117,7 @@ function scopeDetail(scope: Scope, rule: Rule): string {
   const others = rule.adminKey ? ["an admin key", login] : [login];
   return `${has}; this endpoint takes no API key, only ${orList(others)} (POST /v1/auth/login)`;
 }
+
 /** Where `details` point for what the `Authorization` header holds. */
 const AUTHORIZATION = "headers.authorization";
 
@@ -127,8 +128,6 @@ export const MESSAGES = {
   otherProject: "This key does not have access to this project",
   role: (role: Role) => `The role ${role} does not have access to this endpoint`,
   takes: (group: AccessGroup) => takes(ACCESS[group]),
-  /** The `details` message of the scope 403: the key's scope and the scopes the group takes. */
-  scopeDetail: (scope: Scope, group: AccessGroup) => scopeDetail(scope, ACCESS[group]),
   /** The `details` entry of the 401 for a request without an `Authorization` header. */
   missingHeader: "Missing: send Authorization: Bearer <credential>",
   /** The `details` entry of the 401 for one of our keys or tokens sent without `Bearer `. */

@@ -32,12 +32,17 @@ const HIDDEN = { hide: true } as const;
 type Scoped = { params: { scope: string; name: string }; request: Request; path: string };
 const encoded = (params: Scoped["params"]) => params.scope.includes("/");
 
-/** A route-level transform: runs before the access and edition guards' own. */
+const noRoute = (request: Request, path: string) => new ApiError(404, "NOT_FOUND", `No route for ${request.method} ${path}`);
+
+/**
+ * Route-level transforms: they run before the access and edition guards' own. They name the
+ * parts of the context they use (Elysia reads hooks' source: see auth.ts).
+ */
 const onlyVersionsAfterEncoded = ({ params, request, path }: Scoped) => {
-  if (encoded(params) && params.name !== "versions") throw new ApiError(404, "NOT_FOUND", `No route for ${request.method} ${path}`);
+  if (encoded(params) && params.name !== "versions") throw noRoute(request, path);
 };
 const notAfterEncoded = ({ params, request, path }: Scoped) => {
-  if (encoded(params)) throw new ApiError(404, "NOT_FOUND", `No route for ${request.method} ${path}`);
+  if (encoded(params)) throw noRoute(request, path);
 };
 
 export const marketplaceRoutes = (marketplace: MarketplaceService, config: Pick<Config, "edition">) =>
