@@ -21,7 +21,7 @@ export interface ChangeFeed {
 }
 
 /** The signed credential of an environment's change-stream URL (never the API key). */
-export interface StreamCredentials {
+export interface StreamTokenIssuer {
   issue(principal: ApiKeyPrincipal, now: number): string;
 }
 
@@ -48,7 +48,7 @@ const statusOf = (code: OpenFeatureErrorCode) => (code === "FLAG_NOT_FOUND" ? 40
 export interface OfrepServiceDeps {
   evaluation: EvaluationService;
   changes: ChangeFeed;
-  streams: StreamCredentials;
+  streams: StreamTokenIssuer;
   clock: Clock;
 }
 
