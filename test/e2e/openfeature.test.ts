@@ -137,7 +137,10 @@ describe("the stock server provider (@openfeature/ofrep-provider)", () => {
       const refused = await c.getBooleanDetails("x", true, { targetingKey: "u" });
       expect(refused).toMatchObject({ value: true, reason: "ERROR" });
       const requests = () => (limited.output().match(/"path":"\/ofrep\/v1\/evaluate\/flags\/:key"/g) ?? []).length;
+      // The three requests made (two answered, one refused) are all in the log before counting on.
+      await limited.waitFor(/(?:"path":"\/ofrep\/v1\/evaluate\/flags\/:key"[^\n]*\n[^]*){3}/, 5_000);
       const seen = requests();
+      expect(seen).toBe(3);
       const paused = await c.getBooleanDetails("x", true, { targetingKey: "u" });
       expect(paused.errorMessage).toContain("TooManyRequests");
       await Bun.sleep(200); // the access log line of a request that would have been made
