@@ -112,19 +112,24 @@ export function scheduleService({ schedules, flags, projects, flagService, clock
 
   const applyDue = async (): Promise<number> => {
     let applied = 0;
+    // One attempt each per run: one that stays pending (its failure could not be recorded) waits for the next run.
+    const tried = new Set<string>();
     for (;;) {
-      const due = await schedules.due(iso(clock.now()), DUE_BATCH);
+      const due = (await schedules.due(iso(clock.now()), DUE_BATCH + tried.size)).filter((s) => !tried.has(s.id));
+      if (due.length === 0) return applied;
       for (const s of due) {
+        tried.add(s.id);
         try {
           await applyOne(s);
         } catch (e) {
           const error = e instanceof Error ? e.message : String(e);
           log.error("scheduled change could not be applied", { schedule: s.id, error });
-          await fail(s, (await projects.list(s.projectId))[0], `Internal error: ${error}`);
+          await fail(s, (await projects.list(s.projectId))[0], `Internal error: ${error}`).catch((e2) =>
+            log.error("scheduled change: its failure could not be recorded", { schedule: s.id, error: e2 instanceof Error ? e2.message : String(e2) }),
+          );
         }
         applied++;
       }
-      if (due.length < DUE_BATCH) return applied;
     }
   };
 
