@@ -74,6 +74,8 @@ describe("create", () => {
     expect(now.details[0].path).toBe("body.at");
     const noZone = await call("POST", SCHEDULES, { environment: "production", at: "2026-11-22T12:00:00", state: { enabled: true } }, 400);
     expect(noZone.details.map((d: { path: string }) => d.path)).toContain("body.at");
+    const noDay = await call("POST", SCHEDULES, { environment: "production", at: "2027-02-30T10:00:00Z", state: { enabled: true } }, 400);
+    expect(noDay.details).toEqual([{ path: "body.at", message: "Not a valid time" }]);
     const empty = await call("POST", SCHEDULES, { environment: "production", at: inMinutes(5), state: {} }, 400);
     expect(empty.details).toEqual([{ path: "body.state", message: "Must set at least one of enabled, rolloutPercentage" }]);
     const tooBig = await call("POST", SCHEDULES, { environment: "production", at: inMinutes(5), state: { rolloutPercentage: 101 } }, 400);

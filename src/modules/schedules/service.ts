@@ -46,13 +46,19 @@ function stateOf(state: ScheduledState): ScheduledState {
   };
 }
 
+/** Whether the day of an ISO 8601 time exists (Date.parse takes February 30 for March 2). */
+function realDay(at: string): boolean {
+  const [y, m, d] = at.slice(0, 10).split("-").map(Number) as [number, number, number];
+  return m >= 1 && m <= 12 && d >= 1 && d <= new Date(Date.UTC(y, m, 0)).getUTCDate();
+}
+
 /** Problems of one `{ at, state }` at `path` (`body` or `body.steps[i]`); the time in ms when valid. */
 function checkStep(step: { at?: string; state?: ScheduledState }, path: string, now: number, details: ErrorDetail[]): number {
   const prefix = path === "body" ? "body." : `${path}.`;
   let ms = NaN;
   if (step.at === undefined) details.push({ path: `${prefix}at`, message: "Required" });
   else {
-    ms = Date.parse(step.at);
+    ms = realDay(step.at) ? Date.parse(step.at) : NaN;
     if (Number.isNaN(ms)) details.push({ path: `${prefix}at`, message: "Not a valid time" });
     else if (ms <= now) details.push({ path: `${prefix}at`, message: `Must be in the future (now: ${iso(now)})` });
   }
