@@ -415,9 +415,13 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     // Webhook deliveries: due ones now (those that came due while down), then every second; retention daily.
     scheduleWebhookJobs(ctx);
     // Scheduled changes: those that came due while stopped now, in order of their time, then every second.
-    const missed = await services.schedules.countDue();
-    if (missed > 0) log.info("applying schedules missed while stopped", { count: missed });
-    await services.schedules.applyDue();
+    try {
+      const missed = await services.schedules.countDue();
+      if (missed > 0) log.info("applying schedules missed while stopped", { count: missed });
+      await services.schedules.applyDue();
+    } catch (e) {
+      log.error("job failed", { job: "schedules", error: e instanceof Error ? e.message : String(e) }); // the job tries again each second
+    }
     ctx.scheduler.every("schedules", "* * * * * *", () => services.schedules.applyDue().then(() => undefined));
     // Expired test sessions: removed now, then every hour (they are ignored from expiry on anyway).
     await scheduleSessionSweep(ctx.scheduler, services.testing);

@@ -224,8 +224,11 @@ describe("applying", () => {
     const { schedules } = await call("POST", SCHEDULES, { environment: "production", steps: [{ at: inMinutes(20), state: { rolloutPercentage: 50 } }, { at: inMinutes(10), state: { rolloutPercentage: 10 } }] }, 201);
     const same = await call("POST", SCHEDULES, { environment: "staging", at: inMinutes(15), state: { enabled: false } }, 201);
     const position = lastPosition(h.ctx);
+    expect([await h.services.schedules.countPending(), await h.services.schedules.countDue()]).toEqual([3, 0]);
     advanceTo(inMinutes(30));
+    expect(await h.services.schedules.countDue()).toBe(3);
     expect(await h.services.schedules.applyDue()).toBe(3);
+    expect(await h.services.schedules.countPending()).toBe(0);
     expect(await state()).toMatchObject({ enabled: true, rolloutPercentage: 50 });
     const entries = entriesAfter(h.ctx, position);
     expect(entries.map((e) => [e.request_id, JSON.parse(e.changes).rolloutPercentage.after])).toEqual([

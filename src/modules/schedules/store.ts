@@ -39,6 +39,8 @@ export interface ScheduleStore {
   find(projectId: string, id: string): Promise<Schedule | undefined>;
   /** Ordered by `at`, then id; `flagId`, `status`: only those. */
   list(projectId: string, filter: { flagId?: string; status?: ScheduleStatus }): Promise<Schedule[]>;
+  /** How many schedules are pending; `dueBy`: only those whose time has come by then. */
+  countPending(dueBy?: string): Promise<number>;
   /** Pending schedules whose time has come (`at` <= `now`), by `at` then id; at most `limit`. */
   due(now: string, limit: number): Promise<Schedule[]>;
   /** Every new schedule with its entries, in one commit. */
@@ -88,6 +90,7 @@ const INSERT_SQL = `INSERT INTO schedules
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`;
 const FIND_SQL = "SELECT * FROM schedules WHERE project_id = ?1 AND id = ?2";
 const LIST_SQL = `SELECT * FROM schedules WHERE project_id = ?1 AND (?2 IS NULL OR flag_id = ?2) AND (?3 IS NULL OR status = ?3) ORDER BY at, id`;
+const COUNT_PENDING_SQL = "SELECT count(*) AS n FROM schedules WHERE status = 'pending' AND (?1 IS NULL OR at <= ?1)";
 const DUE_SQL = "SELECT * FROM schedules WHERE status = 'pending' AND at <= ?1 ORDER BY at, id LIMIT ?2";
 const UPDATE_SQL = "UPDATE schedules SET status = ?2, applied_at = ?3, error = ?4 WHERE id = ?1";
 const MARK_APPLIED_SQL = "UPDATE schedules SET status = 'applied', applied_at = ?2 WHERE id = ?1 AND status = 'pending'";
@@ -117,6 +120,10 @@ export class SqliteScheduleStore implements ScheduleStore {
 
   async list(projectId: string, filter: { flagId?: string; status?: ScheduleStatus }): Promise<Schedule[]> {
     return this.sqlite.query<Row, [string, string | null, string | null]>(LIST_SQL).all(projectId, filter.flagId ?? null, filter.status ?? null).map(scheduleOf);
+  }
+
+  async countPending(dueBy?: string): Promise<number> {
+    return this.sqlite.query<{ n: number }, [string | null]>(COUNT_PENDING_SQL).get(dueBy ?? null)!.n;
   }
 
   async due(now: string, limit: number): Promise<Schedule[]> {
