@@ -40,6 +40,9 @@ import { flagsRoutes } from "./modules/flags/routes";
 import { loadSnapshot, snapshotSubscriber } from "./modules/flags/snapshot";
 import { flagService } from "./modules/flags/service";
 import { SqliteFlagStore } from "./modules/flags/store";
+import { schedulesRoutes } from "./modules/schedules/routes";
+import { scheduleService } from "./modules/schedules/service";
+import { SqliteScheduleStore } from "./modules/schedules/store";
 import { projectService } from "./modules/projects/service";
 import { SqliteProjectStore } from "./modules/projects/store";
 import { ChangeBus } from "./changes/bus";
@@ -120,9 +123,11 @@ export function createServices(ctx: AppContext) {
   const { stores, clock } = ctx;
   const lastUsed = (id: string) => ctx.credentials.lastUsedAt(id);
   const evaluation = new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions, records: ctx.records });
+  const flags = flagService({ flags: stores.flags, projects: stores.projects, clock });
   return {
     projects: projectService({ projects: stores.projects, clock }),
-    flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
+    flags,
+    schedules: scheduleService({ schedules: stores.schedules, flags: stores.flags, projects: stores.projects, flagService: flags, clock, log: ctx.log }),
     webhooks: webhookService({
       webhooks: stores.webhooks,
       projects: stores.projects,
@@ -172,6 +177,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(projectsRoutes(services.projects))
     .use(apiKeysRoutes(services.apiKeys))
     .use(flagsRoutes(services.flags))
+    .use(schedulesRoutes(services.schedules))
     .use(webhooksRoutes(services.webhooks))
     .use(hot.docs())
     .use(testingRoutes(services.testing, config))
@@ -230,6 +236,7 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
   return {
     projects: new SqliteProjectStore(changeLog),
     flags: new SqliteFlagStore(changeLog),
+    schedules: new SqliteScheduleStore(changeLog),
     users,
     adminKeys: new SqliteAdminKeyStore(changeLog, users),
     apiKeys: new SqliteApiKeyStore(changeLog),
@@ -300,6 +307,8 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const changeEvents = new ChangeEventQueue(new ChangeEventRows(store.sqlite), stores.webhooks, [plugins, integrations]);
   changeLog.participate(outbox.participant);
   changeLog.participate(changeEvents.participant);
+  // A scheduled change's own flag-state write marks it applied, in that write's transaction.
+  changeLog.participate(stores.schedules.participant);
   // The streams hear each commit once the snapshot holds it: a client that refetches at their message sees the change.
   bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags, streams.subscriber));
   bus.subscribe("credentials", credentials.subscriber);
@@ -405,6 +414,15 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     ctx.scheduler.every("credentials-last-used", "*/30 * * * * *", () => ctx.credentials.flushLastUsed());
     // Webhook deliveries: due ones now (those that came due while down), then every second; retention daily.
     scheduleWebhookJobs(ctx);
+    // Scheduled changes: those that came due while stopped now, in order of their time, then every second.
+    try {
+      const missed = await services.schedules.countDue();
+      if (missed > 0) log.info("applying schedules missed while stopped", { count: missed });
+      await services.schedules.applyDue();
+    } catch (e) {
+      log.error("job failed", { job: "schedules", error: e instanceof Error ? e.message : String(e) }); // the job tries again each second
+    }
+    ctx.scheduler.every("schedules", "* * * * * *", () => services.schedules.applyDue().then(() => undefined));
     // Expired test sessions: removed now, then every hour (they are ignored from expiry on anyway).
     await scheduleSessionSweep(ctx.scheduler, services.testing);
     // Plugins that were enabled are activated again (each in its own worker: nothing waits for them);

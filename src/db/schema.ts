@@ -362,3 +362,34 @@ export const integrations = sqliteTable(
   },
   (table) => [index("integrations_project").on(table.projectId)],
 );
+
+/**
+ * Scheduled changes of a flag's state (docs/targeting.md, "Scheduled changes"). `state` is the
+ * partial state to PUT at `at` (ISO UTC, so the text sorts as the time); `status` is pending,
+ * applied, failed or cancelled. The flag and environment are kept by id without a foreign key:
+ * a schedule outlives them and fails at its time (`error`). It goes with its project. The
+ * creator (`created_by_*`) is the actor of the change it applies.
+ */
+export const schedules = sqliteTable(
+  "schedules",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    flagId: text("flag_id").notNull(),
+    flagKey: text("flag_key").notNull(),
+    environmentId: text("environment_id").notNull(),
+    environment: text("environment").notNull(),
+    at: text("at").notNull(),
+    state: text("state", { mode: "json" }).notNull().$type<{ enabled?: boolean; rolloutPercentage?: number | null }>(),
+    status: text("status").notNull(),
+    createdByType: text("created_by_type").notNull(),
+    createdById: text("created_by_id").notNull(),
+    createdByLabel: text("created_by_label").notNull(),
+    createdAt: text("created_at").notNull(),
+    appliedAt: text("applied_at"),
+    error: text("error"),
+  },
+  (table) => [index("schedules_status_at").on(table.status, table.at), index("schedules_project_at").on(table.projectId, table.at)],
+);

@@ -68,6 +68,9 @@ interface World {
   adminKeyId: string;
   /** A disabled plugin (@flagsvc/posthog): its worker is not kept running across the walk. */
   pluginId: string;
+  /** A pending schedule of flag `kept` in production, and a cancelled one. */
+  scheduleId: string;
+  cancelledScheduleId: string;
 }
 
 interface Call {
@@ -102,6 +105,8 @@ interface Case {
 }
 
 const WEBHOOK_SECRET = "walk-webhook-secret-0123456789";
+/** A schedule's time: in the future of the test clock. */
+const SCHEDULE_AT = "2030-01-01T00:00:00Z";
 const PLUGIN = "@flagsvc/posthog";
 const PLUGIN_SECRET = "phc_walk_plugin_secret_0123456789";
 /** A plugin's config in an entry: its secret masked on both sides. */
@@ -251,6 +256,27 @@ const CASES: Record<string, Case> = {
       { why: "unknown environment", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/states/nowhere`, body: { enabled: true } }) },
       { why: "rollout over 100", status: 400, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/states/production`, body: { enabled: true, rolloutPercentage: 101 } }) },
       { why: "same state (changes nothing)", status: 200, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/states/production`, body: { enabled: true } }) },
+    ],
+  },
+  "POST /v1/projects/{slug}/flags/{key}/schedules": {
+    kinds: ALL,
+    call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/schedules`, body: { environment: "production", at: SCHEDULE_AT, state: { enabled: false } } }),
+    status: 201,
+    expect: (w, a) => [{ type: "schedule", action: "created", project: w.slug, environment: "production", key: "kept", resourceId: a.id, changes: created("status", "pending") }],
+    rejected: [
+      { why: "at in the past", status: 400, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/schedules`, body: { environment: "production", at: "2020-01-01T00:00:00Z", state: { enabled: true } } }) },
+      { why: "a ramp with one bad step", status: 400, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/schedules`, body: { environment: "production", steps: [{ at: SCHEDULE_AT, state: { enabled: true } }, { at: SCHEDULE_AT, state: {} }] } }) },
+      { why: "unknown flag", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/nowhere/schedules`, body: { environment: "production", at: SCHEDULE_AT, state: { enabled: true } } }) },
+    ],
+  },
+  "DELETE /v1/projects/{slug}/flags/{key}/schedules/{id}": {
+    kinds: ALL,
+    call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/schedules/${w.scheduleId}` }),
+    status: 200,
+    expect: (w) => [{ type: "schedule", action: "updated", project: w.slug, environment: "production", key: "kept", resourceId: w.scheduleId, changes: only({ status: ["pending", "cancelled"] }) }],
+    rejected: [
+      { why: "unknown schedule", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/schedules/sch_nowhere` }) },
+      { why: "not pending", status: 409, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/schedules/${w.cancelledScheduleId}` }) },
     ],
   },
   "POST /v1/projects/{slug}/webhooks": {
@@ -433,6 +459,9 @@ async function world(): Promise<World> {
   const webhook = await send("POST", `/v1/projects/${slug}/webhooks`, { url: "https://hooks.example.com/walk", events: ["flag.updated"], secret: WEBHOOK_SECRET, enabled: false });
   const plugin = await send("POST", `/v1/projects/${slug}/plugins`, { packageName: PLUGIN, config: { apiKey: PLUGIN_SECRET } });
   await send("PATCH", `/v1/projects/${slug}/plugins/${plugin.id}`, { enabled: false }, 200);
+  const schedule = await send("POST", `/v1/projects/${slug}/flags/kept/schedules`, { environment: "production", at: SCHEDULE_AT, state: { enabled: false } });
+  const cancelled = await send("POST", `/v1/projects/${slug}/flags/kept/schedules`, { environment: "production", at: SCHEDULE_AT, state: { rolloutPercentage: 5 } });
+  await send("DELETE", `/v1/projects/${slug}/flags/kept/schedules/${cancelled.id}`, undefined, 200);
   const userId = insertUser("viewer", `${slug}@example.com`);
   const spare = adminKeyCaller(`spare ${slug}`);
   return {
@@ -445,6 +474,8 @@ async function world(): Promise<World> {
     userId,
     adminKeyId: spare.actor.id,
     pluginId: plugin.id,
+    scheduleId: schedule.id,
+    cancelledScheduleId: cancelled.id,
   };
 }
 

@@ -280,9 +280,10 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
      * environment creates the state row (the flag then counts as set there for the list filter,
      * and its entry shows `before: null`); a later PUT that changes nothing writes nothing.
      * The entry's action: `enabled` or `disabled` when that changed (a state never set is
-     * disabled), else `updated`.
+     * disabled), else `updated`. `enabled` omitted (a scheduled change that sets only the
+     * rollout; the route requires it) keeps the current value.
      */
-    async putState(author: Author, slug: string, key: string, environment: string, input: { enabled: boolean; rolloutPercentage?: number | null }): Promise<FlagState> {
+    async putState(author: Author, slug: string, key: string, environment: string, input: { enabled?: boolean; rolloutPercentage?: number | null }): Promise<FlagState> {
       if (input.rolloutPercentage != null && !hasAtMost3Decimals(input.rolloutPercentage)) {
         throw validationError("Invalid request", [{ path: "body.rolloutPercentage", message: "At most 3 decimal places" }]);
       }
@@ -291,7 +292,7 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
       const row = await flags.putState(author, project.id, key, env.id, (found, current) => {
         const flag = flagIn(project, key, found);
         const next = {
-          enabled: input.enabled,
+          enabled: input.enabled ?? (current ?? UNSET).enabled,
           rolloutPercentage: input.rolloutPercentage === undefined ? (current?.rolloutPercentage ?? null) : input.rolloutPercentage,
         };
         if (current && next.enabled === current.enabled && next.rolloutPercentage === current.rolloutPercentage) return { result: current, changes: [] };
