@@ -35,6 +35,7 @@ import { Elysia } from "elysia";
 import type { AccessGroup, Principal } from "./access";
 import { accessGuard, authorize, RATE_LIMIT_HEADERS, type admitter } from "./auth";
 import { VARY, type Cors } from "./cors";
+import { pathOf } from "./path";
 import type { Logger } from "../lib/log";
 import type { Resolution } from "./credentials";
 import { ApiError, unreadableBody, validationDetails, validationError } from "./errors";
@@ -156,19 +157,6 @@ export function hotRoutes(deps: NativeDeps, routes: readonly HotRoute[]): HotRou
   };
 }
 
-/**
- * The path of a request URL, without the query and a trailing slash (the app's routes take
- * `/v1/evaluate/` as `/v1/evaluate`); no URL object: this runs for every request the app gets.
- */
-function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start === -1) return "/";
-  const query = url.indexOf("?", start);
-  const hash = url.indexOf("#", start);
-  let end = query === -1 ? (hash === -1 ? url.length : hash) : query;
-  if (end - start > 1 && url.charCodeAt(end - 1) === 47) end--;
-  return url.slice(start, end);
-}
 
 /** `/a/:key` against `/a/x%2Fy`: `{ key: "x/y" }`; null when the path does not match. */
 function matchSegments(pattern: readonly string[], path: string): Params | null {

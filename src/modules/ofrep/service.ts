@@ -9,6 +9,7 @@ import type { Principal, ApiKeyPrincipal } from "../../http/access";
 import { ApiError } from "../../http/errors";
 import { Answer } from "../../http/native";
 import type { Clock } from "../../lib/clock";
+import { EVENTS_PATH } from "../streams/tokens";
 import { apiKeyOf, type EvaluationService } from "../evaluation/service";
 import type { OfrepRequest } from "./model";
 
@@ -25,7 +26,6 @@ export interface StreamTokenIssuer {
   issue(principal: ApiKeyPrincipal, now: number): string;
 }
 
-export const STREAM_PATH = "/ofrep/v1/events";
 /** OFREP's default; a hidden browser tab closes its stream after this long. */
 const INACTIVITY_DELAY_SEC = 120;
 /** How long a refetch announced by a change waits for this node to apply that change. */
@@ -90,7 +90,7 @@ export class OfrepService {
     const token = this.deps.streams.issue(key, this.deps.clock.now());
     const text = JSON.stringify({
       flags,
-      eventStreams: [{ type: "sse", endpoint: { requestUri: `${STREAM_PATH}?token=${token}` }, inactivityDelaySec: INACTIVITY_DELAY_SEC }],
+      eventStreams: [{ type: "sse", endpoint: { requestUri: `${EVENTS_PATH}?token=${token}` }, inactivityDelaySec: INACTIVITY_DELAY_SEC }],
       metadata: { version: String(last.position), environment: key.environmentSlug },
     });
     const etag = `"${Bun.hash(text).toString(36)}"`;

@@ -13,6 +13,7 @@
  * token expires at the end of the window after the one it was issued in: valid 12 to 24 hours.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { pathOf } from "../../http/path";
 import type { ApiKeyPrincipal } from "../../http/access";
 import type { StreamBinding } from "../../http/credentials";
 
@@ -88,8 +89,7 @@ export class StreamTokens {
   grantOfUrl(url: string, now: number): StreamGrant | null {
     const query = url.indexOf("?");
     if (query < 0) return null;
-    const path = url.indexOf("/", url.indexOf("//") + 2);
-    if (url.slice(path, query) !== EVENTS_PATH) return null;
+    if (pathOf(url) !== EVENTS_PATH) return null;
     const token = new URLSearchParams(url.slice(query + 1)).get("token");
     return token === null ? null : this.verify(token, now);
   }
