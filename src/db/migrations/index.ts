@@ -11,6 +11,7 @@ import m7 from "./0007_change_log.sql" with { type: "text" };
 import m8 from "./0008_plugins.sql" with { type: "text" };
 import m9 from "./0009_integrations.sql" with { type: "text" };
 import m10 from "./0010_plugin_secret_keys.sql" with { type: "text" };
+import m11 from "./0011_flag_bucket_by.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -26,4 +27,5 @@ export const migrationSql: Record<string, string> = {
   "0008_plugins": m8,
   "0009_integrations": m9,
   "0010_plugin_secret_keys": m10,
+  "0011_flag_bucket_by": m11,
 };
