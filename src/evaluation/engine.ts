@@ -312,6 +312,18 @@ export function matches(condition: CompiledCondition, context: EvalContext, user
       return v === true;
     case Op.IsFalse:
       return v === false;
+    default:
+      return matchesMore(condition, v);
+  }
+}
+
+/**
+ * The operators added later (issue 31), apart: kept out of `matches` so that its switch, which
+ * every condition runs, stays as small as it was (the engine bench measured 20 % off "rules +
+ * rollout" with them inline).
+ */
+function matchesMore(condition: CompiledCondition, v: ContextValue | undefined): boolean {
+  switch (condition.op) {
     case Op.GreaterThanOrEqual:
       return typeof v === "number" && v >= (condition.value as number);
     case Op.LessThanOrEqual:
