@@ -143,3 +143,14 @@ describe("bucketBy", () => {
     expect(byKey["by-account"].bucketBy).toBe("accountId");
   });
 });
+
+test("the API document's flag routes list the new operators and bucketBy", async () => {
+  const doc = await json(await h.request("GET", "/v1/openapi.json", { headers: admin }), 200);
+  const NEW = ["greater_than_or_equal", "less_than_or_equal", "semver_equals", "semver_greater_than", "semver_less_than", "matches", "before", "after"];
+  for (const [path, method] of [["/v1/projects/{slug}/flags", "post"], ["/v1/projects/{slug}/flags/{key}", "patch"]] as const) {
+    const description: string = doc.paths[path][method].description;
+    for (const op of NEW) expect([path, op, description.includes(op)]).toEqual([path, op, true]);
+    expect(description).toContain("RE2");
+    expect(description).toContain("bucketBy");
+  }
+});
