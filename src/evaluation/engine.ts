@@ -6,7 +6,9 @@
  * A flag is compiled once per write (`compileFlag`, `compileState`) so that `evaluate`, which
  * runs per request and per flag, allocates nothing but its result: conditions are plain data
  * switched on, list operators use Sets, weights are integer thousandths, hash prefixes are
- * prebuilt, equal states are one shared object.
+ * prebuilt, equal states are one shared object. Operands that need parsing are parsed here once:
+ * a semantic version (a SemVer), a pattern (an RE2 program), a time (epoch ms). The one
+ * allocation on evaluation besides the result: `semver_*` parse the attribute (docs/targeting.md).
  */
 import { RE2JS } from "re2js";
 import type { SemVer } from "semver";
