@@ -420,8 +420,9 @@ function result(
  * One evaluation, in the spec's resolution order. `flag` is undefined when the key does not
  * exist; `state` is DISABLED_STATE when the flag has no state row in the environment;
  * `override` is the test session's override for this key, if any. `userId`, when given, is the
- * context's `userId` (what rules read and rollouts bucket by) without copying the context to
- * set it: OpenFeature's targeting key, in the local provider.
+ * context's `userId` (what rules read, and what rollouts bucket by unless the flag's `bucketBy`
+ * names another attribute) without copying the context to set it: OpenFeature's targeting key,
+ * in the local provider.
  */
 export function evaluate(
   flag: CompiledFlag | undefined,
