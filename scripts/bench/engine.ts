@@ -7,8 +7,13 @@
  * variants"; 10,000 prebuilt contexts). Each scenario warms up, then runs N seconds in
  * 1-second rounds and reports the median round. A figure, not a test: the exit code is 0 whether or
  * not the target is met.
+ *
+ * Then, side by side in the same run, one rule of one condition on `email` (then a 50 % rollout)
+ * with `starts_with` and with `matches` (RE2, docs/targeting.md): what a pattern costs over a
+ * plain string operator. Not counted towards the target.
  */
 import { type CompiledFlag, type CompiledState, compileFlag, compileState, evaluate } from "../../src/evaluation/engine";
+import type { Condition, FlagDefinition } from "../../src/evaluation/types";
 import { CONTEXTS as contexts, SCENARIOS } from "../lib/engine-scenarios";
 import { pinServer } from "../lib/wrk";
 
@@ -36,6 +41,29 @@ for (const scenario of SCENARIOS) {
   console.log(`${name.padEnd(18)} ${Math.round(median).toLocaleString("en-US").padStart(12)} evaluations/s`);
 }
 console.log(`target: at least ${TARGET.toLocaleString("en-US")}/s: ${results.every((r) => r >= TARGET) ? "met" : "NOT met"}`);
+
+/** One rule of one condition, then a 50 % rollout. */
+const single = (key: string, condition: Condition): FlagDefinition => ({
+  key,
+  variants: [],
+  rules: [{ id: "rule_1", name: "", enabled: true, variant: null, conditions: [condition] }],
+});
+const COMPARISONS: [string, FlagDefinition][] = [
+  ["starts_with", single("op-starts-with", { attribute: "email", operator: "starts_with", value: "someone1" })],
+  ["matches ^prefix", single("op-matches-prefix", { attribute: "email", operator: "matches", value: "^someone1" })],
+  ["matches suffix", single("op-matches-suffix", { attribute: "email", operator: "matches", value: "@example\\.(com|org)$" })],
+  ["matches (a+)+$", single("op-matches-redos", { attribute: "email", operator: "matches", value: "(a+)+$" })],
+];
+console.log("operators side by side (one condition on email, then a 50 % rollout):");
+const half = compileState({ enabled: true, rolloutPercentage: 50 });
+for (const [name, def] of COMPARISONS) {
+  const flag = compileFlag(def);
+  run(flag, half, 1000);
+  const rounds: number[] = [];
+  for (let r = 0; r < SECONDS; r++) rounds.push(run(flag, half, 1000));
+  rounds.sort((a, b) => a - b);
+  console.log(`  ${name.padEnd(18)} ${Math.round(rounds[Math.floor(rounds.length / 2)]!).toLocaleString("en-US").padStart(12)} evaluations/s`);
+}
 // Printed so that the work feeding it cannot be optimised away.
 console.log(`(checksum ${sink})`);
 

@@ -111,6 +111,8 @@ export const flags = sqliteTable(
     description: text("description"),
     variants: text("variants", { mode: "json" }).notNull().$type<Variant[]>(),
     rules: text("rules", { mode: "json" }).notNull().$type<Rule[]>(),
+    /** The attribute rollouts and weights bucket by; null: `userId` (the default, never stored). */
+    bucketBy: text("bucket_by"),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },

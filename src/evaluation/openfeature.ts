@@ -9,7 +9,8 @@
  *   (ADR 0006), the application's own default applies.
  * - Reason: ours mapped onto OpenFeature's, ours and the matched rule kept in `metadata`.
  * - A result that depends on bucketing a user who was not identified is an error,
- *   TARGETING_KEY_MISSING, instead of a silent "excluded".
+ *   TARGETING_KEY_MISSING, instead of a silent "excluded" (only for a flag that buckets by
+ *   userId, the default: `bucketBy` names another attribute otherwise).
  */
 import type { CompiledFlag } from "./engine";
 import type { ContextValue, EvalContext, EvaluationResult, Reason, Scalar } from "./types";
@@ -168,9 +169,14 @@ export function isIdentified(context: EvalContext): boolean {
   return (typeof id === "string" && id !== "") || typeof id === "number";
 }
 
-/** Whether the result came from bucketing (a rollout, or a variant picked by weight). */
+/**
+ * Whether the result came from bucketing by the targeting key (a rollout, or a variant picked by
+ * weight). A flag that buckets by another attribute (`bucketBy`) never does: its missing
+ * attribute is the application's business, not a missing targeting key, and evaluates as a
+ * missing userId does (docs/targeting.md).
+ */
 function bucketed(result: EvaluationResult, flag: CompiledFlag | undefined): boolean {
-  if (flag === undefined) return false;
+  if (flag === undefined || !flag.byUserId) return false;
   switch (result.reason) {
     case "PERCENTAGE_ROLLOUT_EXCLUDED":
       return true;

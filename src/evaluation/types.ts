@@ -21,6 +21,17 @@ export const OPERATOR_VALUE_TYPES = {
   less_than: ["number"],
   is_true: ["boolean"],
   is_false: ["boolean"],
+  greater_than_or_equal: ["number"],
+  less_than_or_equal: ["number"],
+  /** A valid semantic version (semver.org 2.0.0), checked at write time. */
+  semver_equals: ["string"],
+  semver_greater_than: ["string"],
+  semver_less_than: ["string"],
+  /** A regular expression in RE2 syntax, checked at write time (docs/targeting.md). */
+  matches: ["string"],
+  /** An ISO 8601 date-time with a zone (`Z` or `±hh:mm`), checked at write time. */
+  before: ["string"],
+  after: ["string"],
 } as const satisfies Record<string, readonly ("string" | "number" | "boolean" | "array")[]>;
 
 export type Operator = keyof typeof OPERATOR_VALUE_TYPES;
@@ -53,11 +64,16 @@ export interface Variant {
   weight?: number;
 }
 
+/** The attribute rollouts and weights bucket by when a flag does not say (decisions: Targeting). */
+export const DEFAULT_BUCKET_BY = "userId";
+
 /** What the engine needs of a flag: its key, variants and rules (as stored, already valid). */
 export interface FlagDefinition {
   key: string;
   variants: readonly Variant[];
   rules: readonly Rule[];
+  /** The context attribute rollouts and variant weights hash on; absent or null: `userId`. */
+  bucketBy?: string | null;
 }
 
 /** A flag's state in one environment; no state row reads as `{ enabled: false, rolloutPercentage: null }`. */

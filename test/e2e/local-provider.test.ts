@@ -141,7 +141,9 @@ function prng(seed: number) {
 }
 type Rng = ReturnType<typeof prng>;
 
-const ATTRIBUTES = ["plan", "country", "age", "beta", "email", "tags", "score", "userId"];
+const ATTRIBUTES = ["plan", "country", "age", "beta", "email", "tags", "score", "userId", "version", "signupAt", "account"];
+const VERSIONS = ["1.2.3", "1.10.0", "2.0.0-rc.1", "2.0.0", "v1.2.3", "1.2", "not-a-version"];
+const INSTANTS = ["2026-01-01T00:00:00Z", "2025-06-30T12:00:00+02:00", "2027-01-01T00:00:00.000Z", "yesterday", 1767225600000, 1767225599999];
 const STRINGS = ["free", "pro", "team", "FR", "DE", "US", "a@example.com", "staff", "4.2", "", "Ünïcode"];
 const NUMBERS = [0, 1, 17, 18, 42, 65, 99.5, -3, 1e21];
 
@@ -166,6 +168,18 @@ function condition(rng: Rng): Condition {
     case "is_true":
     case "is_false":
       return rng.chance(0.5) ? { attribute, operator } : { attribute, operator, value: true };
+    case "greater_than_or_equal":
+    case "less_than_or_equal":
+      return { attribute, operator, value: rng.pick(NUMBERS) };
+    case "semver_equals":
+    case "semver_greater_than":
+    case "semver_less_than":
+      return { attribute, operator, value: rng.pick(["1.2.3", "2.0.0", "2.0.0-rc.1", "1.10.0"]) };
+    case "matches":
+      return { attribute, operator, value: rng.pick(["^pro$", "@example\\.com$", "^[A-Z]{2}$", "(a+)+$", "^1\\.", "staff|team"]) };
+    case "before":
+    case "after":
+      return { attribute, operator, value: rng.pick(["2026-01-01T00:00:00Z", "2026-01-01T01:00:00+01:00", "2025-12-31T23:59:59.999Z"]) };
   }
 }
 
@@ -193,7 +207,8 @@ function randomFlag(rng: Rng, key: string) {
         enabled: rng.chance(0.8),
         rolloutPercentage: rng.chance(0.4) ? null : rng.pick([0, 100, 50, 33.333, 12.5, rng.int(100_001) / 1000]),
       };
-  return { body: { key, name: key, variants, rules }, state };
+  const bucketBy = rng.chance(0.3) ? "account" : undefined;
+  return { body: { key, name: key, variants, rules, ...(bucketBy ? { bucketBy } : {}) }, state };
 }
 
 /** One context as the server takes it (ours) and as the provider takes it (OpenFeature's). */
@@ -206,6 +221,9 @@ function randomContext(rng: Rng): { ours: EvalContext; of: EvaluationContext } {
     else if (a === "age" || a === "score") attrs[a] = rng.chance(0.8) ? rng.pick(NUMBERS) : rng.pick(STRINGS);
     else attrs[a] = rng.pick(STRINGS);
   }
+  if (rng.chance(0.7)) attrs.version = rng.pick(VERSIONS);
+  if (rng.chance(0.7)) attrs.signupAt = rng.pick(INSTANTS);
+  if (rng.chance(0.7)) attrs.account = rng.chance(0.8) ? `acct-${rng.int(20)}` : rng.int(20);
   const kind = rng.pick(["targetingKey", "targetingKey", "userId", "anonymous"] as const);
   if (kind === "anonymous") return { ours: { ...attrs }, of: { ...attrs } };
   if (kind === "targetingKey") {
@@ -242,7 +260,7 @@ test(
       const key = `rnd-${i}`;
       const { body, state } = randomFlag(rng, key);
       const created = await api("POST", FLAGS, body);
-      defs.set(key, { key, variants: created.variants, rules: created.rules });
+      defs.set(key, { key, variants: created.variants, rules: created.rules, bucketBy: created.bucketBy });
       for (const rule of created.rules as FlagDefinition["rules"]) for (const c of rule.conditions) operators.add(c.operator);
       if (state) await api("PUT", `${FLAGS}/${key}/states/production`, state);
     }

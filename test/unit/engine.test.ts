@@ -18,7 +18,7 @@ import {
   variantBucketOf,
 } from "../../src/evaluation/engine";
 import { murmur3 } from "../../src/evaluation/murmur3";
-import type { Condition, EvalContext, EvaluationResult, Operator, Override, Rule, Variant } from "../../src/evaluation/types";
+import { OPERATORS, type Condition, type EvalContext, type EvaluationResult, type Operator, type Override, type Rule, type Variant } from "../../src/evaluation/types";
 
 const AT = "2030-01-02T03:04:05.678Z";
 const ON = compileState({ enabled: true, rolloutPercentage: null });
@@ -294,7 +294,19 @@ describe("operators", () => {
     ["less_than", 0],
     ["is_true", undefined],
     ["is_false", undefined],
+    ["greater_than_or_equal", 0],
+    ["less_than_or_equal", 0],
+    ["semver_equals", "1.2.3"],
+    ["semver_greater_than", "0.0.0"],
+    ["semver_less_than", "99.0.0"],
+    ["matches", ".*"],
+    ["before", "2999-01-01T00:00:00Z"],
+    ["after", "1970-01-01T00:00:00Z"],
   ];
+
+  test("EVERY_OPERATOR names every operator", () => {
+    expect(new Set(EVERY_OPERATOR.map(([op]) => op))).toEqual(new Set(OPERATORS));
+  });
 
   test("a missing attribute fails every operator, not_equals and not_in included", () => {
     for (const [operator, value] of EVERY_OPERATOR) {

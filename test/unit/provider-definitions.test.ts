@@ -56,6 +56,19 @@ describe("Definitions", () => {
     expect(v.flag.rules.map((r) => r.variant)).toEqual(["red"]);
   });
 
+  test("bucketBy travels: compiled with the flag, and a change of it alone is a change", () => {
+    const d = new Definitions();
+    d.put(put(1, [flag("a"), flag("b", { bucketBy: "accountId" })]));
+    expect([d.flags.get("a")!.flag.bucketBy, d.flags.get("a")!.flag.byUserId]).toEqual(["userId", true]);
+    expect([d.flags.get("b")!.flag.bucketBy, d.flags.get("b")!.flag.byUserId]).toEqual(["accountId", false]);
+    expect(d.patch({ version: 2, flags: [flag("a", { bucketBy: "orgId" })], deleted: [] })).toEqual(["a"]);
+    expect(d.flags.get("a")!.flag.bucketBy).toBe("orgId");
+    expect(d.patch({ version: 3, flags: [flag("b")], deleted: [] })).toEqual(["b"]);
+    expect(d.flags.get("b")!.flag.byUserId).toBe(true);
+    expect(parseDefinitions(JSON.stringify(put(4, [flag("a", { bucketBy: "" })])))).toBe("definitions: flags[0].bucketBy must be an attribute name");
+    expect(parseDefinitions(JSON.stringify(put(4, [{ ...flag("a"), bucketBy: 5 } as never])))).toBe("definitions: flags[0].bucketBy must be an attribute name");
+  });
+
   test("a patch before any put is refused", () => {
     expect(() => new Definitions().patch({ version: 1, flags: [], deleted: [] })).toThrow("a patch before any put");
   });

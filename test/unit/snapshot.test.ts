@@ -24,7 +24,7 @@ function view(snapshot: Snapshot, environmentIds: string[]) {
     out[id] = Object.fromEntries(
       [...entries].sort(([a], [b]) => a.localeCompare(b)).map(([key, { flag, state }]) => [
         key,
-        { rules: flag.rules.map((r) => [r.id, r.conditions.length, r.variant]), variants: flag.variants, weights: flag.cumulativeWeights, state },
+        { rules: flag.rules.map((r) => [r.id, r.conditions.length, r.variant]), variants: flag.variants, weights: flag.cumulativeWeights, bucketBy: flag.bucketBy, state },
       ]),
     );
   }
@@ -35,7 +35,7 @@ const KEYS = ["a", "b"];
 const ENVS = ["development", "staging", "production", "qa"];
 const op = fc.oneof(
   fc.record({ kind: fc.constant("create" as const), key: fc.constantFrom(...KEYS), weighted: fc.boolean() }),
-  fc.record({ kind: fc.constant("patch" as const), key: fc.constantFrom(...KEYS), rules: fc.integer({ min: 0, max: 3 }) }),
+  fc.record({ kind: fc.constant("patch" as const), key: fc.constantFrom(...KEYS), rules: fc.integer({ min: 0, max: 3 }), bucketBy: fc.constantFrom(undefined, null, "userId", "accountId") }),
   fc.record({ kind: fc.constant("state" as const), key: fc.constantFrom(...KEYS), env: fc.constantFrom(...ENVS), enabled: fc.boolean(), rollout: fc.option(fc.integer({ min: 0, max: 100_000 }).map((n) => n / 1000)) }),
   fc.record({ kind: fc.constant("delete" as const), key: fc.constantFrom(...KEYS) }),
   fc.record({ kind: fc.constant("addEnv" as const) }),
@@ -58,7 +58,7 @@ test("incremental updates equal a rebuild from the database", async () => {
                 await f.createFlag(SYSTEM, slug, { key: o.key, name: o.key, variants: o.weighted ? [{ key: "x", weight: 25 }, { key: "y", weight: 75 }] : [] });
                 break;
               case "patch":
-                await f.updateFlag(SYSTEM, slug, o.key, { rules: Array.from({ length: o.rules }, (_, i) => ({ conditions: [{ attribute: "n", operator: "greater_than" as const, value: i }] })) });
+                await f.updateFlag(SYSTEM, slug, o.key, { rules: Array.from({ length: o.rules }, (_, i) => ({ conditions: [{ attribute: "n", operator: "greater_than" as const, value: i }] })), bucketBy: o.bucketBy });
                 break;
               case "state":
                 await f.putState(SYSTEM, slug, o.key, o.env, { enabled: o.enabled, rolloutPercentage: o.rollout });

@@ -90,7 +90,7 @@ export class Definitions {
 
 /** The entry as it was when nothing of the record changed, else the record compiled. */
 function reuseOrCompile(old: Entry | undefined, record: FlagRecord): Entry {
-  const signature = JSON.stringify([record.variants, record.rules, record.state.enabled, record.state.rolloutPercentage]);
+  const signature = JSON.stringify([record.variants, record.rules, record.state.enabled, record.state.rolloutPercentage, record.bucketBy ?? null]);
   if (old !== undefined && old.signature === signature) return old;
   return {
     flag: compileFlag(record),
@@ -134,6 +134,7 @@ function parseRecords(value: unknown): FlagRecord[] | string {
     }
     if (!f.variants.every((v) => isObject(v) && typeof v.key === "string")) return `flags[${i}].variants must be variants with a key`;
     if (!f.rules.every((r) => isObject(r) && typeof r.id === "string" && Array.isArray(r.conditions))) return `flags[${i}].rules must be rules with an id and conditions`;
+    if (f.bucketBy !== undefined && f.bucketBy !== null && (typeof f.bucketBy !== "string" || f.bucketBy === "")) return `flags[${i}].bucketBy must be an attribute name`;
     const state = f.state;
     if (!isObject(state) || typeof state.enabled !== "boolean" || !(state.rolloutPercentage === null || typeof state.rolloutPercentage === "number")) {
       return `flags[${i}].state must be { enabled, rolloutPercentage }`;

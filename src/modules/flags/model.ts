@@ -48,7 +48,8 @@ export const Variant = t.Object(
 );
 
 const ConditionValue = t.Union([t.String(), t.Number(), t.Boolean(), t.Array(t.Union([t.String(), t.Number(), t.Boolean()]))], {
-  description: "Typed by the operator: equals string|number|boolean; not_equals string|number; in, not_in an array (at most 1,000); contains, starts_with string; greater_than, less_than number; is_true, is_false boolean or omitted",
+  description:
+    "Typed by the operator (docs/targeting.md): equals string|number|boolean; not_equals string|number; in, not_in an array (at most 1,000); contains, starts_with string; greater_than, less_than, greater_than_or_equal, less_than_or_equal number; is_true, is_false boolean or omitted; semver_equals, semver_greater_than, semver_less_than a semantic version string (e.g. 1.2.3); matches a regular expression in RE2 syntax (searched anywhere in the attribute; an attribute over 1,024 characters never matches); before, after an ISO 8601 date-time with a zone (e.g. 2026-01-01T00:00:00Z; the attribute an ISO string or epoch milliseconds)",
   error: "Must be a string, number, boolean or an array of those",
 });
 
@@ -73,6 +74,9 @@ export const RuleInput = t.Object(
   { additionalProperties: false, title: "RuleInput" },
 );
 
+const BUCKET_BY_DESCRIPTION = "The context attribute percentage rollouts and variant weights bucket by (hash flagKey:value); default userId. Absent from a flag that buckets by userId";
+const BucketBy = () => t.String({ minLength: 1, maxLength: 256, description: BUCKET_BY_DESCRIPTION, error: "Must be an attribute name of 1 to 256 characters" });
+
 const Rules = () => t.Array(RuleInput, { maxItems: LIMITS.rules, description: `Evaluated top to bottom, first match wins; at most ${LIMITS.rules}` });
 const Variants = () => t.Array(Variant, { maxItems: LIMITS.variants, description: `At most ${LIMITS.variants}; empty: a boolean flag` });
 
@@ -83,6 +87,7 @@ export const NewFlag = t.Object(
     description: t.Optional(NullableDescription("null or omitted: none")),
     variants: t.Optional(Variants()),
     rules: t.Optional(Rules()),
+    bucketBy: t.Optional(BucketBy()),
   },
   { additionalProperties: false, title: "NewFlag" },
 );
@@ -95,6 +100,9 @@ export const FlagPatch = t.Object(
     description: t.Optional(NullableDescription("null clears it")),
     variants: t.Optional(Variants()),
     rules: t.Optional(t.Array(RuleInput, { maxItems: LIMITS.rules, description: `Replaces the whole array; at most ${LIMITS.rules}` })),
+    bucketBy: t.Optional(
+      t.Union([BucketBy(), t.Null()], { description: `${BUCKET_BY_DESCRIPTION}; null or userId: back to the default`, error: "Must be an attribute name of 1 to 256 characters, or null" }),
+    ),
   },
   { additionalProperties: false, title: "FlagPatch" },
 );
@@ -118,8 +126,9 @@ export const Flag = t.Object(
     description: t.Optional(t.String({ description: "Absent when not set" })),
     variants: t.Array(Variant),
     rules: t.Array(Rule),
+    bucketBy: t.Optional(t.String({ description: "Only when the flag buckets by an attribute other than userId" })),
     createdAt: Timestamp(),
-    updatedAt: Timestamp("Moves when name, description, variants or rules change"),
+    updatedAt: Timestamp("Moves when name, description, variants, rules or bucketBy change"),
   },
   { title: "Flag" },
 );

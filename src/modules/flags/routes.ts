@@ -2,6 +2,7 @@
 import { Elysia } from "elysia";
 import { accessGuard, authorOf } from "../../http/auth";
 import { noContent, queryInt } from "../../http/schema";
+import { MATCHES_MAX_INPUT } from "../../evaluation/engine";
 import { OPERATORS } from "../../evaluation/types";
 import { ProjectParams } from "../projects/model";
 import { Flag, FlagList, FlagListQuery, FlagParams, FlagPatch, FlagState, FlagStates, LIMITS, NewFlag, PER_PAGE_MAX, StateParams, StatePut } from "./model";
@@ -9,7 +10,7 @@ import type { FlagService } from "./service";
 
 const FLAGS = ["Flags"];
 const WHO = "API keys of scope mgmt or full (their own project only: another project's slug is 403 FORBIDDEN), admin keys, and login JWTs (writes: admin and editor roles)";
-const DEFINITION = `Variants \`{ key, name?, description?, weight? }\`: keys unique in the flag; either no variant has a weight or all have, summing to 100, at most 3 decimals. Rules \`{ id?, name?, conditions?, enabled?, variant? }\` are evaluated top to bottom, first match wins; conditions of a rule are AND-ed and none matches everyone; \`enabled\` defaults to true; \`variant\` names one of the flag's variants or is null. A rule sent without \`id\` gets a new \`rule_...\`; sent back with its id, it keeps it. Conditions \`{ attribute, operator, value }\`, operators ${OPERATORS.join(", ")}; a value of the wrong type for its operator is a 400 (equals: string, number or boolean; not_equals: string or number; in/not_in: an array of at most ${LIMITS.listValues}; contains/starts_with: string; greater_than/less_than: number; is_true/is_false: boolean or omitted). At most ${LIMITS.rules} rules, ${LIMITS.conditions} conditions a rule, ${LIMITS.variants} variants. Every problem is listed in \`details\`; a refused write changes nothing.`;
+const DEFINITION = `Variants \`{ key, name?, description?, weight? }\`: keys unique in the flag; either no variant has a weight or all have, summing to 100, at most 3 decimals. Rules \`{ id?, name?, conditions?, enabled?, variant? }\` are evaluated top to bottom, first match wins; conditions of a rule are AND-ed and none matches everyone; \`enabled\` defaults to true; \`variant\` names one of the flag's variants or is null. A rule sent without \`id\` gets a new \`rule_...\`; sent back with its id, it keeps it. Conditions \`{ attribute, operator, value }\`, operators ${OPERATORS.join(", ")}; a value of the wrong type for its operator is a 400 (equals: string, number or boolean; not_equals: string or number; in/not_in: an array of at most ${LIMITS.listValues}; contains/starts_with: string; greater_than/less_than/greater_than_or_equal/less_than_or_equal: number; is_true/is_false: boolean or omitted; semver_equals/semver_greater_than/semver_less_than: a valid semantic version such as 1.2.3, compared as versions (an attribute that is not one never matches); matches: a regular expression in RE2 syntax, found anywhere in a string attribute of at most ${MATCHES_MAX_INPUT} characters (longer never matches; linear time); before/after: an ISO 8601 date-time with a zone such as 2026-01-01T00:00:00Z, the attribute an ISO string or epoch milliseconds), and an operand its operator cannot use (a version, pattern or time that does not parse) a 400 saying why (docs/targeting.md). \`bucketBy\`: the context attribute percentage rollouts and variant weights hash on (default userId; a missing one is treated as a missing userId); shown on the flag only when it is not userId. At most ${LIMITS.rules} rules, ${LIMITS.conditions} conditions a rule, ${LIMITS.variants} variants. Every problem is listed in \`details\`; a refused write changes nothing.`;
 
 export const flagsRoutes = (flags: FlagService) =>
   new Elysia({ name: "flagsvc/flags" })
@@ -50,7 +51,7 @@ export const flagsRoutes = (flags: FlagService) =>
       detail: {
         tags: FLAGS,
         summary: "Update a flag",
-        description: `Updatable: name, description (null clears it), variants, rules. \`rules\` replaces the whole array. \`key\` in the body is a 400: keys are immutable. New variants are checked against the stored rules too: removing a variant a stored rule serves is a 400 at \`body.variants\` naming the rule. A PATCH that changes nothing leaves \`updatedAt\` alone. ${DEFINITION} ${WHO}.`,
+        description: `Updatable: name, description (null clears it), variants, rules, bucketBy (null or userId: the default). \`rules\` replaces the whole array. \`key\` in the body is a 400: keys are immutable. New variants are checked against the stored rules too: removing a variant a stored rule serves is a 400 at \`body.variants\` naming the rule. A PATCH that changes nothing leaves \`updatedAt\` alone. ${DEFINITION} ${WHO}.`,
       },
     })
     .delete(

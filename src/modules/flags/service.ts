@@ -5,6 +5,7 @@
  * response goes out (read-your-writes).
  */
 import { diff, whole, type Author, type ChangeDraft } from "../../changes/entry";
+import { operandProblem } from "../../evaluation/engine";
 import { OPERATOR_VALUE_TYPES, VALUE_OPTIONAL, type Condition, type Rule, type Variant } from "../../evaluation/types";
 import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
@@ -39,6 +40,7 @@ export interface NewFlagInput {
   description?: string | null;
   variants?: Variant[];
   rules?: RuleInput[];
+  bucketBy?: string;
 }
 
 export interface FlagPatchInput {
@@ -46,6 +48,8 @@ export interface FlagPatchInput {
   description?: string | null;
   variants?: Variant[];
   rules?: RuleInput[];
+  /** null (or `userId`): back to the default. */
+  bucketBy?: string | null;
 }
 
 export interface ListQuery {
@@ -111,6 +115,9 @@ function checkDefinition(variants: readonly Variant[], rules: readonly RuleInput
         details.push({ path, message: `${c.operator} takes ${allowed.join(" or ")}, not ${typeOf(c.value)}` });
       } else if (Array.isArray(c.value) && c.value.length > LIMITS.listValues) {
         details.push({ path, message: `At most ${LIMITS.listValues} values` });
+      } else {
+        const problem = operandProblem(c.operator, c.value);
+        if (problem !== null) details.push({ path, message: problem });
       }
     });
   });
@@ -219,6 +226,7 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
         description: input.description,
         variants: normalizeVariants(variants),
         rules: normalizeRules(rules),
+        bucketBy: input.bucketBy,
         createdAt: now,
         updatedAt: now,
       });
@@ -242,6 +250,7 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
           description: patch.description === undefined ? current.description : patch.description,
           variants: normalizeVariants(variants),
           rules: patch.rules ? normalizeRules(patch.rules) : current.rules,
+          bucketBy: patch.bucketBy === undefined ? current.bucketBy : patch.bucketBy,
         });
         const changes = diff({ ...current }, { ...next });
         if (Object.keys(changes).length === 0) return { result: current, changes: [] };

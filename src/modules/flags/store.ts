@@ -12,7 +12,7 @@ import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { prepared } from "../../db/client";
 import { environments, flags, flagStates, projects } from "../../db/schema";
 import type { ProjectData } from "../../evaluation/snapshot";
-import type { FlagDefinition, FlagState as StateValues, Rule, Variant } from "../../evaluation/types";
+import { DEFAULT_BUCKET_BY, type FlagDefinition, type FlagState as StateValues, type Rule, type Variant } from "../../evaluation/types";
 
 export interface Flag {
   id: string;
@@ -22,6 +22,8 @@ export interface Flag {
   description?: string;
   variants: Variant[];
   rules: Rule[];
+  /** The attribute rollouts and weights bucket by; absent: `userId` (the default is never shown). */
+  bucketBy?: string;
   createdAt: string;
   updatedAt: string;
 }
@@ -73,6 +75,7 @@ const FLAG_COLUMNS = {
   description: flags.description,
   variants: flags.variants,
   rules: flags.rules,
+  bucketBy: flags.bucketBy,
   createdAt: flags.createdAt,
   updatedAt: flags.updatedAt,
 };
@@ -84,7 +87,7 @@ const queries = prepared((db) => ({
     .where(and(eq(flags.projectId, sql.placeholder("projectId")), eq(flags.key, sql.placeholder("key"))))
     .prepare(),
   definition: db
-    .select({ key: flags.key, variants: flags.variants, rules: flags.rules })
+    .select({ key: flags.key, variants: flags.variants, rules: flags.rules, bucketBy: flags.bucketBy })
     .from(flags)
     .where(eq(flags.id, sql.placeholder("flagId")))
     .prepare(),
@@ -117,13 +120,27 @@ const queries = prepared((db) => ({
     .prepare(),
 }));
 
-/** A flag in its answer's field order, without a description when it has none (null, undefined). */
-export function flagOf(f: Omit<Flag, "description"> & { description?: string | null }): Flag {
-  const { id, key, name, description, variants, rules, createdAt, updatedAt } = f;
-  return { id, key, name, ...(description != null ? { description } : {}), variants, rules, createdAt, updatedAt };
+/**
+ * A flag in its answer's field order, without a description when it has none (null, undefined)
+ * and without `bucketBy` when it is the default (absent, null or `userId`): a flag that does not
+ * set it answers exactly as before the field existed.
+ */
+export function flagOf(f: Omit<Flag, "description" | "bucketBy"> & { description?: string | null; bucketBy?: string | null }): Flag {
+  const { id, key, name, description, variants, rules, bucketBy, createdAt, updatedAt } = f;
+  return {
+    id,
+    key,
+    name,
+    ...(description != null ? { description } : {}),
+    variants,
+    rules,
+    ...(bucketBy != null && bucketBy !== DEFAULT_BUCKET_BY ? { bucketBy } : {}),
+    createdAt,
+    updatedAt,
+  };
 }
 
-const UPDATE_FLAG_SQL = "UPDATE flags SET name = ?1, description = ?2, variants = ?3, rules = ?4, updated_at = ?5 WHERE id = ?6";
+const UPDATE_FLAG_SQL = "UPDATE flags SET name = ?1, description = ?2, variants = ?3, rules = ?4, bucket_by = ?5, updated_at = ?6 WHERE id = ?7";
 
 const STATE_IN_SQL = `SELECT e.id AS environmentId, s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage
   FROM environments e LEFT JOIN flag_states s ON s.environment_id = e.id AND s.flag_id = ?1
@@ -174,9 +191,11 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
       const current = this.findNow(projectId, key);
       const written = decide(current);
       if (written.changes.length > 0) {
-        const { name, description, variants, rules, updatedAt } = written.result;
+        const { name, description, variants, rules, bucketBy, updatedAt } = written.result;
         // Prepared once: built by drizzle on each call, this update cost a PATCH ~0.2 ms.
-        this.log.store.sqlite.query(UPDATE_FLAG_SQL).run(name, description ?? null, JSON.stringify(variants), JSON.stringify(rules), updatedAt, current!.id);
+        this.log.store.sqlite
+          .query(UPDATE_FLAG_SQL)
+          .run(name, description ?? null, JSON.stringify(variants), JSON.stringify(rules), bucketBy ?? null, updatedAt, current!.id);
       }
       return written;
     });
@@ -217,7 +236,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     if (!db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).get()) return undefined;
     const envs = db.select({ id: environments.id, slug: environments.slug }).from(environments).where(eq(environments.projectId, projectId)).orderBy(sql`rowid`).all();
     const defs = db
-      .select({ key: flags.key, variants: flags.variants, rules: flags.rules })
+      .select({ key: flags.key, variants: flags.variants, rules: flags.rules, bucketBy: flags.bucketBy })
       .from(flags)
       .where(eq(flags.projectId, projectId))
       .orderBy(asc(flags.key))

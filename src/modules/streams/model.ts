@@ -12,6 +12,7 @@ export const FlagRecord = t.Object(
     key: t.String(),
     variants: t.Array(Variant, { description: "As stored; empty: a boolean flag" }),
     rules: t.Array(Rule, { description: "In order, disabled ones included (local evaluation skips them, as the server does)" }),
+    bucketBy: t.Optional(t.String({ description: "The context attribute rollouts and variant weights bucket by; absent: userId (docs/targeting.md)" })),
     state: t.Object(
       {
         enabled: t.Boolean(),

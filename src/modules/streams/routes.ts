@@ -19,7 +19,7 @@ import { SSE_HEADERS } from "./sse";
 const TAGS = ["Streams"];
 const HEARTBEAT = `A comment line \`: ping\` comes every ${HEARTBEAT_MS / 1000} s (and the stream's credential is checked again); the stream begins with \`retry: 1000\`. Headers: \`Content-Type: text/event-stream\`, \`Cache-Control: no-store\`, \`X-Accel-Buffering: no\` (no buffering in nginx).`;
 const DEFINITIONS_WHO = `API keys of scope eval, test, mgmt or full, as \`Authorization: Bearer\`; project and environment come from the key. A client key (the one a web page may carry) gets 403 "This key scope does not have access to this endpoint" (rules may hold e-mail lists); admin keys and login tokens get 403 "The definitions API takes a project API key of scope eval, test, mgmt or full". No CORS: these routes are never offered to browsers.`;
-const RECORD = "Each flag is `{ key, variants, rules, state: { enabled, rolloutPercentage } }`: variants and rules exactly as stored (rules in order, disabled ones included), the state in the key's environment (never set there: `{ enabled: false, rolloutPercentage: null }`).";
+const RECORD = "Each flag is `{ key, variants, rules, bucketBy?, state: { enabled, rolloutPercentage } }`: variants and rules exactly as stored (rules in order, disabled ones included), `bucketBy` only when the flag buckets by an attribute other than userId, the state in the key's environment (never set there: `{ enabled: false, rolloutPercentage: null }`).";
 
 const sseResponse = (description: string) => ({
   200: { description, content: { "text/event-stream": { schema: { type: "string" as const, description: "Server-Sent Events" } } } },

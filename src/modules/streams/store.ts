@@ -14,6 +14,8 @@ export interface FlagRecord {
   variants: Variant[];
   /** In order, disabled ones included (the engine skips them). */
   rules: Rule[];
+  /** Only when the flag sets it (not `userId`): the attribute rollouts and weights bucket by. */
+  bucketBy?: string;
   /** No state row: `{ enabled: false, rolloutPercentage: null }`. */
   state: FlagState;
 }
@@ -69,11 +71,12 @@ interface RecordRow {
   key: string;
   variants: string;
   rules: string;
+  bucketBy: string | null;
   enabled: number | null;
   rolloutPercentage: number | null;
 }
 
-const RECORD_COLUMNS = `f.key AS key, f.variants AS variants, f.rules AS rules, s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage
+const RECORD_COLUMNS = `f.key AS key, f.variants AS variants, f.rules AS rules, f.bucket_by AS bucketBy, s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage
   FROM flags f LEFT JOIN flag_states s ON s.flag_id = f.id AND s.environment_id = ?2`;
 const ALL_RECORDS_SQL = `SELECT ${RECORD_COLUMNS} WHERE f.project_id = ?1 ORDER BY f.key`;
 const SOME_RECORDS_SQL = `SELECT ${RECORD_COLUMNS} WHERE f.project_id = ?1 AND f.key IN (SELECT value FROM json_each(?3)) ORDER BY f.key`;
@@ -89,6 +92,7 @@ const recordOf = (r: RecordRow): FlagRecord => ({
   key: r.key,
   variants: JSON.parse(r.variants) as Variant[],
   rules: JSON.parse(r.rules) as Rule[],
+  ...(r.bucketBy !== null ? { bucketBy: r.bucketBy } : {}),
   state: r.enabled === null ? { enabled: false, rolloutPercentage: null } : { enabled: r.enabled === 1, rolloutPercentage: r.rolloutPercentage },
 });
 
