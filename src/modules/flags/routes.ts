@@ -2,14 +2,14 @@
 import { Elysia } from "elysia";
 import { accessGuard, authorOf } from "../../http/auth";
 import { noContent, queryInt } from "../../http/schema";
-import { OPERATORS } from "../../evaluation/types";
+import { OPERATORS, PREREQUISITE_MAX_DEPTH } from "../../evaluation/types";
 import { ProjectParams } from "../projects/model";
 import { Flag, FlagList, FlagListQuery, FlagParams, FlagPatch, FlagState, FlagStates, LIMITS, NewFlag, PER_PAGE_MAX, StateParams, StatePut } from "./model";
 import type { FlagService } from "./service";
 
 const FLAGS = ["Flags"];
 const WHO = "API keys of scope mgmt or full (their own project only: another project's slug is 403 FORBIDDEN), admin keys, and login JWTs (writes: admin and editor roles)";
-const DEFINITION = `Variants \`{ key, name?, description?, weight? }\`: keys unique in the flag; either no variant has a weight or all have, summing to 100, at most 3 decimals. Rules \`{ id?, name?, conditions?, enabled?, variant? }\` are evaluated top to bottom, first match wins; conditions of a rule are AND-ed and none matches everyone; \`enabled\` defaults to true; \`variant\` names one of the flag's variants or is null. A rule sent without \`id\` gets a new \`rule_...\`; sent back with its id, it keeps it. Conditions \`{ attribute, operator, value }\`, operators ${OPERATORS.join(", ")}; a value of the wrong type for its operator is a 400 (equals: string, number or boolean; not_equals: string or number; in/not_in: an array of at most ${LIMITS.listValues}; contains/starts_with: string; greater_than/less_than: number; is_true/is_false: boolean or omitted). At most ${LIMITS.rules} rules, ${LIMITS.conditions} conditions a rule, ${LIMITS.variants} variants. Every problem is listed in \`details\`; a refused write changes nothing.`;
+const DEFINITION = `Variants \`{ key, name?, description?, weight? }\`: keys unique in the flag; either no variant has a weight or all have, summing to 100, at most 3 decimals. Rules \`{ id?, name?, conditions?, enabled?, variant? }\` are evaluated top to bottom, first match wins; conditions of a rule are AND-ed and none matches everyone; \`enabled\` defaults to true; \`variant\` names one of the flag's variants or is null. A rule sent without \`id\` gets a new \`rule_...\`; sent back with its id, it keeps it. Conditions \`{ attribute, operator, value }\`, operators ${OPERATORS.join(", ")}; a value of the wrong type for its operator is a 400 (equals: string, number or boolean; not_equals: string or number; in/not_in: an array of at most ${LIMITS.listValues}; contains/starts_with: string; greater_than/less_than: number; is_true/is_false: boolean or omitted). Prerequisites \`[{ flagKey, variant? }]\` (docs/targeting.md, Prerequisites): every one must be met (that flag, evaluated for the same context in the same environment, is enabled and serves \`variant\` when given), else the flag answers \`enabled: false, variant: null\`, reason PREREQUISITE_FAILED; an unknown flag, the flag itself, a variant that flag does not have, a cycle (the message names it, \`a -> b -> a\`) and a chain deeper than ${PREREQUISITE_MAX_DEPTH} are 400s. At most ${LIMITS.rules} rules, ${LIMITS.conditions} conditions a rule, ${LIMITS.variants} variants, ${LIMITS.prerequisites} prerequisites. Every problem is listed in \`details\`; a refused write changes nothing.`;
 
 export const flagsRoutes = (flags: FlagService) =>
   new Elysia({ name: "flagsvc/flags" })
@@ -50,7 +50,7 @@ export const flagsRoutes = (flags: FlagService) =>
       detail: {
         tags: FLAGS,
         summary: "Update a flag",
-        description: `Updatable: name, description (null clears it), variants, rules. \`rules\` replaces the whole array. \`key\` in the body is a 400: keys are immutable. New variants are checked against the stored rules too: removing a variant a stored rule serves is a 400 at \`body.variants\` naming the rule. A PATCH that changes nothing leaves \`updatedAt\` alone. ${DEFINITION} ${WHO}.`,
+        description: `Updatable: name, description (null clears it), variants, rules, bucketBy, prerequisites. \`rules\` and \`prerequisites\` replace the whole array (\`prerequisites: null\` or \`[]\` removes them). Removing a variant that another flag's prerequisite requires is a 400 at \`body.variants\` naming that flag. \`key\` in the body is a 400: keys are immutable. New variants are checked against the stored rules too: removing a variant a stored rule serves is a 400 at \`body.variants\` naming the rule. A PATCH that changes nothing leaves \`updatedAt\` alone. ${DEFINITION} ${WHO}.`,
       },
     })
     .delete(
@@ -66,7 +66,7 @@ export const flagsRoutes = (flags: FlagService) =>
           tags: FLAGS,
           summary: "Delete a flag",
           responses: noContent("Deleted, with its state in every environment"),
-          description: `Permanent. Evaluation answers FLAG_NOT_FOUND for its key from the next request on. ${WHO}.`,
+          description: `Permanent. Evaluation answers FLAG_NOT_FOUND for its key from the next request on. A flag that is another flag's prerequisite is not deleted: 409 CONFLICT naming the dependants, one \`details\` entry each (\`path: flags.{key}.prerequisites\`). ${WHO}.`,
         },
       },
     )
