@@ -11,8 +11,21 @@
  * Then, side by side in the same run, one rule of one condition on `email` (then a 50 % rollout)
  * with `starts_with` and with `matches` (RE2, docs/targeting.md): what a pattern costs over a
  * plain string operator. Not counted towards the target.
+ *
+ * Then prerequisites (docs/targeting.md), side by side in the same run: "rules + rollout" alone
+ * against the same flag at the top of a 3-deep prerequisite chain (it -> p1 -> p2 -> p3, each an
+ * enabled flag, so every link is evaluated and met), in paired 1-second rounds alternating which
+ * goes first; the figure is the median of the rounds' ratios (target: the chain at least 30 % of
+ * the flag alone).
  */
-import { type CompiledFlag, type CompiledState, compileFlag, compileState, evaluate } from "../../src/evaluation/engine";
+import {
+  type CompiledFlag,
+  type CompiledState,
+  compileFlag,
+  compileState,
+  evaluate,
+  type PrerequisiteLookup,
+} from "../../src/evaluation/engine";
 import type { Condition, FlagDefinition } from "../../src/evaluation/types";
 import { CONTEXTS as contexts, SCENARIOS } from "../lib/engine-scenarios";
 import { pinServer } from "../lib/wrk";
@@ -64,18 +77,52 @@ for (const [name, def] of COMPARISONS) {
   rounds.sort((a, b) => a - b);
   console.log(`  ${name.padEnd(18)} ${Math.round(rounds[Math.floor(rounds.length / 2)]!).toLocaleString("en-US").padStart(12)} evaluations/s`);
 }
+
+// ---- prerequisites: a 3-deep chain against the flag alone ---------------------------------------
+const CHAIN_TARGET = 0.3;
+{
+  const base = SCENARIOS[0]!;
+  const alone = compileFlag(base.flag);
+  const state = compileState(base.state);
+  const on = compileState({ enabled: true, rolloutPercentage: null });
+  const entries = new Map<string, { flag: CompiledFlag; state: CompiledState }>();
+  const top = compileFlag({ ...base.flag, prerequisites: [{ flagKey: "p1" }] });
+  entries.set(top.key, { flag: top, state });
+  entries.set("p1", { flag: compileFlag({ key: "p1", variants: [], rules: [], prerequisites: [{ flagKey: "p2" }] }), state: on });
+  entries.set("p2", { flag: compileFlag({ key: "p2", variants: [], rules: [], prerequisites: [{ flagKey: "p3" }] }), state: on });
+  entries.set("p3", { flag: compileFlag({ key: "p3", variants: [], rules: [] }), state: on });
+  run(alone, state, 1000);
+  run(top, state, 1000, entries);
+  const ratios: number[] = [];
+  const chainRates: number[] = [];
+  const aloneRates: number[] = [];
+  for (let r = 0; r < SECONDS * 2; r++) {
+    const first = r % 2 === 0;
+    const a = first ? run(alone, state, 1000) : 0;
+    const c = run(top, state, 1000, entries);
+    const b = first ? a : run(alone, state, 1000);
+    ratios.push(c / b);
+    chainRates.push(c);
+    aloneRates.push(b);
+  }
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+  const ratio = median(ratios);
+  console.log(`${"one flag".padEnd(18)} ${Math.round(median(aloneRates)).toLocaleString("en-US").padStart(12)} evaluations/s`);
+  console.log(`${"3-deep chain".padEnd(18)} ${Math.round(median(chainRates)).toLocaleString("en-US").padStart(12)} evaluations/s`);
+  console.log(`chain / one flag: ${(ratio * 100).toFixed(1)} % (median of ${ratios.length} paired rounds; target at least ${CHAIN_TARGET * 100} %: ${ratio >= CHAIN_TARGET ? "met" : "NOT met"})`);
+}
 // Printed so that the work feeding it cannot be optimised away.
 console.log(`(checksum ${sink})`);
 
 /** Evaluates over the contexts for about `ms` milliseconds; returns evaluations per second. */
-function run(flag: CompiledFlag, state: CompiledState, ms: number): number {
+function run(flag: CompiledFlag, state: CompiledState, ms: number, entries?: PrerequisiteLookup): number {
   const evaluatedAt = new Date().toISOString();
   let count = 0;
   const start = performance.now();
   let elapsed = 0;
   while (elapsed < ms) {
     for (let i = 0; i < contexts.length; i++) {
-      const result = evaluate(flag, flag.key, state, contexts[i]!, evaluatedAt);
+      const result = evaluate(flag, flag.key, state, contexts[i]!, evaluatedAt, undefined, undefined, entries);
       sink += (result.enabled ? 1 : 0) + (result.ruleId === null ? 0 : 2) + (result.variant === null ? 0 : result.variant.length);
     }
     count += contexts.length;

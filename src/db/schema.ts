@@ -4,7 +4,7 @@
  * Timestamps are ISO 8601 UTC text with milliseconds: readable, and they sort as they compare.
  */
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { Rule, Variant } from "../evaluation/types";
+import type { Prerequisite, Rule, Variant } from "../evaluation/types";
 
 export const projects = sqliteTable("projects", {
   id: text("id").primaryKey(),
@@ -113,6 +113,8 @@ export const flags = sqliteTable(
     rules: text("rules", { mode: "json" }).notNull().$type<Rule[]>(),
     /** The attribute rollouts and weights bucket by; null: `userId` (the default, never stored). */
     bucketBy: text("bucket_by"),
+    /** The flags that must be met first (docs/targeting.md, Prerequisites); null: none (never stored empty). */
+    prerequisites: text("prerequisites", { mode: "json" }).$type<Prerequisite[]>(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },

@@ -24,6 +24,7 @@ import {
   type FlagDefinition,
   type FlagState,
   type Override,
+  PREREQUISITE_MAX_DEPTH,
   type Reason,
 } from "./types";
 
@@ -143,8 +144,26 @@ export interface CompiledRule {
   readonly variant: string | null;
 }
 
+/** A prerequisite, compiled: the key of the flag and the variant it must serve (null: any, enabled). */
+export interface CompiledPrerequisite {
+  readonly flagKey: string;
+  readonly variant: string | null;
+}
+
+/**
+ * Where prerequisites are looked up: the flags of the environment being evaluated, by key (the
+ * snapshot's `environment(id)` map on the server, the local provider's definitions). Lookups
+ * happen only for flags that have prerequisites, one per prerequisite: evaluation cost grows
+ * with the depth of the chain, not with the number of flags.
+ */
+export interface PrerequisiteLookup {
+  get(flagKey: string): { readonly flag: CompiledFlag; readonly state: CompiledState } | undefined;
+}
+
 export interface CompiledFlag {
   readonly key: string;
+  /** The prerequisites, in order; the shared empty array when none (the hot path tests its length). */
+  readonly prerequisites: readonly CompiledPrerequisite[];
   /** The enabled rules, in order. */
   readonly rules: readonly CompiledRule[];
   /** Variant keys in order; empty for a boolean flag. */
@@ -201,8 +220,11 @@ export function compileFlag(def: FlagDefinition): CompiledFlag {
       variant: multiVariant ? rule.variant : null,
     });
   }
+  const prerequisites = def.prerequisites;
   return {
     key: def.key,
+    prerequisites:
+      prerequisites == null || prerequisites.length === 0 ? NONE : prerequisites.map((p) => ({ flagKey: p.flagKey, variant: p.variant ?? null })),
     rules: rules.length === 0 ? NONE : rules,
     variants,
     cumulativeWeights,
@@ -423,6 +445,12 @@ function result(
  * context's `userId` (what rules read, and what rollouts bucket by unless the flag's `bucketBy`
  * names another attribute) without copying the context to set it: OpenFeature's targeting key,
  * in the local provider.
+ *
+ * `entries` and `overrides` are read only by a flag with prerequisites (docs/targeting.md,
+ * Prerequisites): the environment's flags, where each prerequisite is looked up and evaluated
+ * with the same context, and the test session's overrides by key, which apply to the
+ * prerequisites as they would to those flags evaluated on their own. A flag with prerequisites
+ * evaluated without `entries` finds none of them: PREREQUISITE_FAILED.
  */
 export function evaluate(
   flag: CompiledFlag | undefined,
@@ -432,6 +460,49 @@ export function evaluate(
   evaluatedAt: string,
   override?: Override,
   userId?: string,
+  entries?: PrerequisiteLookup,
+  overrides?: ReadonlyMap<string, Override>,
+): EvaluationResult {
+  return evaluateAt(flag, flagKey, state, context, evaluatedAt, override, userId, entries, overrides, 0);
+}
+
+/**
+ * Whether every prerequisite of `flag` is met, in order (the first unmet one decides). `depth`:
+ * how many prerequisite edges led here. Writes refuse cycles and chains deeper than
+ * PREREQUISITE_MAX_DEPTH; should stored data hold one anyway, a chain past that depth is unmet
+ * rather than endless.
+ */
+function prerequisitesMet(
+  flag: CompiledFlag,
+  context: EvalContext,
+  evaluatedAt: string,
+  userId: string | undefined,
+  entries: PrerequisiteLookup | undefined,
+  overrides: ReadonlyMap<string, Override> | undefined,
+  depth: number,
+): boolean {
+  if (depth >= PREREQUISITE_MAX_DEPTH) return false;
+  const prerequisites = flag.prerequisites;
+  for (let i = 0; i < prerequisites.length; i++) {
+    const p = prerequisites[i]!;
+    const entry = entries?.get(p.flagKey);
+    const served = evaluateAt(entry?.flag, p.flagKey, entry?.state ?? DISABLED_STATE, context, evaluatedAt, overrides?.get(p.flagKey), userId, entries, overrides, depth + 1);
+    if (!served.enabled || (p.variant !== null && served.variant !== p.variant)) return false;
+  }
+  return true;
+}
+
+function evaluateAt(
+  flag: CompiledFlag | undefined,
+  flagKey: string,
+  state: CompiledState,
+  context: EvalContext,
+  evaluatedAt: string,
+  override: Override | undefined,
+  userId: string | undefined,
+  entries: PrerequisiteLookup | undefined,
+  overrides: ReadonlyMap<string, Override> | undefined,
+  depth: number,
 ): EvaluationResult {
   if (override !== undefined) {
     return typeof override === "boolean"
@@ -440,6 +511,9 @@ export function evaluate(
   }
   if (flag === undefined) return result(flagKey, false, null, "FLAG_NOT_FOUND", null, evaluatedAt);
   if (!state.enabled) return result(flagKey, false, null, "FLAG_DISABLED", null, evaluatedAt);
+  if (flag.prerequisites.length > 0 && !prerequisitesMet(flag, context, evaluatedAt, userId, entries, overrides, depth)) {
+    return result(flagKey, false, null, "PREREQUISITE_FAILED", null, evaluatedAt);
+  }
 
   const multiVariant = flag.variants.length > 0;
   const rules = flag.rules;

@@ -54,6 +54,9 @@ export function openFeatureReason(result: EvaluationResult, flag: CompiledFlag |
       return "STATIC";
     case "FLAG_DISABLED":
       return "DISABLED";
+    // The flag is on in the environment; what it answers turned on how another flag evaluates
+    // for this context: a dynamic evaluation, not a flag switched off (docs/openfeature.md).
+    case "PREREQUISITE_FAILED":
     case "TARGETING_RULE_MATCH":
       return "TARGETING_MATCH";
     case "PERCENTAGE_ROLLOUT":
@@ -71,6 +74,7 @@ export function openFeatureReason(result: EvaluationResult, flag: CompiledFlag |
 export const REASON_MAPPING: Readonly<Record<Reason, string>> = {
   TEST_OVERRIDE: "STATIC",
   FLAG_DISABLED: "DISABLED",
+  PREREQUISITE_FAILED: "TARGETING_MATCH",
   TARGETING_RULE_MATCH: "TARGETING_MATCH",
   PERCENTAGE_ROLLOUT: "SPLIT",
   PERCENTAGE_ROLLOUT_EXCLUDED: "SPLIT (TARGETING_KEY_MISSING without a targeting key)",

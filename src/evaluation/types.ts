@@ -67,6 +67,19 @@ export interface Variant {
 /** The attribute rollouts and weights bucket by when a flag does not say (decisions: Targeting). */
 export const DEFAULT_BUCKET_BY = "userId";
 
+/**
+ * A flag another flag depends on (docs/targeting.md, Prerequisites): met when that flag,
+ * evaluated for the same context in the same environment, is enabled and, when `variant` is
+ * given, serves it.
+ */
+export interface Prerequisite {
+  flagKey: string;
+  variant?: string;
+}
+
+/** The longest chain of prerequisites a flag may start (edges: `a -> b` is 1); longer is refused at write. */
+export const PREREQUISITE_MAX_DEPTH = 10;
+
 /** What the engine needs of a flag: its key, variants and rules (as stored, already valid). */
 export interface FlagDefinition {
   key: string;
@@ -74,6 +87,8 @@ export interface FlagDefinition {
   rules: readonly Rule[];
   /** The context attribute rollouts and variant weights hash on; absent or null: `userId`. */
   bucketBy?: string | null;
+  /** The flags that must be met first; absent, null or empty: none. */
+  prerequisites?: readonly Prerequisite[] | null;
 }
 
 /** A flag's state in one environment; no state row reads as `{ enabled: false, rolloutPercentage: null }`. */
@@ -86,6 +101,8 @@ export interface FlagState {
 export const REASONS = [
   "TEST_OVERRIDE",
   "FLAG_DISABLED",
+  /** A prerequisite is not met (seen only by flags that have prerequisites). */
+  "PREREQUISITE_FAILED",
   "TARGETING_RULE_MATCH",
   "PERCENTAGE_ROLLOUT",
   "PERCENTAGE_ROLLOUT_EXCLUDED",

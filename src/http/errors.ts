@@ -63,7 +63,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const validationError = (message: string, details?: ErrorDetail[]) =>
   new ApiError(400, "VALIDATION_ERROR", message, details);
 export const notFound = (what: string) => new ApiError(404, "NOT_FOUND", `${what} not found`);
-export const conflict = (message: string) => new ApiError(409, "CONFLICT", message);
+export const conflict = (message: string, details?: ErrorDetail[]) => new ApiError(409, "CONFLICT", message, details);
 export const forbidden = (message: string) => new ApiError(403, "FORBIDDEN", message);
 export const unreadableBody = () => validationError("Request body could not be read", [{ path: "body", message: "Could not be read" }]);
 export const payloadTooLarge = () =>

@@ -3,7 +3,8 @@
  * against the compiled binary:
  * - differential: random flags, states and contexts created through the API; the provider's
  *   answer (ours through `evaluate`, OpenFeature's through a client) equals `/v1/evaluate`'s,
- *   the bucketing vectors included;
+ *   the bucketing vectors included, and prerequisites (chains of earlier flags, some naming a
+ *   variant);
  * - changes through the API reach it (ConfigurationChanged with the key, the new answer);
  * - a dropped connection, a silent one and a server restart are survived without a wrong
  *   answer: the last state meanwhile, STALE, then in sync again with what changed meanwhile;
@@ -256,11 +257,23 @@ test(
     const rng = prng(seed);
     const defs = new Map<string, FlagDefinition>();
     const operators = new Set<string>();
+    /** The longest prerequisite chain from each flag: a new flag takes prerequisites whose chains leave room. */
+    const depth = new Map<string, number>();
+    // Their own stream of numbers: the flags, states and contexts of a seed are the same as without them.
+    const pre = prng(seed + 1);
     for (let i = 0; i < 60; i++) {
       const key = `rnd-${i}`;
       const { body, state } = randomFlag(rng, key);
-      const created = await api("POST", FLAGS, body);
-      defs.set(key, { key, variants: created.variants, rules: created.rules, bucketBy: created.bucketBy });
+      // Prerequisites among the earlier flags (acyclic by construction), a variant named now and then.
+      const earlier = [...defs.keys()].filter((k) => depth.get(k)! < 9);
+      const prerequisites = i >= 5 && pre.chance(0.3) ? [...new Set(Array.from({ length: 1 + pre.int(2) }, () => pre.pick(earlier)))] : [];
+      const withPrerequisites = prerequisites.map((flagKey) => {
+        const variants = defs.get(flagKey)!.variants;
+        return variants.length > 0 && pre.chance(0.5) ? { flagKey, variant: variants[pre.int(variants.length)]!.key } : { flagKey };
+      });
+      depth.set(key, Math.max(0, ...prerequisites.map((k) => depth.get(k)! + 1)));
+      const created = await api("POST", FLAGS, withPrerequisites.length > 0 ? { ...body, prerequisites: withPrerequisites } : body);
+      defs.set(key, { key, variants: created.variants, rules: created.rules, bucketBy: created.bucketBy, prerequisites: created.prerequisites });
       for (const rule of created.rules as FlagDefinition["rules"]) for (const c of rule.conditions) operators.add(c.operator);
       if (state) await api("PUT", `${FLAGS}/${key}/states/production`, state);
     }
@@ -295,7 +308,9 @@ test(
       expect(compared).toBe(80 * defs.size);
       console.log(`local-provider differential: ${compared} flag × context pairs, ${[...seen].map(([k, n]) => `${k} ${n}`).join(", ")}`);
       // Every reason of ours and every OpenFeature outcome came up.
-      for (const r of ["FLAG_DISABLED", "TARGETING_RULE_MATCH", "PERCENTAGE_ROLLOUT", "PERCENTAGE_ROLLOUT_EXCLUDED", "FLAG_ENABLED", "FLAG_NOT_FOUND"]) expect(seen.get(r) ?? 0).toBeGreaterThan(0);
+      for (const r of ["FLAG_DISABLED", "PREREQUISITE_FAILED", "TARGETING_RULE_MATCH", "PERCENTAGE_ROLLOUT", "PERCENTAGE_ROLLOUT_EXCLUDED", "FLAG_ENABLED", "FLAG_NOT_FOUND"]) {
+        expect(seen.get(r) ?? 0).toBeGreaterThan(0);
+      }
       for (const r of ["STATIC", "DEFAULT", "TARGETING_MATCH", "SPLIT", "DISABLED", "TARGETING_KEY_MISSING"]) expect(seen.get(r) ?? 0).toBeGreaterThan(0);
       // A type mismatch and a missing flag, through the client.
       const bool = [...defs].find(([, d]) => d.variants.length === 0)![0];
@@ -303,7 +318,8 @@ test(
       expect(await client.getBooleanDetails("no-such-flag", true)).toMatchObject({ value: true, errorCode: "FLAG_NOT_FOUND" });
     } finally {
       await OpenFeature.clearProviders();
-      for (const key of defs.keys()) await api("DELETE", `${FLAGS}/${key}`);
+      // Dependants first: a flag that is another's prerequisite cannot be deleted.
+      for (const key of [...defs.keys()].reverse()) await api("DELETE", `${FLAGS}/${key}`);
     }
   },
   T,

@@ -442,6 +442,24 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
     await r.cancel();
   });
 
+  test("prerequisites: a record carries them when set; a change of the prerequisite is patched as that flag alone", async () => {
+    const { key } = setup();
+    const k = await key("full");
+    await flag("base");
+    const r = await open(await stream(k.headers));
+    expect(data(await r.next()).event).toBe("put");
+    await h.services.flags.createFlag(SYSTEM, "default", { key: "dep", name: "dep", prerequisites: [{ flagKey: "base" }] });
+    expect(data(await r.next()).data.flags).toEqual([
+      { key: "dep", variants: [], rules: [], prerequisites: [{ flagKey: "base" }], state: { enabled: false, rolloutPercentage: null } },
+    ]);
+    await state("base", "production", true);
+    expect(data(await r.next()).data.flags).toEqual([{ key: "base", variants: [], rules: [], state: { enabled: true, rolloutPercentage: null } }]);
+    await h.services.flags.updateFlag(SYSTEM, "default", "dep", { prerequisites: null });
+    expect(data(await r.next()).data.flags).toEqual([{ key: "dep", variants: [], rules: [], state: { enabled: false, rolloutPercentage: null } }]);
+    await nothingPending(r);
+    await r.cancel();
+  });
+
   test("resume: nothing when nothing touched the environment, one patch of what did, a put past a gap or ahead of the log", async () => {
     const { key } = setup();
     const k = await key("mgmt");

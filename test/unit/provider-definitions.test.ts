@@ -46,6 +46,24 @@ describe("Definitions", () => {
     expect(d.version).toBe(4);
   });
 
+  test("prerequisites: a change names the flags that depend on it, directly or not; the record's prerequisites are part of it", () => {
+    const d = new Definitions();
+    d.put(put(1, [flag("base"), flag("mid", { prerequisites: [{ flagKey: "base" }] }), flag("top", { prerequisites: [{ flagKey: "mid" }] }), flag("other")]));
+    expect(d.patch({ version: 2, flags: [flag("base", { state: { enabled: false, rolloutPercentage: null } })], deleted: [] }).sort()).toEqual(["base", "mid", "top"]);
+    expect(d.patch({ version: 3, flags: [flag("other", { state: { enabled: false, rolloutPercentage: null } })], deleted: [] })).toEqual(["other"]);
+    expect(d.patch({ version: 4, flags: [flag("top", { prerequisites: [{ flagKey: "base" }] })], deleted: [] })).toEqual(["top"]);
+    expect(d.flags.get("top")!.flag.prerequisites).toEqual([{ flagKey: "base", variant: null }]);
+    expect(d.put(put(5, [flag("base"), flag("mid", { prerequisites: [{ flagKey: "base" }] }), flag("top", { prerequisites: [{ flagKey: "base" }] })])).sort()).toEqual([
+      "base",
+      "mid",
+      "other",
+      "top",
+    ]);
+    expect(parseDefinitions(JSON.stringify(put(1, [flag("a", { prerequisites: [{ flagKey: 1 }] as never })])))).toBe(
+      "definitions: flags[0].prerequisites must be an array of { flagKey, variant? }",
+    );
+  });
+
   test("a flag's type: boolean without variants, string with; rules and variants compiled by the engine", () => {
     const d = new Definitions();
     d.put(put(1, [flag("b"), flag("v", { variants: [{ key: "red", weight: 25 }, { key: "blue", weight: 75 }], rules: [{ id: "rule_1", name: "r", enabled: true, variant: "red", conditions: [] }] })]));

@@ -65,7 +65,7 @@ export class Definitions {
     this.version = payload.version;
     this.project = payload.project;
     this.environment = payload.environment;
-    return first ? [] : changed;
+    return first ? [] : this.withDependants(changed);
   }
 
   /** Applies a change; returns the keys whose definition or state changed, or that were deleted. */
@@ -84,13 +84,39 @@ export class Definitions {
       if (this.flags.delete(key) && !changed.includes(key)) changed.push(key);
     }
     this.version = Math.max(this.version!, payload.version);
-    return changed;
+    return this.withDependants(changed);
+  }
+
+  /**
+   * The keys changed and the flags that have one of them as a prerequisite, directly or not:
+   * what they evaluate to may have changed too (docs/targeting.md, Prerequisites). Walks the
+   * flags only when some flag has prerequisites.
+   */
+  private withDependants(changed: string[]): string[] {
+    if (changed.length === 0) return changed;
+    const dependantsOf = new Map<string, string[]>();
+    for (const [key, entry] of this.flags) {
+      for (const p of entry.flag.prerequisites) {
+        const list = dependantsOf.get(p.flagKey);
+        if (list === undefined) dependantsOf.set(p.flagKey, [key]);
+        else list.push(key);
+      }
+    }
+    if (dependantsOf.size === 0) return changed;
+    const out = new Set(changed);
+    const queue = [...changed];
+    while (queue.length > 0) {
+      for (const dependant of dependantsOf.get(queue.pop()!) ?? []) {
+        if (!out.has(dependant)) out.add(dependant), queue.push(dependant);
+      }
+    }
+    return [...out];
   }
 }
 
 /** The entry as it was when nothing of the record changed, else the record compiled. */
 function reuseOrCompile(old: Entry | undefined, record: FlagRecord): Entry {
-  const signature = JSON.stringify([record.variants, record.rules, record.state.enabled, record.state.rolloutPercentage, record.bucketBy ?? null]);
+  const signature = JSON.stringify([record.variants, record.rules, record.state.enabled, record.state.rolloutPercentage, record.bucketBy ?? null, record.prerequisites ?? null]);
   if (old !== undefined && old.signature === signature) return old;
   return {
     flag: compileFlag(record),
@@ -135,6 +161,14 @@ function parseRecords(value: unknown): FlagRecord[] | string {
     if (!f.variants.every((v) => isObject(v) && typeof v.key === "string")) return `flags[${i}].variants must be variants with a key`;
     if (!f.rules.every((r) => isObject(r) && typeof r.id === "string" && Array.isArray(r.conditions))) return `flags[${i}].rules must be rules with an id and conditions`;
     if (f.bucketBy !== undefined && f.bucketBy !== null && (typeof f.bucketBy !== "string" || f.bucketBy === "")) return `flags[${i}].bucketBy must be an attribute name`;
+    const prerequisites = f.prerequisites;
+    if (
+      prerequisites !== undefined &&
+      prerequisites !== null &&
+      !(Array.isArray(prerequisites) && prerequisites.every((p) => isObject(p) && typeof p.flagKey === "string" && (p.variant === undefined || typeof p.variant === "string")))
+    ) {
+      return `flags[${i}].prerequisites must be an array of { flagKey, variant? }`;
+    }
     const state = f.state;
     if (!isObject(state) || typeof state.enabled !== "boolean" || !(state.rolloutPercentage === null || typeof state.rolloutPercentage === "number")) {
       return `flags[${i}].state must be { enabled, rolloutPercentage }`;

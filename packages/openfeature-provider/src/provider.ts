@@ -219,11 +219,11 @@ export class FlagsvcProvider {
     const entry = this.definitions.flags.get(flagKey);
     if (context === undefined || evaluableAsIs(context)) {
       const ctx = context ?? EMPTY;
-      return evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, ctx, this.stamp(), undefined, targetingKeyOf(ctx));
+      return evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, ctx, this.stamp(), undefined, targetingKeyOf(ctx), this.definitions.flags);
     }
     const ctx = toEvalContext(context);
     if (isResolutionError(ctx)) throw new InvalidContextError(ctx.errorDetails);
-    return evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, ctx, this.stamp());
+    return evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, ctx, this.stamp(), undefined, undefined, this.definitions.flags);
   }
 
   private resolve<T>(flagKey: string, defaultValue: T, context: EvaluationContext | undefined, type: ValueType): ResolutionDetails<T> {
@@ -241,12 +241,12 @@ export class FlagsvcProvider {
     if (context === undefined || evaluableAsIs(context)) {
       // The context as it is, its targeting key handed over as the user: no copy.
       const userId = context === undefined ? undefined : targetingKeyOf(context);
-      result = evaluate(entry.flag, flagKey, entry.state, context ?? EMPTY, "", undefined, userId);
+      result = evaluate(entry.flag, flagKey, entry.state, context ?? EMPTY, "", undefined, userId, definitions.flags);
       identified = userId !== undefined || (context !== undefined && isIdentified(context));
     } else {
       const ctx = toEvalContext(context);
       if (isResolutionError(ctx)) return resolutionFailure(defaultValue, ctx);
-      result = evaluate(entry.flag, flagKey, entry.state, ctx, "");
+      result = evaluate(entry.flag, flagKey, entry.state, ctx, "", undefined, undefined, definitions.flags);
       identified = isIdentified(ctx);
     }
     const details = resolutionDetails(result, entry.flag, identified, definitions.environment, defaultValue);

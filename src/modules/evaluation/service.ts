@@ -3,6 +3,9 @@
  * snapshot, the engine. No database, no compilation: two map lookups and the engine per flag.
  * Test-session overrides (resolution step 1) come from an `OverrideSource`: the Testing API's
  * live sessions (src/modules/testing/live.ts), given by the composition root (server.ts).
+ * Every call hands the engine the environment's entries and the session's overrides: a flag
+ * with prerequisites evaluates them there (docs/targeting.md, Prerequisites); each flag of a
+ * batch or bulk evaluation is evaluated on its own.
  */
 import { DISABLED_STATE, evaluate, type CompiledFlag } from "../../evaluation/engine";
 import type { Snapshot } from "../../evaluation/snapshot";
@@ -60,9 +63,10 @@ export class EvaluationService {
     const now = this.clock.now();
     const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
     const flagKey = body.flagKey;
-    const entry = this.snapshot.environment(key.environmentId)?.get(flagKey);
+    const entries = this.snapshot.environment(key.environmentId);
+    const entry = entries?.get(flagKey);
     const context = body.context ?? EMPTY_CONTEXT;
-    const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey));
+    const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey), undefined, entries, overrides);
     if (this.records.wants(key.projectId)) this.records.add(key.projectId, key.environmentSlug, result, userIdOf(context));
     return result;
   }
@@ -82,7 +86,7 @@ export class EvaluationService {
       const flagKey = flags[i]!;
       if (results[flagKey] !== undefined) continue;
       const entry = entries?.get(flagKey);
-      results[flagKey] = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, evaluatedAt, overrides?.get(flagKey));
+      results[flagKey] = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, evaluatedAt, overrides?.get(flagKey), undefined, entries, overrides);
     }
     if (this.records.wants(key.projectId)) {
       const userId = userIdOf(context);
@@ -99,8 +103,9 @@ export class EvaluationService {
     const key = apiKeyOf(principal);
     const now = this.clock.now();
     const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
-    const entry = this.snapshot.environment(key.environmentId)?.get(flagKey);
-    const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey));
+    const entries = this.snapshot.environment(key.environmentId);
+    const entry = entries?.get(flagKey);
+    const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey), undefined, entries, overrides);
     if (this.records.wants(key.projectId)) this.records.add(key.projectId, key.environmentSlug, result, userIdOf(context));
     return { result, flag: entry?.flag };
   }
@@ -116,7 +121,7 @@ export class EvaluationService {
     const out: Evaluated[] = [];
     for (const flagKey of [...entries.keys()].sort()) {
       const { flag, state } = entries.get(flagKey)!;
-      out.push({ result: evaluate(flag, flagKey, state, context, evaluatedAt, overrides?.get(flagKey)), flag });
+      out.push({ result: evaluate(flag, flagKey, state, context, evaluatedAt, overrides?.get(flagKey), undefined, entries, overrides), flag });
     }
     if (this.records.wants(key.projectId)) {
       const userId = userIdOf(context);

@@ -6,11 +6,11 @@
  */
 import { t } from "elysia";
 import { ONE_OR_MORE, ONE_TO_100, QueryInt, ResponseInt, Slug, SLUG_PATTERN, Timestamp } from "../../http/schema";
-import { OPERATORS, type Operator } from "../../evaluation/types";
+import { OPERATORS, PREREQUISITE_MAX_DEPTH, type Operator } from "../../evaluation/types";
 
 const VARIANT_KEY_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
 const RULE_ID_PATTERN = "^rule_[A-Za-z0-9]{1,64}$";
-export const LIMITS = { rules: 200, conditions: 50, listValues: 1000, variants: 100 } as const;
+export const LIMITS = { rules: 200, conditions: 50, listValues: 1000, variants: 100, prerequisites: 50 } as const;
 const NAME_MAX = 200;
 const DESCRIPTION_MAX = 2000;
 export const PER_PAGE_MAX = 100;
@@ -77,6 +77,17 @@ export const RuleInput = t.Object(
 const BUCKET_BY_DESCRIPTION = "The context attribute percentage rollouts and variant weights bucket by (hash flagKey:value); default userId. Absent from a flag that buckets by userId";
 const BucketBy = () => t.String({ minLength: 1, maxLength: 256, description: BUCKET_BY_DESCRIPTION, error: "Must be an attribute name of 1 to 256 characters" });
 
+const PREREQUISITES_DESCRIPTION = `Flags that must be met first, all of them (docs/targeting.md, Prerequisites): a prerequisite is met when that flag, evaluated for the same context in the same environment, is enabled and, when variant is given, serves that variant; unmet: enabled false, variant null, reason PREREQUISITE_FAILED. Checked after the flag's own state (a disabled flag answers FLAG_DISABLED) and before its rules. At most ${LIMITS.prerequisites}; refused (400): an unknown flag, a variant that flag does not have, a cycle, a chain deeper than ${PREREQUISITE_MAX_DEPTH}`;
+
+export const Prerequisite = t.Object(
+  {
+    flagKey: FlagKey("The key of a flag of the same project"),
+    variant: t.Optional(t.String({ pattern: VARIANT_KEY_PATTERN, description: "Met only when that flag serves this variant (one of its variant keys); omitted: met when it is enabled", error: "Must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -" })),
+  },
+  { additionalProperties: false, title: "Prerequisite" },
+);
+const Prerequisites = (description: string) => t.Array(Prerequisite, { maxItems: LIMITS.prerequisites, description });
+
 const Rules = () => t.Array(RuleInput, { maxItems: LIMITS.rules, description: `Evaluated top to bottom, first match wins; at most ${LIMITS.rules}` });
 const Variants = () => t.Array(Variant, { maxItems: LIMITS.variants, description: `At most ${LIMITS.variants}; empty: a boolean flag` });
 
@@ -88,6 +99,7 @@ export const NewFlag = t.Object(
     variants: t.Optional(Variants()),
     rules: t.Optional(Rules()),
     bucketBy: t.Optional(BucketBy()),
+    prerequisites: t.Optional(Prerequisites(`${PREREQUISITES_DESCRIPTION}. Omitted or empty: none`)),
   },
   { additionalProperties: false, title: "NewFlag" },
 );
@@ -102,6 +114,12 @@ export const FlagPatch = t.Object(
     rules: t.Optional(t.Array(RuleInput, { maxItems: LIMITS.rules, description: `Replaces the whole array; at most ${LIMITS.rules}` })),
     bucketBy: t.Optional(
       t.Union([BucketBy(), t.Null()], { description: `${BUCKET_BY_DESCRIPTION}; null or userId: back to the default`, error: "Must be an attribute name of 1 to 256 characters, or null" }),
+    ),
+    prerequisites: t.Optional(
+      t.Union([Prerequisites(""), t.Null()], {
+        description: `${PREREQUISITES_DESCRIPTION}. Replaces the whole array; null or empty: none`,
+        error: `Must be an array of at most ${LIMITS.prerequisites} { flagKey, variant? }, or null`,
+      }),
     ),
   },
   { additionalProperties: false, title: "FlagPatch" },
@@ -127,8 +145,9 @@ export const Flag = t.Object(
     variants: t.Array(Variant),
     rules: t.Array(Rule),
     bucketBy: t.Optional(t.String({ description: "Only when the flag buckets by an attribute other than userId" })),
+    prerequisites: t.Optional(t.Array(Prerequisite, { description: "Only when the flag has prerequisites (docs/targeting.md, Prerequisites)" })),
     createdAt: Timestamp(),
-    updatedAt: Timestamp("Moves when name, description, variants, rules or bucketBy change"),
+    updatedAt: Timestamp("Moves when name, description, variants, rules, bucketBy or prerequisites change"),
   },
   { title: "Flag" },
 );

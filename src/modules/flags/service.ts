@@ -6,14 +6,14 @@
  */
 import { diff, whole, type Author, type ChangeDraft } from "../../changes/entry";
 import { operandProblem } from "../../evaluation/engine";
-import { OPERATOR_VALUE_TYPES, VALUE_OPTIONAL, type Condition, type Rule, type Variant } from "../../evaluation/types";
+import { OPERATOR_VALUE_TYPES, PREREQUISITE_MAX_DEPTH, VALUE_OPTIONAL, type Condition, type Prerequisite, type Rule, type Variant } from "../../evaluation/types";
 import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import { requireEnvironment, requireProject } from "../projects/service";
 import type { Environment, Project, ProjectReader } from "../projects/store";
 import { LIMITS } from "./model";
-import { flagOf, type Flag, type FlagStore } from "./store";
+import { flagOf, type Flag, type FlagLink, type FlagStore } from "./store";
 
 export type { Flag } from "./store";
 
@@ -41,6 +41,7 @@ export interface NewFlagInput {
   variants?: Variant[];
   rules?: RuleInput[];
   bucketBy?: string;
+  prerequisites?: Prerequisite[];
 }
 
 export interface FlagPatchInput {
@@ -50,6 +51,8 @@ export interface FlagPatchInput {
   rules?: RuleInput[];
   /** null (or `userId`): back to the default. */
   bucketBy?: string | null;
+  /** Replaces them; null or empty: none. */
+  prerequisites?: Prerequisite[] | null;
 }
 
 export interface ListQuery {
@@ -122,6 +125,111 @@ function checkDefinition(variants: readonly Variant[], rules: readonly RuleInput
     });
   });
   return details;
+}
+
+/**
+ * Checks a flag's prerequisites against the project's flags (`links`, as stored, this flag's own
+ * entry included when it exists): each names another flag of the project, and a variant that
+ * flag has, at most once; the graph with these prerequisites has no cycle (the message names
+ * it: `a -> b -> a`), and no chain through this flag is longer than PREREQUISITE_MAX_DEPTH.
+ */
+export function checkPrerequisites(key: string, prerequisites: readonly Prerequisite[], links: readonly FlagLink[]): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  const byKey = new Map(links.map((l) => [l.key, l]));
+  const seen = new Set<string>();
+  prerequisites.forEach((p, i) => {
+    const at = `body.prerequisites[${i}]`;
+    if (seen.has(p.flagKey)) details.push({ path: `${at}.flagKey`, message: `Duplicate prerequisite ${p.flagKey}` });
+    seen.add(p.flagKey);
+    if (p.flagKey === key) return details.push({ path: `${at}.flagKey`, message: `A flag cannot be its own prerequisite: ${key} -> ${key}` });
+    const target = byKey.get(p.flagKey);
+    if (target === undefined) return details.push({ path: `${at}.flagKey`, message: `Unknown flag ${p.flagKey}` });
+    if (p.variant !== undefined && !target.variants.includes(p.variant)) {
+      details.push({
+        path: `${at}.variant`,
+        message:
+          target.variants.length === 0
+            ? `Flag ${p.flagKey} has no variants: omit variant`
+            : `Flag ${p.flagKey} has no variant ${p.variant}; its variants are ${target.variants.join(", ")}`,
+      });
+    }
+  });
+  if (details.length > 0) return details;
+  // The graph as it would be: this flag's edges replaced.
+  const edges = (k: string): readonly string[] => (k === key ? prerequisites : (byKey.get(k)?.prerequisites ?? [])).map((p) => p.flagKey);
+  const cycle = cycleFrom(key, edges);
+  if (cycle !== null) return [{ path: "body.prerequisites", message: `Prerequisites would form a cycle: ${cycle.join(" -> ")}` }];
+  // Acyclic: the longest chain through this flag is the longest one leading to it, then the longest from it.
+  const down = longestFrom(key, edges);
+  const dependantsOf = new Map<string, string[]>();
+  for (const l of links) {
+    if (l.key === key) continue;
+    for (const p of l.prerequisites) dependantsOf.set(p.flagKey, [...(dependantsOf.get(p.flagKey) ?? []), l.key]);
+  }
+  const up = longestFrom(key, (k) => dependantsOf.get(k) ?? []).reverse();
+  const chain = [...up, ...down.slice(1)];
+  if (chain.length - 1 > PREREQUISITE_MAX_DEPTH) {
+    return [{ path: "body.prerequisites", message: `Prerequisite chains are at most ${PREREQUISITE_MAX_DEPTH} deep; this one would be ${chain.length - 1}: ${chain.join(" -> ")}` }];
+  }
+  return [];
+}
+
+/** A path from `start` back to it (`[start, ..., start]`), or null: the graph reached from `start` has no cycle through it. */
+function cycleFrom(start: string, edges: (key: string) => readonly string[]): string[] | null {
+  const done = new Set<string>();
+  const path: string[] = [start];
+  const walk = (k: string): boolean => {
+    for (const next of edges(k)) {
+      if (next === start) return path.push(next), true;
+      if (done.has(next) || path.includes(next)) continue;
+      path.push(next);
+      if (walk(next)) return true;
+      path.pop();
+      done.add(next);
+    }
+    return false;
+  };
+  return walk(start) ? path : null;
+}
+
+/** The longest path from `start` (start included) along `edges`, in an acyclic graph. */
+function longestFrom(start: string, edges: (key: string) => readonly string[]): string[] {
+  const memo = new Map<string, string[]>();
+  const walk = (k: string, depth: number): string[] => {
+    const known = memo.get(k);
+    if (known) return known;
+    let best: string[] = [];
+    // The stored graph is acyclic and bounded; the depth guard only keeps bad data from recursing forever.
+    if (depth <= PREREQUISITE_MAX_DEPTH * 2) {
+      for (const next of edges(k)) {
+        const path = walk(next, depth + 1);
+        if (path.length > best.length) best = path;
+      }
+    }
+    const path = [k, ...best];
+    memo.set(k, path);
+    return path;
+  };
+  return walk(start, 0);
+}
+
+/** Variants a PATCH removes that other flags require of this one: each at `body.variants`. */
+function requiredVariants(key: string, variants: readonly Variant[], links: readonly FlagLink[]): ErrorDetail[] {
+  const keys = new Set(variants.map((v) => v.key));
+  const details: ErrorDetail[] = [];
+  for (const l of links) {
+    for (const p of l.prerequisites) {
+      if (p.flagKey === key && p.variant !== undefined && !keys.has(p.variant)) {
+        details.push({ path: "body.variants", message: `Variant ${p.variant} is required by flag ${l.key}'s prerequisites: change that flag first` });
+      }
+    }
+  }
+  return details;
+}
+
+/** Prerequisites as stored: only the fields of the contract, in a fixed order. */
+function normalizePrerequisites(prerequisites: readonly Prerequisite[]): Prerequisite[] {
+  return prerequisites.map(({ flagKey, variant }) => (variant === undefined ? { flagKey } : { flagKey, variant }));
 }
 
 /** Rules as stored: defaults filled, ids kept or assigned. */
@@ -227,22 +335,38 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
         variants: normalizeVariants(variants),
         rules: normalizeRules(rules),
         bucketBy: input.bucketBy,
+        prerequisites: input.prerequisites === undefined ? undefined : normalizePrerequisites(input.prerequisites),
         createdAt: now,
         updatedAt: now,
       });
-      const created = await flags.create(author, project.id, flag, flagChange(project, flag, "created", whole({ ...flag }, "created")));
+      // Checked in the write's transaction, against the flags as they are there.
+      const check =
+        flag.prerequisites === undefined
+          ? undefined
+          : (links: () => FlagLink[]) => {
+              const problems = checkPrerequisites(flag.key, flag.prerequisites!, links());
+              if (problems.length > 0) throw validationError("Invalid flag", problems);
+            };
+      const created = await flags.create(author, project.id, flag, flagChange(project, flag, "created", whole({ ...flag }, "created")), check);
       if (!created) throw conflict(`Flag ${input.key} already exists in project ${slug}`);
       return flag;
     },
 
     async updateFlag(author: Author, slug: string, key: string, patch: FlagPatchInput): Promise<Flag> {
       const project = await requireProject(projects, slug);
-      return flags.update(author, project.id, key, (found) => {
+      return flags.update(author, project.id, key, (found, links) => {
         const current = flagIn(project, key, found);
         const variants = patch.variants ?? current.variants;
         const rules = patch.rules ?? current.rules;
+        const prerequisites = patch.prerequisites === undefined ? current.prerequisites : patch.prerequisites === null ? undefined : normalizePrerequisites(patch.prerequisites);
         // Stored rules are checked too: new variants must still cover the variants they serve.
         const details = checkDefinition(variants, rules, "body.variants", patch.rules ? "body.rules" : null);
+        // The project's flags are read only when prerequisites or variants change.
+        if (details.length === 0 && (patch.prerequisites != null || patch.variants !== undefined)) {
+          const all = links();
+          if (patch.variants !== undefined) details.push(...requiredVariants(key, variants, all));
+          if (patch.prerequisites != null) details.push(...checkPrerequisites(key, prerequisites ?? [], all));
+        }
         if (details.length > 0) throw validationError("Invalid flag", details);
         const next = flagOf({
           ...current,
@@ -251,6 +375,7 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
           variants: normalizeVariants(variants),
           rules: patch.rules ? normalizeRules(patch.rules) : current.rules,
           bucketBy: patch.bucketBy === undefined ? current.bucketBy : patch.bucketBy,
+          prerequisites,
         });
         const changes = diff({ ...current }, { ...next });
         if (Object.keys(changes).length === 0) return { result: current, changes: [] };
@@ -261,8 +386,14 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
 
     async deleteFlag(author: Author, slug: string, key: string): Promise<void> {
       const project = await requireProject(projects, slug);
-      await flags.remove(author, project.id, key, (found, states) => {
+      await flags.remove(author, project.id, key, (found, states, dependants) => {
         const flag = flagIn(project, key, found);
+        if (dependants.length > 0) {
+          throw conflict(
+            `Flag ${key} is a prerequisite of ${dependants.join(", ")}: remove it from their prerequisites first`,
+            dependants.map((d) => ({ path: `flags.${d}.prerequisites`, message: `Flag ${d} has ${key} as a prerequisite` })),
+          );
+        }
         // Its states go with it: the entry holds them, by environment.
         return flagChange(project, flag, "deleted", whole({ ...flag, states }, "deleted"));
       });

@@ -6,13 +6,13 @@
  * the write's transaction (on PostgreSQL, after `SELECT ... FOR UPDATE`), throws to refuse, and
  * returns the record to store with the change-log entries it makes; no entry, nothing written.
  */
-import { and, asc, eq, exists, sql } from "drizzle-orm";
+import { and, asc, eq, exists, isNotNull, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { prepared } from "../../db/client";
 import { environments, flags, flagStates, projects } from "../../db/schema";
 import type { ProjectData } from "../../evaluation/snapshot";
-import { DEFAULT_BUCKET_BY, type FlagDefinition, type FlagState as StateValues, type Rule, type Variant } from "../../evaluation/types";
+import { DEFAULT_BUCKET_BY, type FlagDefinition, type FlagState as StateValues, type Prerequisite, type Rule, type Variant } from "../../evaluation/types";
 
 export interface Flag {
   id: string;
@@ -24,8 +24,17 @@ export interface Flag {
   rules: Rule[];
   /** The attribute rollouts and weights bucket by; absent: `userId` (the default is never shown). */
   bucketBy?: string;
+  /** The flags that must be met first (docs/targeting.md, Prerequisites); absent: none (never shown empty). */
+  prerequisites?: Prerequisite[];
   createdAt: string;
   updatedAt: string;
+}
+
+/** A flag as prerequisites are checked against it: its key, variant keys and prerequisites. */
+export interface FlagLink {
+  key: string;
+  variants: string[];
+  prerequisites: Prerequisite[];
 }
 
 export type FlagSummary = Pick<Flag, "id" | "key" | "name" | "createdAt" | "updatedAt">;
@@ -45,11 +54,16 @@ export interface FlagStore {
   /** Ordered by key; `environmentId`: only flags with a state row there (`enabled`: with that value). */
   list(projectId: string, filter: { environmentId?: string; enabled?: boolean }): Promise<FlagSummary[]>;
   state(flagId: string, environmentId: string): Promise<StateRow | undefined>;
-  /** The new flag, unless its key is taken in the project (false). */
-  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean>;
-  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined) => Written<Flag>): Promise<Flag>;
-  /** The flag and (cascade) its states; `decide` sees the states it had. */
-  remove(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, states: StatesBySlug) => ChangeDraft): Promise<void>;
+  /**
+   * The new flag, unless its key is taken in the project (false). `check`, when given, runs in
+   * the write's transaction with the project's flags as links (read when it asks) and throws to
+   * refuse.
+   */
+  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft, check?: (links: () => FlagLink[]) => void): Promise<boolean>;
+  /** `links`: the project's flags as prerequisites see them, read in the transaction when `decide` asks. */
+  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, links: () => FlagLink[]) => Written<Flag>): Promise<Flag>;
+  /** The flag and (cascade) its states; `decide` sees the states it had and the keys of the flags that have it as a prerequisite. */
+  remove(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, states: StatesBySlug, dependants: string[]) => ChangeDraft): Promise<void>;
   putState(
     author: Author,
     projectId: string,
@@ -76,6 +90,7 @@ const FLAG_COLUMNS = {
   variants: flags.variants,
   rules: flags.rules,
   bucketBy: flags.bucketBy,
+  prerequisites: flags.prerequisites,
   createdAt: flags.createdAt,
   updatedAt: flags.updatedAt,
 };
@@ -87,7 +102,7 @@ const queries = prepared((db) => ({
     .where(and(eq(flags.projectId, sql.placeholder("projectId")), eq(flags.key, sql.placeholder("key"))))
     .prepare(),
   definition: db
-    .select({ key: flags.key, variants: flags.variants, rules: flags.rules, bucketBy: flags.bucketBy })
+    .select({ key: flags.key, variants: flags.variants, rules: flags.rules, bucketBy: flags.bucketBy, prerequisites: flags.prerequisites })
     .from(flags)
     .where(eq(flags.id, sql.placeholder("flagId")))
     .prepare(),
@@ -95,6 +110,19 @@ const queries = prepared((db) => ({
     .select({ enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage, updatedAt: flagStates.updatedAt })
     .from(flagStates)
     .where(and(eq(flagStates.flagId, sql.placeholder("flagId")), eq(flagStates.environmentId, sql.placeholder("environmentId"))))
+    .prepare(),
+  links: db
+    .select({ key: flags.key, variants: flags.variants, prerequisites: flags.prerequisites })
+    .from(flags)
+    .where(eq(flags.projectId, sql.placeholder("projectId")))
+    .orderBy(asc(flags.key))
+    .prepare(),
+  /** The flags of a project that have prerequisites (few): where a delete looks for dependants. */
+  withPrerequisites: db
+    .select({ key: flags.key, prerequisites: flags.prerequisites })
+    .from(flags)
+    .where(and(eq(flags.projectId, sql.placeholder("projectId")), isNotNull(flags.prerequisites)))
+    .orderBy(asc(flags.key))
     .prepare(),
   statesBySlug: db
     .select({ slug: environments.slug, enabled: flagStates.enabled, rolloutPercentage: flagStates.rolloutPercentage })
@@ -122,11 +150,14 @@ const queries = prepared((db) => ({
 
 /**
  * A flag in its answer's field order, without a description when it has none (null, undefined)
- * and without `bucketBy` when it is the default (absent, null or `userId`): a flag that does not
- * set it answers exactly as before the field existed.
+ * without `bucketBy` when it is the default (absent, null or `userId`), and without
+ * `prerequisites` when it has none (absent, null or empty): a flag that does not set them
+ * answers exactly as before the fields existed.
  */
-export function flagOf(f: Omit<Flag, "description" | "bucketBy"> & { description?: string | null; bucketBy?: string | null }): Flag {
-  const { id, key, name, description, variants, rules, bucketBy, createdAt, updatedAt } = f;
+export function flagOf(
+  f: Omit<Flag, "description" | "bucketBy" | "prerequisites"> & { description?: string | null; bucketBy?: string | null; prerequisites?: Prerequisite[] | null },
+): Flag {
+  const { id, key, name, description, variants, rules, bucketBy, prerequisites, createdAt, updatedAt } = f;
   return {
     id,
     key,
@@ -135,12 +166,14 @@ export function flagOf(f: Omit<Flag, "description" | "bucketBy"> & { description
     variants,
     rules,
     ...(bucketBy != null && bucketBy !== DEFAULT_BUCKET_BY ? { bucketBy } : {}),
+    ...(prerequisites != null && prerequisites.length > 0 ? { prerequisites } : {}),
     createdAt,
     updatedAt,
   };
 }
 
-const UPDATE_FLAG_SQL = "UPDATE flags SET name = ?1, description = ?2, variants = ?3, rules = ?4, bucket_by = ?5, updated_at = ?6 WHERE id = ?7";
+const UPDATE_FLAG_SQL =
+  "UPDATE flags SET name = ?1, description = ?2, variants = ?3, rules = ?4, bucket_by = ?5, prerequisites = ?6, updated_at = ?7 WHERE id = ?8";
 
 const STATE_IN_SQL = `SELECT e.id AS environmentId, s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage
   FROM environments e LEFT JOIN flag_states s ON s.environment_id = e.id AND s.flag_id = ?1
@@ -182,31 +215,61 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     return this.q.state.get({ flagId, environmentId });
   }
 
-  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean> {
-    return this.log.create(author, () => this.log.store.db.insert(flags).values({ ...flag, projectId }).run(), change);
+  /** The project's flags as prerequisites are checked against them (in a write's transaction). */
+  private linksNow(projectId: string): FlagLink[] {
+    return this.q.links.all({ projectId }).map((r) => ({ key: r.key, variants: r.variants.map((v) => v.key), prerequisites: r.prerequisites ?? [] }));
   }
 
-  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined) => Written<Flag>): Promise<Flag> {
+  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft, check?: (links: () => FlagLink[]) => void): Promise<boolean> {
+    return this.log.create(
+      author,
+      () => {
+        check?.(() => this.linksNow(projectId));
+        this.log.store.db.insert(flags).values({ ...flag, projectId }).run();
+      },
+      change,
+    );
+  }
+
+  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, links: () => FlagLink[]) => Written<Flag>): Promise<Flag> {
     return this.log.commit(author, () => {
       const current = this.findNow(projectId, key);
-      const written = decide(current);
+      const written = decide(current, () => this.linksNow(projectId));
       if (written.changes.length > 0) {
-        const { name, description, variants, rules, bucketBy, updatedAt } = written.result;
+        const { name, description, variants, rules, bucketBy, prerequisites, updatedAt } = written.result;
         // Prepared once: built by drizzle on each call, this update cost a PATCH ~0.2 ms.
         this.log.store.sqlite
           .query(UPDATE_FLAG_SQL)
-          .run(name, description ?? null, JSON.stringify(variants), JSON.stringify(rules), bucketBy ?? null, updatedAt, current!.id);
+          .run(
+            name,
+            description ?? null,
+            JSON.stringify(variants),
+            JSON.stringify(rules),
+            bucketBy ?? null,
+            prerequisites === undefined ? null : JSON.stringify(prerequisites),
+            updatedAt,
+            current!.id,
+          );
       }
       return written;
     });
   }
 
-  remove(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, states: StatesBySlug) => ChangeDraft): Promise<void> {
+  remove(
+    author: Author,
+    projectId: string,
+    key: string,
+    decide: (current: Flag | undefined, states: StatesBySlug, dependants: string[]) => ChangeDraft,
+  ): Promise<void> {
     return this.log.commit(author, () => {
       const current = this.findNow(projectId, key);
       const states: StatesBySlug = {};
       if (current) for (const { slug, ...s } of this.q.statesBySlug.all({ flagId: current.id })) states[slug] = s;
-      const change = decide(current, states);
+      const dependants = this.q.withPrerequisites
+        .all({ projectId })
+        .filter((r) => r.prerequisites?.some((p) => p.flagKey === key))
+        .map((r) => r.key);
+      const change = decide(current, states, dependants);
       // States go with it (foreign key cascade).
       this.log.store.db.delete(flags).where(eq(flags.id, current!.id)).run();
       return { result: undefined, changes: [change] };
@@ -236,7 +299,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     if (!db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).get()) return undefined;
     const envs = db.select({ id: environments.id, slug: environments.slug }).from(environments).where(eq(environments.projectId, projectId)).orderBy(sql`rowid`).all();
     const defs = db
-      .select({ key: flags.key, variants: flags.variants, rules: flags.rules, bucketBy: flags.bucketBy })
+      .select({ key: flags.key, variants: flags.variants, rules: flags.rules, bucketBy: flags.bucketBy, prerequisites: flags.prerequisites })
       .from(flags)
       .where(eq(flags.projectId, projectId))
       .orderBy(asc(flags.key))

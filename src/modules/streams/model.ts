@@ -5,7 +5,7 @@
  */
 import { t } from "elysia";
 import { ResponseInt } from "../../http/schema";
-import { Rule, Variant } from "../flags/model";
+import { Prerequisite, Rule, Variant } from "../flags/model";
 
 export const FlagRecord = t.Object(
   {
@@ -13,6 +13,11 @@ export const FlagRecord = t.Object(
     variants: t.Array(Variant, { description: "As stored; empty: a boolean flag" }),
     rules: t.Array(Rule, { description: "In order, disabled ones included (local evaluation skips them, as the server does)" }),
     bucketBy: t.Optional(t.String({ description: "The context attribute rollouts and variant weights bucket by; absent: userId (docs/targeting.md)" })),
+    prerequisites: t.Optional(
+      t.Array(Prerequisite, {
+        description: "Only when the flag has prerequisites: each met when that flag (a record of the same payload), evaluated for the same context, is enabled and serves `variant` when given (docs/targeting.md, Prerequisites)",
+      }),
+    ),
     state: t.Object(
       {
         enabled: t.Boolean(),

@@ -6,7 +6,7 @@
  */
 import type { Database } from "bun:sqlite";
 import type { Store } from "../../db/client";
-import type { FlagState, Rule, Variant } from "../../evaluation/types";
+import type { FlagState, Prerequisite, Rule, Variant } from "../../evaluation/types";
 
 /** A flag as local evaluation needs it: its definition as stored, and its state in the environment. */
 export interface FlagRecord {
@@ -16,6 +16,8 @@ export interface FlagRecord {
   rules: Rule[];
   /** Only when the flag sets it (not `userId`): the attribute rollouts and weights bucket by. */
   bucketBy?: string;
+  /** Only when the flag has prerequisites: they are looked up among the environment's records. */
+  prerequisites?: Prerequisite[];
   /** No state row: `{ enabled: false, rolloutPercentage: null }`. */
   state: FlagState;
 }
@@ -72,11 +74,12 @@ interface RecordRow {
   variants: string;
   rules: string;
   bucketBy: string | null;
+  prerequisites: string | null;
   enabled: number | null;
   rolloutPercentage: number | null;
 }
 
-const RECORD_COLUMNS = `f.key AS key, f.variants AS variants, f.rules AS rules, f.bucket_by AS bucketBy, s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage
+const RECORD_COLUMNS = `f.key AS key, f.variants AS variants, f.rules AS rules, f.bucket_by AS bucketBy, f.prerequisites AS prerequisites, s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage
   FROM flags f LEFT JOIN flag_states s ON s.flag_id = f.id AND s.environment_id = ?2`;
 const ALL_RECORDS_SQL = `SELECT ${RECORD_COLUMNS} WHERE f.project_id = ?1 ORDER BY f.key`;
 const SOME_RECORDS_SQL = `SELECT ${RECORD_COLUMNS} WHERE f.project_id = ?1 AND f.key IN (SELECT value FROM json_each(?3)) ORDER BY f.key`;
@@ -93,6 +96,7 @@ const recordOf = (r: RecordRow): FlagRecord => ({
   variants: JSON.parse(r.variants) as Variant[],
   rules: JSON.parse(r.rules) as Rule[],
   ...(r.bucketBy !== null ? { bucketBy: r.bucketBy } : {}),
+  ...(r.prerequisites !== null ? { prerequisites: JSON.parse(r.prerequisites) as Prerequisite[] } : {}),
   state: r.enabled === null ? { enabled: false, rolloutPercentage: null } : { enabled: r.enabled === 1, rolloutPercentage: r.rolloutPercentage },
 });
 
