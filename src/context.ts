@@ -13,6 +13,7 @@ import type { SqliteTestSessionStore } from "./modules/testing/store";
 import type { ChangeBus } from "./changes/bus";
 import type { SqliteChangeLog } from "./changes/sqlite";
 import type { SqliteFlagStore } from "./modules/flags/store";
+import type { SqliteSegmentStore } from "./modules/segments/store";
 import type { SqliteProjectStore } from "./modules/projects/store";
 import type { SqliteAuditStore } from "./modules/audit/store";
 import type { SqliteWebhookStore } from "./modules/webhooks/store";
@@ -35,6 +36,7 @@ import type { StreamTokens } from "./modules/streams/tokens";
 export interface Stores {
   projects: SqliteProjectStore;
   flags: SqliteFlagStore;
+  segments: SqliteSegmentStore;
   webhooks: SqliteWebhookStore;
   testSessions: SqliteTestSessionStore;
   users: SqliteUserStore;

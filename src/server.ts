@@ -40,6 +40,9 @@ import { flagsRoutes } from "./modules/flags/routes";
 import { loadSnapshot, snapshotSubscriber } from "./modules/flags/snapshot";
 import { flagService } from "./modules/flags/service";
 import { SqliteFlagStore } from "./modules/flags/store";
+import { segmentsRoutes } from "./modules/segments/routes";
+import { segmentService } from "./modules/segments/service";
+import { SqliteSegmentStore } from "./modules/segments/store";
 import { projectService } from "./modules/projects/service";
 import { SqliteProjectStore } from "./modules/projects/store";
 import { ChangeBus } from "./changes/bus";
@@ -122,7 +125,8 @@ export function createServices(ctx: AppContext) {
   const evaluation = new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions, records: ctx.records });
   return {
     projects: projectService({ projects: stores.projects, clock }),
-    flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
+    flags: flagService({ flags: stores.flags, projects: stores.projects, clock, segments: stores.segments }),
+    segments: segmentService({ segments: stores.segments, projects: stores.projects, clock }),
     webhooks: webhookService({
       webhooks: stores.webhooks,
       projects: stores.projects,
@@ -172,6 +176,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(projectsRoutes(services.projects))
     .use(apiKeysRoutes(services.apiKeys))
     .use(flagsRoutes(services.flags))
+    .use(segmentsRoutes(services.segments))
     .use(webhooksRoutes(services.webhooks))
     .use(hot.docs())
     .use(testingRoutes(services.testing, config))
@@ -230,6 +235,7 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
   return {
     projects: new SqliteProjectStore(changeLog),
     flags: new SqliteFlagStore(changeLog),
+    segments: new SqliteSegmentStore(changeLog),
     users,
     adminKeys: new SqliteAdminKeyStore(changeLog, users),
     apiKeys: new SqliteApiKeyStore(changeLog),

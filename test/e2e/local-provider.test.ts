@@ -1,8 +1,8 @@
 /**
  * The local-evaluation provider (packages/openfeature-provider), as built (dist/index.js),
  * against the compiled binary:
- * - differential: random flags, states and contexts created through the API; the provider's
- *   answer (ours through `evaluate`, OpenFeature's through a client) equals `/v1/evaluate`'s,
+ * - differential: random flags (their rules naming segments too), states and contexts created
+ *   through the API, a segment changed once the provider holds them; the provider's answer (ours through `evaluate`, OpenFeature's through a client) equals `/v1/evaluate`'s,
  *   the bucketing vectors included;
  * - changes through the API reach it (ConfigurationChanged with the key, the new answer);
  * - a dropped connection, a silent one and a server restart are survived without a wrong
@@ -14,9 +14,9 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { OpenFeature, ProviderEvents, ProviderStatus, type Client, type EvaluationContext } from "@openfeature/server-sdk";
-import { compileFlag } from "../../src/evaluation/engine";
+import { compileFlag, compileSegment } from "../../src/evaluation/engine";
 import { isResolutionError, resolution, isIdentified } from "../../src/evaluation/openfeature";
-import type { Condition, EvalContext, EvaluationResult, FlagDefinition, Operator } from "../../src/evaluation/types";
+import type { Condition, EvalContext, EvaluationResult, FlagDefinition, Operator, SegmentDefinition } from "../../src/evaluation/types";
 import { OPERATORS } from "../../src/evaluation/types";
 import { callServer } from "../helpers";
 import { baseEnv, binaryPath, cleanup, freePort, ROOT, startBinary, tempDir, type RunningBinary } from "./binary";
@@ -28,6 +28,7 @@ type Provider = InstanceType<ProviderModule["FlagsvcProvider"]>;
 const T = 120_000;
 const ADMIN = `svc_admin_${"lp".repeat(18)}`;
 const FLAGS = "/v1/projects/default/flags";
+const SEGMENTS_PATH = "/v1/projects/default/segments";
 const BUNDLE = join(ROOT, "packages", "openfeature-provider", "dist", "index.js");
 const ENV = { SVC_ADMIN_KEY: ADMIN, SVC_RATE_LIMITS: "eval:100000000,admin:100000000,mgmt:100000000" };
 const silent = { error() {}, warn() {}, info() {}, debug() {} };
@@ -180,8 +181,27 @@ function condition(rng: Rng): Condition {
     case "before":
     case "after":
       return { attribute, operator, value: rng.pick(["2026-01-01T00:00:00Z", "2026-01-01T01:00:00+01:00", "2025-12-31T23:59:59.999Z"]) };
+    case "in_segment":
+    case "not_in_segment":
+      return { attribute: "userId", operator, value: rng.pick(SEGMENTS).key };
   }
 }
+
+/**
+ * The segments the differential's rules name (docs/targeting.md, Segments): ids the random
+ * contexts use (targeting keys `user-N`, numbers in decimal form), conditions of their own.
+ */
+const SEGMENTS: (SegmentDefinition & { name: string; included: string[] })[] = [
+  { key: "seg-ids", name: "ids", conditions: [], included: [...Array.from({ length: 5000 }, (_, i) => `user-${i * 20}`), "42", "1000000000000000000000", "0.5", "u7"], excluded: [] },
+  {
+    key: "seg-pro",
+    name: "pro",
+    conditions: [{ attribute: "plan", operator: "in", value: ["pro", "team"] }],
+    included: Array.from({ length: 100 }, (_, i) => `user-${i * 7}`),
+    excluded: Array.from({ length: 2000 }, (_, i) => `user-${i * 3}`),
+  },
+  { key: "seg-fr", name: "fr", conditions: [{ attribute: "country", operator: "equals", value: "FR" }, { attribute: "age", operator: "greater_than", value: 17 }], included: [], excluded: ["user-1"] },
+];
 
 /** Weights of `n` variants in thousandths summing to 100 (some with 3 decimals). */
 function weights(rng: Rng, n: number): number[] {
@@ -237,7 +257,7 @@ function randomContext(rng: Rng): { ours: EvalContext; of: EvaluationContext } {
 
 /** What an OpenFeature client must answer for the server's result (through the same mapping the server's OFREP uses). */
 function expectedDetails(result: EvaluationResult, def: FlagDefinition, ours: EvalContext, defaultValue: boolean | string) {
-  const r = resolution(result, compileFlag(def), isIdentified(ours), "production");
+  const r = resolution(result, compileFlag(def, new Map(SEGMENTS.map((s) => [s.key, compileSegment(s)]))), isIdentified(ours), "production");
   if (isResolutionError(r)) return { value: defaultValue, reason: "ERROR", errorCode: r.errorCode };
   return { value: r.value ?? defaultValue, variant: r.variant, reason: r.reason, flagMetadata: r.metadata };
 }
@@ -256,6 +276,7 @@ test(
     const rng = prng(seed);
     const defs = new Map<string, FlagDefinition>();
     const operators = new Set<string>();
+    for (const segment of SEGMENTS) await api("POST", SEGMENTS_PATH, segment);
     for (let i = 0; i < 60; i++) {
       const key = `rnd-${i}`;
       const { body, state } = randomFlag(rng, key);
@@ -266,6 +287,9 @@ test(
     }
     expect([...operators].sort()).toEqual([...OPERATORS].sort());
     const provider = await connect();
+    // A segment changed after the provider loaded: the flags that use it are compiled again there.
+    await api("PATCH", `${SEGMENTS_PATH}/seg-ids`, { included: [...SEGMENTS[0]!.included, ...Array.from({ length: 4990 }, (_, i) => `user-${i * 20 + 1}`)] });
+    await caughtUp(provider);
     await OpenFeature.setProviderAndWait("differential", provider);
     const client: Client = OpenFeature.getClient("differential");
     try {
@@ -304,6 +328,7 @@ test(
     } finally {
       await OpenFeature.clearProviders();
       for (const key of defs.keys()) await api("DELETE", `${FLAGS}/${key}`);
+      for (const segment of SEGMENTS) await api("DELETE", `${SEGMENTS_PATH}/${segment.key}`);
     }
   },
   T,

@@ -12,6 +12,7 @@ import m8 from "./0008_plugins.sql" with { type: "text" };
 import m9 from "./0009_integrations.sql" with { type: "text" };
 import m10 from "./0010_plugin_secret_keys.sql" with { type: "text" };
 import m11 from "./0011_flag_bucket_by.sql" with { type: "text" };
+import m12 from "./0012_segments.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -28,4 +29,5 @@ export const migrationSql: Record<string, string> = {
   "0009_integrations": m9,
   "0010_plugin_secret_keys": m10,
   "0011_flag_bucket_by": m11,
+  "0012_segments": m12,
 };

@@ -10,9 +10,9 @@ import { and, asc, eq, exists, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { prepared } from "../../db/client";
-import { environments, flags, flagStates, projects } from "../../db/schema";
+import { environments, flags, flagStates, projects, segments } from "../../db/schema";
 import type { ProjectData } from "../../evaluation/snapshot";
-import { DEFAULT_BUCKET_BY, type FlagDefinition, type FlagState as StateValues, type Rule, type Variant } from "../../evaluation/types";
+import { DEFAULT_BUCKET_BY, type FlagDefinition, type FlagState as StateValues, type Rule, type SegmentDefinition, type Variant } from "../../evaluation/types";
 
 export interface Flag {
   id: string;
@@ -64,6 +64,8 @@ export interface SnapshotSource {
   /** A project's environments, flags and states; undefined once it is gone. */
   project(projectId: string): Promise<ProjectData | undefined>;
   definition(flagId: string): Promise<FlagDefinition | undefined>;
+  /** A segment as the engine compiles it (docs/targeting.md, Segments); undefined once it is gone. */
+  segment(segmentId: string): Promise<SegmentDefinition | undefined>;
   /** The state of a flag in the project's environment of this slug (undefined: no row, or gone). */
   stateIn(flagId: string, projectId: string, environment: string): Promise<{ environmentId: string; state: StateValues | null } | undefined>;
 }
@@ -248,7 +250,12 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
       .where(eq(flags.projectId, projectId))
       .all()
       .map(({ flagKey, environmentId, enabled, rolloutPercentage }) => ({ flagKey, environmentId, state: { enabled, rolloutPercentage } }));
-    return { environmentIds: envs.map((e) => e.id), environmentSlugs: envs.map((e) => e.slug), flags: defs, states };
+    const segs = db
+      .select({ key: segments.key, conditions: segments.conditions, included: segments.included, excluded: segments.excluded })
+      .from(segments)
+      .where(eq(segments.projectId, projectId))
+      .all();
+    return { environmentIds: envs.map((e) => e.id), environmentSlugs: envs.map((e) => e.slug), flags: defs, states, segments: segs };
   }
 
   projectIdsNow(): string[] {
@@ -261,6 +268,14 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
 
   async definition(flagId: string): Promise<FlagDefinition | undefined> {
     return this.q.definition.get({ flagId });
+  }
+
+  async segment(segmentId: string): Promise<SegmentDefinition | undefined> {
+    return this.log.store.db
+      .select({ key: segments.key, conditions: segments.conditions, included: segments.included, excluded: segments.excluded })
+      .from(segments)
+      .where(eq(segments.id, segmentId))
+      .get();
   }
 
   async stateIn(flagId: string, projectId: string, environment: string): Promise<{ environmentId: string; state: StateValues | null } | undefined> {
