@@ -132,7 +132,7 @@ export function segmentService({ segments, projects, clock }: SegmentServiceDeps
           throw new ApiError(
             409,
             "CONFLICT",
-            `Segment ${key} is used by ${uses.length === 1 ? "flag" : "flags"} ${uses.map((u) => u.flagKey).join(", ")}: remove it from their rules first`,
+            `Segment ${key} is used by ${uses.length === 1 ? "flag" : "flags"} ${uses.map((u) => u.flagKey).join(", ")}: remove it from ${uses.length === 1 ? "its" : "their"} rules first`,
             uses.map((u) => ({ path: `flags.${u.flagKey}`, message: `Flag ${u.flagKey} names segment ${key} in ${u.ruleIds.length === 1 ? "rule" : "rules"} ${u.ruleIds.join(", ")}` })),
           );
         }
