@@ -1,11 +1,13 @@
 /**
  * Segments in the engine (docs/targeting.md, Segments): membership (included, excluded,
  * conditions), in_segment / not_in_segment in flag rules, the user id as bucketing reads it,
- * `evaluate`'s explicit user, and a segment's conditions that may not name segments.
+ * `evaluate`'s explicit user, a segment's conditions that may not name segments, and the
+ * snapshot compiling again the flags that use a changed segment.
  */
 import { describe, expect, test } from "bun:test";
 import { compileFlag, compileSegment, compileState, evaluate, isMember, type SegmentTable } from "../../src/evaluation/engine";
-import type { Condition, EvalContext, Rule, SegmentDefinition } from "../../src/evaluation/types";
+import { Snapshot } from "../../src/evaluation/snapshot";
+import type { Condition, EvalContext, FlagDefinition, Rule, SegmentDefinition } from "../../src/evaluation/types";
 
 const AT = "2030-01-01T00:00:00.000Z";
 const ON = compileState({ enabled: true, rolloutPercentage: null });
@@ -116,5 +118,42 @@ describe("in_segment and not_in_segment in flag rules", () => {
     expect(run(rule("in_segment", "nope"), { userId: "u1" })).toBe("FLAG_ENABLED");
     expect(run(rule("not_in_segment", "nope"), { userId: "u9" })).toBe("FLAG_ENABLED");
     expect(run(rule("in_segment"), { userId: "u1" }, undefined, new Map())).toBe("FLAG_ENABLED");
+  });
+});
+
+describe("the snapshot: a segment change recompiles the flags that use it", () => {
+  const ENV = "env_1";
+  const uses = (key: string, segment = "beta"): FlagDefinition => ({
+    key,
+    variants: [],
+    rules: [{ id: "rule_1", name: "", enabled: true, variant: null, conditions: [{ attribute: "userId", operator: "in_segment", value: segment }] }],
+  });
+  const plain: FlagDefinition = { key: "plain", variants: [], rules: [] };
+  const reason = (s: Snapshot, key: string, userId: string) => {
+    const e = s.environment(ENV)!.get(key)!;
+    return evaluate(e.flag, key, e.state, { userId }, AT).reason;
+  };
+
+  test("putSegment: users compiled again, others untouched; a flag that stops using it is no longer recompiled", () => {
+    const s = new Snapshot();
+    s.setProject("p", {
+      environmentIds: [ENV],
+      environmentSlugs: ["production"],
+      flags: [uses("a"), uses("b"), uses("c", "other"), plain],
+      states: ["a", "b", "c", "plain"].map((flagKey) => ({ flagKey, environmentId: ENV, state: { enabled: true, rolloutPercentage: null } })),
+      segments: [
+        { key: "beta", conditions: [], included: ["u1"], excluded: [] },
+        { key: "other", conditions: [], included: [], excluded: [] },
+      ],
+    });
+    expect(reason(s, "a", "u1")).toBe("TARGETING_RULE_MATCH");
+    const untouched = [s.environment(ENV)!.get("c")!.flag, s.environment(ENV)!.get("plain")!.flag];
+    expect(s.putSegment("p", { key: "beta", conditions: [], included: ["u2"], excluded: [] }).sort()).toEqual(["a", "b"]);
+    expect([reason(s, "a", "u1"), reason(s, "a", "u2"), reason(s, "b", "u2")]).toEqual(["FLAG_ENABLED", "TARGETING_RULE_MATCH", "TARGETING_RULE_MATCH"]);
+    expect([s.environment(ENV)!.get("c")!.flag, s.environment(ENV)!.get("plain")!.flag]).toEqual(untouched);
+    expect(s.environment(ENV)!.get("a")!.state.enabled).toBe(true); // the state kept
+    s.putFlag("p", { ...plain, key: "a" });
+    s.removeFlag("p", "b");
+    expect(s.putSegment("p", { key: "beta", conditions: [], included: [], excluded: [] })).toEqual([]);
   });
 });
