@@ -125,7 +125,7 @@ export function createServices(ctx: AppContext) {
   const evaluation = new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions, records: ctx.records });
   return {
     projects: projectService({ projects: stores.projects, clock }),
-    flags: flagService({ flags: stores.flags, projects: stores.projects, clock, segments: stores.segments }),
+    flags: flagService({ flags: stores.flags, projects: stores.projects, clock }),
     segments: segmentService({ segments: stores.segments, projects: stores.projects, clock }),
     webhooks: webhookService({
       webhooks: stores.webhooks,

@@ -13,7 +13,7 @@ import { newId } from "../../lib/ids";
 import { requireEnvironment, requireProject } from "../projects/service";
 import type { Environment, Project, ProjectReader } from "../projects/store";
 import { LIMITS } from "./model";
-import { flagOf, type Flag, type FlagStore } from "./store";
+import { flagOf, type Flag, type FlagStore, type SegmentKeysNow } from "./store";
 
 export type { Flag } from "./store";
 
@@ -201,24 +201,21 @@ function flagChange(project: Project, flag: { id: string; key: string }, action:
   return { project: { id: project.id, slug: project.slug }, environment, resource: { type: environment === null ? "flag" : "flag_state", id: flag.id, key: flag.key }, action, changes };
 }
 
-/** The segment keys of a project: what in_segment/not_in_segment may name (src/modules/segments/). */
-export interface SegmentKeys {
-  segmentKeys(projectId: string): Promise<ReadonlySet<string>>;
-}
-
 export interface FlagServiceDeps {
   flags: FlagStore;
   projects: ProjectReader;
   clock: Clock;
-  segments: SegmentKeys;
 }
 
 export type FlagService = ReturnType<typeof flagService>;
 
-export function flagService({ flags, projects, clock, segments }: FlagServiceDeps) {
-  /** The project's segment keys when the rules name segments (else none is read). */
-  const keysFor = async (projectId: string, rules: readonly RuleInput[] | undefined): Promise<ReadonlySet<string>> =>
-    rules?.some((r) => r.conditions?.some((c) => SEGMENT_OPERATORS.has(c.operator))) ? segments.segmentKeys(projectId) : NO_KEYS;
+export function flagService({ flags, projects, clock }: FlagServiceDeps) {
+  /**
+   * The project's segment keys, read in the write's transaction, when the rules name segments
+   * (else none is read): a segment deleted meanwhile is refused here, as its delete refuses a used one.
+   */
+  const keysFor = (segmentKeys: SegmentKeysNow, rules: readonly RuleInput[] | undefined): ReadonlySet<string> =>
+    rules?.some((r) => r.conditions?.some((c) => SEGMENT_OPERATORS.has(c.operator))) ? segmentKeys() : NO_KEYS;
   const flagIn = (project: Project, key: string, flag: Flag | undefined): Flag => {
     if (!flag) throw notFound(`Flag ${key} in project ${project.slug}`);
     return flag;
@@ -257,8 +254,6 @@ export function flagService({ flags, projects, clock, segments }: FlagServiceDep
       const project = await requireProject(projects, slug);
       const variants = input.variants ?? [];
       const rules = input.rules ?? [];
-      const details = checkDefinition(variants, rules, "body.variants", "body.rules", await keysFor(project.id, rules));
-      if (details.length > 0) throw validationError("Invalid flag", details);
       const now = iso(clock.now());
       const flag = flagOf({
         id: newId("flag"),
@@ -271,21 +266,24 @@ export function flagService({ flags, projects, clock, segments }: FlagServiceDep
         createdAt: now,
         updatedAt: now,
       });
-      const created = await flags.create(author, project.id, flag, flagChange(project, flag, "created", whole({ ...flag }, "created")));
+      // Checked in full before anything is stored, in the write's transaction (the segment keys as they are there).
+      const created = await flags.create(author, project.id, flag, flagChange(project, flag, "created", whole({ ...flag }, "created")), (segmentKeys) => {
+        const details = checkDefinition(variants, rules, "body.variants", "body.rules", keysFor(segmentKeys, rules));
+        if (details.length > 0) throw validationError("Invalid flag", details);
+      });
       if (!created) throw conflict(`Flag ${input.key} already exists in project ${slug}`);
       return flag;
     },
 
     async updateFlag(author: Author, slug: string, key: string, patch: FlagPatchInput): Promise<Flag> {
       const project = await requireProject(projects, slug);
-      const segmentKeys = await keysFor(project.id, patch.rules);
-      return flags.update(author, project.id, key, (found) => {
+      return flags.update(author, project.id, key, (found, segmentKeys) => {
         const current = flagIn(project, key, found);
         const variants = patch.variants ?? current.variants;
         const rules = patch.rules ?? current.rules;
         // Stored rules are checked too: new variants must still cover the variants they serve.
         // Stored rules name segments that exist (a used segment cannot be deleted): only new rules are checked for them.
-        const details = checkDefinition(variants, rules, "body.variants", patch.rules ? "body.rules" : null, patch.rules ? segmentKeys : ALL_KEYS);
+        const details = checkDefinition(variants, rules, "body.variants", patch.rules ? "body.rules" : null, patch.rules ? keysFor(segmentKeys, patch.rules) : ALL_KEYS);
         if (details.length > 0) throw validationError("Invalid flag", details);
         const next = flagOf({
           ...current,

@@ -30,6 +30,9 @@ export interface Flag {
 
 export type FlagSummary = Pick<Flag, "id" | "key" | "name" | "createdAt" | "updatedAt">;
 
+/** The project's segment keys, read in the write's transaction when called. */
+export type SegmentKeysNow = () => ReadonlySet<string>;
+
 /** A stored state row. */
 export interface StateRow {
   enabled: boolean;
@@ -45,9 +48,13 @@ export interface FlagStore {
   /** Ordered by key; `environmentId`: only flags with a state row there (`enabled`: with that value). */
   list(projectId: string, filter: { environmentId?: string; enabled?: boolean }): Promise<FlagSummary[]>;
   state(flagId: string, environmentId: string): Promise<StateRow | undefined>;
-  /** The new flag, unless its key is taken in the project (false). */
-  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean>;
-  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined) => Written<Flag>): Promise<Flag>;
+  /**
+   * The new flag, unless its key is taken in the project (false). `check` runs in the write's
+   * transaction first and throws to refuse; `segmentKeys` reads the project's segment keys there
+   * (what in_segment may name: a segment deleted meanwhile cannot slip through).
+   */
+  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft, check?: (segmentKeys: SegmentKeysNow) => void): Promise<boolean>;
+  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, segmentKeys: SegmentKeysNow) => Written<Flag>): Promise<Flag>;
   /** The flag and (cascade) its states; `decide` sees the states it had. */
   remove(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, states: StatesBySlug) => ChangeDraft): Promise<void>;
   putState(
@@ -184,14 +191,25 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     return this.q.state.get({ flagId, environmentId });
   }
 
-  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft): Promise<boolean> {
-    return this.log.create(author, () => this.log.store.db.insert(flags).values({ ...flag, projectId }).run(), change);
+  private segmentKeysOf(projectId: string): SegmentKeysNow {
+    return () => new Set(this.log.store.db.select({ key: segments.key }).from(segments).where(eq(segments.projectId, projectId)).all().map((r) => r.key));
   }
 
-  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined) => Written<Flag>): Promise<Flag> {
+  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft, check?: (segmentKeys: SegmentKeysNow) => void): Promise<boolean> {
+    return this.log.create(
+      author,
+      () => {
+        check?.(this.segmentKeysOf(projectId));
+        this.log.store.db.insert(flags).values({ ...flag, projectId }).run();
+      },
+      change,
+    );
+  }
+
+  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, segmentKeys: SegmentKeysNow) => Written<Flag>): Promise<Flag> {
     return this.log.commit(author, () => {
       const current = this.findNow(projectId, key);
-      const written = decide(current);
+      const written = decide(current, this.segmentKeysOf(projectId));
       if (written.changes.length > 0) {
         const { name, description, variants, rules, bucketBy, updatedAt } = written.result;
         // Prepared once: built by drizzle on each call, this update cost a PATCH ~0.2 ms.

@@ -33,7 +33,6 @@ export interface SegmentStore {
   find(projectId: string, key: string): Promise<Segment | undefined>;
   /** Ordered by key. */
   list(projectId: string): Promise<SegmentSummary[]>;
-  segmentKeys(projectId: string): Promise<ReadonlySet<string>>;
   /** The new segment, unless its key is taken in the project (false). */
   create(author: Author, projectId: string, segment: Segment, change: ChangeDraft): Promise<boolean>;
   update(author: Author, projectId: string, key: string, decide: (current: Segment | undefined) => Written<Segment>): Promise<Segment>;
@@ -86,10 +85,6 @@ export class SqliteSegmentStore implements SegmentStore {
       .where(eq(segments.projectId, projectId))
       .orderBy(asc(segments.key))
       .all();
-  }
-
-  async segmentKeys(projectId: string): Promise<ReadonlySet<string>> {
-    return new Set(this.log.store.db.select({ key: segments.key }).from(segments).where(eq(segments.projectId, projectId)).all().map((r) => r.key));
   }
 
   create(author: Author, projectId: string, segment: Segment, change: ChangeDraft): Promise<boolean> {
