@@ -148,9 +148,9 @@ const INSTANTS = ["2026-01-01T00:00:00Z", "2025-06-30T12:00:00+02:00", "2027-01-
 const STRINGS = ["free", "pro", "team", "FR", "DE", "US", "a@example.com", "staff", "4.2", "", "Ünïcode"];
 const NUMBERS = [0, 1, 17, 18, 42, 65, 99.5, -3, 1e21];
 
-function condition(rng: Rng): Condition {
+function condition(rng: Rng, forced?: Operator): Condition {
   const attribute = rng.pick(ATTRIBUTES);
-  const operator = rng.pick(OPERATORS) as Operator;
+  const operator = forced ?? (rng.pick(OPERATORS) as Operator);
   const scalar = () => (rng.chance(0.5) ? rng.pick(STRINGS) : rng.chance(0.7) ? rng.pick(NUMBERS) : rng.chance(0.5));
   switch (operator) {
     case "equals":
@@ -210,7 +210,8 @@ function weights(rng: Rng, n: number): number[] {
   return bounds.slice(1).map((b, i) => (b - bounds[i]!) / 1000);
 }
 
-function randomFlag(rng: Rng, key: string) {
+/** `forced`: one more rule (last) with a condition of this operator: every operator comes up, whatever the seed. */
+function randomFlag(rng: Rng, key: string, forced?: Operator) {
   const multi = rng.chance(0.5);
   const n = multi ? 2 + rng.int(3) : 0;
   const ws = multi && rng.chance(0.7) ? weights(rng, n) : null;
@@ -221,6 +222,7 @@ function randomFlag(rng: Rng, key: string) {
     variant: multi && rng.chance(0.5) ? `v${rng.int(n)}` : null,
     conditions: Array.from({ length: rng.int(4) }, () => condition(rng)),
   }));
+  if (forced !== undefined) rules.push({ name: `every operator: ${forced}`, enabled: true, variant: null, conditions: [condition(rng, forced)] });
   const state = rng.chance(0.15)
     ? null // never set: disabled
     : {
@@ -277,9 +279,10 @@ test(
     const defs = new Map<string, FlagDefinition>();
     const operators = new Set<string>();
     for (const segment of SEGMENTS) await api("POST", SEGMENTS_PATH, segment);
-    for (let i = 0; i < 60; i++) {
+    // 60 random flags, then one more per operator (its random rules and a rule of that operator last).
+    for (let i = 0; i < 60 + OPERATORS.length; i++) {
       const key = `rnd-${i}`;
-      const { body, state } = randomFlag(rng, key);
+      const { body, state } = randomFlag(rng, key, i >= 60 ? OPERATORS[i - 60] : undefined);
       const created = await api("POST", FLAGS, body);
       defs.set(key, { key, variants: created.variants, rules: created.rules, bucketBy: created.bucketBy });
       for (const rule of created.rules as FlagDefinition["rules"]) for (const c of rule.conditions) operators.add(c.operator);
