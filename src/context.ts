@@ -14,6 +14,7 @@ import type { ChangeBus } from "./changes/bus";
 import type { SqliteChangeLog } from "./changes/sqlite";
 import type { SqliteFlagStore } from "./modules/flags/store";
 import type { SqliteScheduleStore } from "./modules/schedules/store";
+import type { SqliteSegmentStore } from "./modules/segments/store";
 import type { SqliteProjectStore } from "./modules/projects/store";
 import type { SqliteAuditStore } from "./modules/audit/store";
 import type { SqliteWebhookStore } from "./modules/webhooks/store";
@@ -38,6 +39,7 @@ export interface Stores {
   flags: SqliteFlagStore;
   /** Scheduled changes of flag states. */
   schedules: SqliteScheduleStore;
+  segments: SqliteSegmentStore;
   webhooks: SqliteWebhookStore;
   testSessions: SqliteTestSessionStore;
   users: SqliteUserStore;

@@ -43,6 +43,9 @@ import { SqliteFlagStore } from "./modules/flags/store";
 import { schedulesRoutes } from "./modules/schedules/routes";
 import { scheduleService } from "./modules/schedules/service";
 import { SqliteScheduleStore } from "./modules/schedules/store";
+import { segmentsRoutes } from "./modules/segments/routes";
+import { segmentService } from "./modules/segments/service";
+import { SqliteSegmentStore } from "./modules/segments/store";
 import { projectService } from "./modules/projects/service";
 import { SqliteProjectStore } from "./modules/projects/store";
 import { ChangeBus } from "./changes/bus";
@@ -128,6 +131,7 @@ export function createServices(ctx: AppContext) {
     projects: projectService({ projects: stores.projects, clock }),
     flags,
     schedules: scheduleService({ schedules: stores.schedules, flags: stores.flags, projects: stores.projects, flagService: flags, clock, log: ctx.log }),
+    segments: segmentService({ segments: stores.segments, projects: stores.projects, clock }),
     webhooks: webhookService({
       webhooks: stores.webhooks,
       projects: stores.projects,
@@ -178,6 +182,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(apiKeysRoutes(services.apiKeys))
     .use(flagsRoutes(services.flags))
     .use(schedulesRoutes(services.schedules))
+    .use(segmentsRoutes(services.segments))
     .use(webhooksRoutes(services.webhooks))
     .use(hot.docs())
     .use(testingRoutes(services.testing, config))
@@ -237,6 +242,7 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     projects: new SqliteProjectStore(changeLog),
     flags: new SqliteFlagStore(changeLog),
     schedules: new SqliteScheduleStore(changeLog),
+    segments: new SqliteSegmentStore(changeLog),
     users,
     adminKeys: new SqliteAdminKeyStore(changeLog, users),
     apiKeys: new SqliteApiKeyStore(changeLog),

@@ -1,5 +1,5 @@
 /**
- * Builds the package: dist/index.js, one ESM bundle for Node 18+ and Bun (the engine from
+ * Builds the package: dist/index.js, one ESM bundle for Node 20+ and Bun (the engine from
  * src/evaluation/ and eventsource-parser inside, @openfeature/* left to the application), and
  * its declarations (tsc, dist/types/, entered through dist/index.d.ts).
  *

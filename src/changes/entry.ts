@@ -23,7 +23,7 @@ export interface Author {
   requestId: string | null;
 }
 
-export const RESOURCE_TYPES = ["project", "environment", "flag", "flag_state", "api_key", "admin_key", "user", "webhook", "plugin", "integration", "schedule"] as const;
+export const RESOURCE_TYPES = ["project", "environment", "flag", "flag_state", "api_key", "admin_key", "user", "webhook", "plugin", "integration", "schedule", "segment"] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 export const ACTIONS = ["created", "updated", "deleted", "enabled", "disabled", "rotated"] as const;

@@ -4,7 +4,7 @@
  * Timestamps are ISO 8601 UTC text with milliseconds: readable, and they sort as they compare.
  */
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { Prerequisite, Rule, Variant } from "../evaluation/types";
+import type { Condition, Prerequisite, Rule, Variant } from "../evaluation/types";
 
 export const projects = sqliteTable("projects", {
   id: text("id").primaryKey(),
@@ -119,6 +119,30 @@ export const flags = sqliteTable(
     updatedAt: text("updated_at").notNull(),
   },
   (table) => [uniqueIndex("flags_project_key").on(table.projectId, table.key)],
+);
+
+/**
+ * Segments (docs/targeting.md, Segments): reusable sets of users that flag rules name with
+ * in_segment/not_in_segment. `conditions`, `included` and `excluded` are JSON text, validated in
+ * full by the segments service.
+ */
+export const segments = sqliteTable(
+  "segments",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    key: text("key").notNull(),
+    name: text("name").notNull(),
+    description: text("description"),
+    conditions: text("conditions", { mode: "json" }).notNull().$type<Condition[]>(),
+    included: text("included", { mode: "json" }).notNull().$type<string[]>(),
+    excluded: text("excluded", { mode: "json" }).notNull().$type<string[]>(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (table) => [uniqueIndex("segments_project_key").on(table.projectId, table.key)],
 );
 
 /** A flag's state per environment; no row: disabled there. Goes with its flag or environment. */

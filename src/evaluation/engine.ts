@@ -26,6 +26,7 @@ import {
   type Override,
   PREREQUISITE_MAX_DEPTH,
   type Reason,
+  type SegmentDefinition,
 } from "./types";
 
 /** Buckets per hash: percentages and weights have at most 3 decimals, so thousandths of a percent. */
@@ -51,6 +52,8 @@ const enum Op {
   Matches,
   Before,
   After,
+  InSegment,
+  NotInSegment,
   Never,
 }
 
@@ -73,6 +76,8 @@ const OPS: Record<Condition["operator"], Op> = {
   matches: Op.Matches,
   before: Op.Before,
   after: Op.After,
+  in_segment: Op.InSegment,
+  not_in_segment: Op.NotInSegment,
 };
 
 /**
@@ -132,8 +137,52 @@ export interface CompiledCondition {
   readonly attribute: string;
   /** The attribute is `userId`: an evaluation given its user apart (`evaluate`'s `userId`) reads that. */
   readonly userId: boolean;
-  /** semver_*: the operand parsed; matches: the compiled pattern; before/after: epoch ms. */
-  readonly value: string | number | boolean | ReadonlySet<unknown> | SemVer | RE2JS | null;
+  /** semver_*: the operand parsed; matches: the compiled pattern; before/after: epoch ms; in/not_in_segment: the segment. */
+  readonly value: string | number | boolean | ReadonlySet<unknown> | SemVer | RE2JS | CompiledSegment | null;
+}
+
+/**
+ * A segment, compiled once per write of it (docs/targeting.md, Segments): membership is two Set
+ * lookups and its conditions, never a scan of the lists.
+ */
+export interface CompiledSegment {
+  readonly key: string;
+  readonly included: ReadonlySet<string>;
+  readonly excluded: ReadonlySet<string>;
+  /** AND-ed; empty: only included users are members. */
+  readonly conditions: readonly CompiledCondition[];
+}
+
+/** Compiled segments of a project by key: what `compileFlag` resolves in_segment/not_in_segment against. */
+export type SegmentTable = ReadonlyMap<string, CompiledSegment>;
+
+const NO_SEGMENTS: SegmentTable = new Map();
+
+/** A segment's conditions may not name segments (no cycles): such a condition never matches. */
+export function compileSegment(def: SegmentDefinition): CompiledSegment {
+  return {
+    key: def.key,
+    included: new Set(def.included),
+    excluded: new Set(def.excluded),
+    conditions: def.conditions.length === 0 ? NONE : def.conditions.map((c) => compileCondition(c, NO_SEGMENTS)),
+  };
+}
+
+/**
+ * Whether the evaluated user is a member: in `included`; otherwise not in `excluded`, and the
+ * segment has conditions and all match. The user id is read as bucketing reads `userId` (a
+ * non-empty string, or a number in decimal form); `userId`: the user given apart.
+ */
+export function isMember(segment: CompiledSegment, context: EvalContext, userId?: string): boolean {
+  const id = userId ?? usable(context.userId);
+  if (id !== null) {
+    if (segment.included.has(id)) return true;
+    if (segment.excluded.has(id)) return false;
+  }
+  const conditions = segment.conditions;
+  if (conditions.length === 0) return false;
+  for (let i = 0; i < conditions.length; i++) if (!matches(conditions[i]!, context, userId)) return false;
+  return true;
 }
 
 export interface CompiledRule {
@@ -203,7 +252,11 @@ export function compileState(state: FlagState | null): CompiledState {
 
 const NONE: readonly never[] = Object.freeze([]);
 
-export function compileFlag(def: FlagDefinition): CompiledFlag {
+/**
+ * `segments`: the project's compiled segments; a rule's in_segment/not_in_segment holds the one
+ * it names (a flag is compiled again when a segment it uses changes: evaluation/snapshot.ts).
+ */
+export function compileFlag(def: FlagDefinition, segments: SegmentTable = NO_SEGMENTS): CompiledFlag {
   const variants = def.variants.length === 0 ? NONE : def.variants.map((v) => v.key);
   const multiVariant = variants.length > 0;
   let cumulativeWeights: number[] | null = null;
@@ -216,7 +269,7 @@ export function compileFlag(def: FlagDefinition): CompiledFlag {
     if (!rule.enabled) continue;
     rules.push({
       id: rule.id,
-      conditions: rule.conditions.length === 0 ? NONE : rule.conditions.map(compileCondition),
+      conditions: rule.conditions.length === 0 ? NONE : rule.conditions.map((c) => compileCondition(c, segments)),
       variant: multiVariant ? rule.variant : null,
     });
   }
@@ -244,7 +297,7 @@ const isScalar = (v: ContextValue | undefined): v is ListValue =>
  * Values were type-checked at write time; one of the wrong type for its operator compiles to a
  * condition that never matches rather than a throw (as does an operator stored by a newer version).
  */
-function compileCondition(condition: Condition): CompiledCondition {
+function compileCondition(condition: Condition, segments: SegmentTable): CompiledCondition {
   const { attribute, value } = condition;
   const op = OPS[condition.operator] ?? Op.Never;
   const userId = attribute === "userId";
@@ -284,6 +337,12 @@ function compileCondition(condition: Condition): CompiledCondition {
     case Op.After: {
       const at = typeof value === "string" ? parseInstant(value) : null;
       return at !== null ? { op, attribute, userId, value: at } : never;
+    }
+    case Op.InSegment:
+    case Op.NotInSegment: {
+      // An unknown segment (refused at write time) never matches, either way.
+      const segment = typeof value === "string" ? segments.get(value) : undefined;
+      return segment !== undefined ? { op, attribute, userId, value: segment } : never;
     }
     default:
       return never;
@@ -337,7 +396,7 @@ export function matches(condition: CompiledCondition, context: EvalContext, user
     case Op.IsFalse:
       return v === false;
     default:
-      return matchesMore(condition, v);
+      return matchesMore(condition, v, context, userId);
   }
 }
 
@@ -346,7 +405,7 @@ export function matches(condition: CompiledCondition, context: EvalContext, user
  * every condition runs, stays as small as it was (the engine bench measured 20 % off "rules +
  * rollout" with them inline).
  */
-function matchesMore(condition: CompiledCondition, v: ContextValue | undefined): boolean {
+function matchesMore(condition: CompiledCondition, v: ContextValue | undefined, context: EvalContext, userId: string | undefined): boolean {
   switch (condition.op) {
     case Op.GreaterThanOrEqual:
       return typeof v === "number" && v >= (condition.value as number);
@@ -364,6 +423,10 @@ function matchesMore(condition: CompiledCondition, v: ContextValue | undefined):
       return instantOf(v) < (condition.value as number); // NaN: false
     case Op.After:
       return instantOf(v) > (condition.value as number);
+    case Op.InSegment:
+      return isMember(condition.value as CompiledSegment, context, userId);
+    case Op.NotInSegment:
+      return !isMember(condition.value as CompiledSegment, context, userId);
     default:
       return false;
   }

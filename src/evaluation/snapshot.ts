@@ -5,8 +5,8 @@
  * after each commit and before the response is sent, so a client reads its own writes.
  * A flag's definition is compiled once and shared by its environments' entries.
  */
-import { compileFlag, compileState, DISABLED_STATE, type CompiledFlag, type CompiledState } from "./engine";
-import type { FlagDefinition, FlagState } from "./types";
+import { compileFlag, compileSegment, compileState, DISABLED_STATE, type CompiledFlag, type CompiledSegment, type CompiledState } from "./engine";
+import { segmentKeysOf, type FlagDefinition, type FlagState, type SegmentDefinition } from "./types";
 
 export interface SnapshotEntry {
   readonly flag: CompiledFlag;
@@ -20,6 +20,8 @@ export interface ProjectData {
   environmentSlugs: readonly string[];
   flags: readonly FlagDefinition[];
   states: readonly { flagKey: string; environmentId: string; state: FlagState }[];
+  /** The project's segments (docs/targeting.md, Segments); absent: none. */
+  segments?: readonly SegmentDefinition[];
 }
 
 interface ProjectEntry {
@@ -27,6 +29,10 @@ interface ProjectEntry {
   /** Environment slug -> id (change-log entries name environments by slug). */
   environmentsBySlug: ReadonlyMap<string, string>;
   flags: Map<string, CompiledFlag>;
+  /** Segment key -> compiled segment: what flags' in_segment conditions hold. */
+  segments: Map<string, CompiledSegment>;
+  /** The definitions of the flags that use segments, by key: recompiled when one of their segments changes. */
+  segmentUsers: Map<string, FlagDefinition>;
 }
 
 export class Snapshot {
@@ -49,10 +55,16 @@ export class Snapshot {
   /** Replaces everything known of a project (start-up, environments added or removed). */
   setProject(projectId: string, data: ProjectData): void {
     this.removeProject(projectId);
+    const segments = new Map<string, CompiledSegment>();
+    for (const def of data.segments ?? []) segments.set(def.key, compileSegment(def));
+    const segmentUsers = new Map<string, FlagDefinition>();
     const flags = new Map<string, CompiledFlag>();
-    for (const def of data.flags) flags.set(def.key, compileFlag(def));
+    for (const def of data.flags) {
+      flags.set(def.key, compileFlag(def, segments));
+      if (segmentKeysOf(def.rules).length > 0) segmentUsers.set(def.key, def);
+    }
     const environmentsBySlug = new Map(data.environmentSlugs.map((slug, i) => [slug, data.environmentIds[i]!]));
-    this.projects.set(projectId, { environmentIds: data.environmentIds, environmentsBySlug, flags });
+    this.projects.set(projectId, { environmentIds: data.environmentIds, environmentsBySlug, flags, segments, segmentUsers });
     for (const environmentId of data.environmentIds) {
       const entries = new Map<string, SnapshotEntry>();
       for (const [key, flag] of flags) entries.set(key, { flag, state: DISABLED_STATE });
@@ -76,12 +88,39 @@ export class Snapshot {
   putFlag(projectId: string, def: FlagDefinition): void {
     const project = this.projects.get(projectId);
     if (!project) throw new Error(`snapshot: unknown project ${projectId}`);
-    const flag = compileFlag(def);
-    project.flags.set(def.key, flag);
+    if (segmentKeysOf(def.rules).length > 0) project.segmentUsers.set(def.key, def);
+    else project.segmentUsers.delete(def.key);
+    this.install(project, compileFlag(def, project.segments));
+  }
+
+  private install(project: ProjectEntry, flag: CompiledFlag): void {
+    project.flags.set(flag.key, flag);
     for (const environmentId of project.environmentIds) {
       const entries = this.environments.get(environmentId)!;
-      entries.set(def.key, { flag, state: entries.get(def.key)?.state ?? DISABLED_STATE });
+      entries.set(flag.key, { flag, state: entries.get(flag.key)?.state ?? DISABLED_STATE });
     }
+  }
+
+  /**
+   * A created or changed segment: compiled once, and every flag of the project that uses it
+   * compiled again (each environment keeps its state). The keys of those flags.
+   */
+  putSegment(projectId: string, def: SegmentDefinition): string[] {
+    const project = this.projects.get(projectId);
+    if (!project) throw new Error(`snapshot: unknown project ${projectId}`);
+    project.segments.set(def.key, compileSegment(def));
+    const recompiled: string[] = [];
+    for (const [key, flagDef] of project.segmentUsers) {
+      if (!segmentKeysOf(flagDef.rules).includes(def.key)) continue;
+      this.install(project, compileFlag(flagDef, project.segments));
+      recompiled.push(key);
+    }
+    return recompiled;
+  }
+
+  /** A deleted segment (no flag uses it: the delete is refused otherwise). */
+  removeSegment(projectId: string, key: string): void {
+    this.projects.get(projectId)?.segments.delete(key);
   }
 
   /** The id of the project's environment of this slug, if the snapshot holds it. */
@@ -110,6 +149,7 @@ export class Snapshot {
     const project = this.projects.get(projectId);
     if (!project) return;
     project.flags.delete(flagKey);
+    project.segmentUsers.delete(flagKey);
     for (const environmentId of project.environmentIds) this.environments.get(environmentId)?.delete(flagKey);
   }
 }

@@ -32,10 +32,18 @@ export const OPERATOR_VALUE_TYPES = {
   /** An ISO 8601 date-time with a zone (`Z` or `±hh:mm`), checked at write time. */
   before: ["string"],
   after: ["string"],
+  /**
+   * A segment key of the project (docs/targeting.md, Segments): the context's user is a member.
+   * The attribute must be `userId`; not allowed in a segment's own conditions.
+   */
+  in_segment: ["string"],
+  not_in_segment: ["string"],
 } as const satisfies Record<string, readonly ("string" | "number" | "boolean" | "array")[]>;
 
 export type Operator = keyof typeof OPERATOR_VALUE_TYPES;
 export const OPERATORS = Object.keys(OPERATOR_VALUE_TYPES) as Operator[];
+/** Operators whose value names a segment of the project. */
+export const SEGMENT_OPERATORS: ReadonlySet<Operator> = new Set(["in_segment", "not_in_segment"]);
 /** Operators whose `value` may be omitted. */
 export const VALUE_OPTIONAL: ReadonlySet<Operator> = new Set(["is_true", "is_false"]);
 
@@ -89,6 +97,24 @@ export interface FlagDefinition {
   bucketBy?: string | null;
   /** The flags that must be met first; absent, null or empty: none. */
   prerequisites?: readonly Prerequisite[] | null;
+}
+
+/** What the engine needs of a segment (docs/targeting.md, Segments), as stored, already valid. */
+export interface SegmentDefinition {
+  key: string;
+  /** AND-ed; none: only `included` users are members. Never in_segment/not_in_segment. */
+  conditions: readonly Condition[];
+  /** User ids that are members whatever the conditions. */
+  included: readonly string[];
+  /** User ids that are not members unless included. */
+  excluded: readonly string[];
+}
+
+/** The segment keys a flag's rules name (disabled rules included), in first-use order. */
+export function segmentKeysOf(rules: readonly Rule[]): string[] {
+  const keys = new Set<string>();
+  for (const rule of rules) for (const c of rule.conditions) if (SEGMENT_OPERATORS.has(c.operator) && typeof c.value === "string") keys.add(c.value);
+  return [...keys];
 }
 
 /** A flag's state in one environment; no state row reads as `{ enabled: false, rolloutPercentage: null }`. */

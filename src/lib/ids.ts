@@ -20,7 +20,7 @@ export function randomBase62(length: number): string {
 
 export type IdPrefix =
   | "proj" | "env" | "flag" | "rule" | "sess" | "key" | "usr"
-  | "wh" | "del" | "evt" | "plugin" | "int" | "sch";
+  | "wh" | "del" | "evt" | "plugin" | "int" | "sch" | "seg";
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBase62(ID_RANDOM_LENGTH)}`;

@@ -1,9 +1,10 @@
 /**
  * The local-evaluation provider (packages/openfeature-provider), as built (dist/index.js),
  * against the compiled binary:
- * - differential: random flags, states and contexts created through the API; the provider's
- *   answer (ours through `evaluate`, OpenFeature's through a client) equals `/v1/evaluate`'s,
- *   the bucketing vectors included, and prerequisites (chains of earlier flags, some naming a
+ * - differential: random flags (their rules naming segments too), states and contexts created
+ *   through the API, a segment changed once the provider holds them; the provider's answer
+ *   (ours through `evaluate`, OpenFeature's through a client) equals `/v1/evaluate`'s, the
+ *   bucketing vectors included, and prerequisites (chains of earlier flags, some naming a
  *   variant);
  * - changes through the API reach it (ConfigurationChanged with the key, the new answer);
  * - a dropped connection, a silent one and a server restart are survived without a wrong
@@ -15,9 +16,9 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { OpenFeature, ProviderEvents, ProviderStatus, type Client, type EvaluationContext } from "@openfeature/server-sdk";
-import { compileFlag } from "../../src/evaluation/engine";
+import { compileFlag, compileSegment } from "../../src/evaluation/engine";
 import { isResolutionError, resolution, isIdentified } from "../../src/evaluation/openfeature";
-import type { Condition, EvalContext, EvaluationResult, FlagDefinition, Operator } from "../../src/evaluation/types";
+import type { Condition, EvalContext, EvaluationResult, FlagDefinition, Operator, SegmentDefinition } from "../../src/evaluation/types";
 import { OPERATORS } from "../../src/evaluation/types";
 import { callServer } from "../helpers";
 import { baseEnv, binaryPath, cleanup, freePort, ROOT, startBinary, tempDir, type RunningBinary } from "./binary";
@@ -29,6 +30,7 @@ type Provider = InstanceType<ProviderModule["FlagsvcProvider"]>;
 const T = 120_000;
 const ADMIN = `svc_admin_${"lp".repeat(18)}`;
 const FLAGS = "/v1/projects/default/flags";
+const SEGMENTS_PATH = "/v1/projects/default/segments";
 const BUNDLE = join(ROOT, "packages", "openfeature-provider", "dist", "index.js");
 const ENV = { SVC_ADMIN_KEY: ADMIN, SVC_RATE_LIMITS: "eval:100000000,admin:100000000,mgmt:100000000" };
 const silent = { error() {}, warn() {}, info() {}, debug() {} };
@@ -148,9 +150,9 @@ const INSTANTS = ["2026-01-01T00:00:00Z", "2025-06-30T12:00:00+02:00", "2027-01-
 const STRINGS = ["free", "pro", "team", "FR", "DE", "US", "a@example.com", "staff", "4.2", "", "Ünïcode"];
 const NUMBERS = [0, 1, 17, 18, 42, 65, 99.5, -3, 1e21];
 
-function condition(rng: Rng): Condition {
+function condition(rng: Rng, forced?: Operator): Condition {
   const attribute = rng.pick(ATTRIBUTES);
-  const operator = rng.pick(OPERATORS) as Operator;
+  const operator = forced ?? (rng.pick(OPERATORS) as Operator);
   const scalar = () => (rng.chance(0.5) ? rng.pick(STRINGS) : rng.chance(0.7) ? rng.pick(NUMBERS) : rng.chance(0.5));
   switch (operator) {
     case "equals":
@@ -181,8 +183,27 @@ function condition(rng: Rng): Condition {
     case "before":
     case "after":
       return { attribute, operator, value: rng.pick(["2026-01-01T00:00:00Z", "2026-01-01T01:00:00+01:00", "2025-12-31T23:59:59.999Z"]) };
+    case "in_segment":
+    case "not_in_segment":
+      return { attribute: "userId", operator, value: rng.pick(SEGMENTS).key };
   }
 }
+
+/**
+ * The segments the differential's rules name (docs/targeting.md, Segments): ids the random
+ * contexts use (targeting keys `user-N`, numbers in decimal form), conditions of their own.
+ */
+const SEGMENTS: (SegmentDefinition & { name: string; included: string[] })[] = [
+  { key: "seg-ids", name: "ids", conditions: [], included: [...Array.from({ length: 5000 }, (_, i) => `user-${i * 20}`), "42", "1000000000000000000000", "0.5", "u7"], excluded: [] },
+  {
+    key: "seg-pro",
+    name: "pro",
+    conditions: [{ attribute: "plan", operator: "in", value: ["pro", "team"] }],
+    included: Array.from({ length: 100 }, (_, i) => `user-${i * 7}`),
+    excluded: Array.from({ length: 2000 }, (_, i) => `user-${i * 3}`),
+  },
+  { key: "seg-fr", name: "fr", conditions: [{ attribute: "country", operator: "equals", value: "FR" }, { attribute: "age", operator: "greater_than", value: 17 }], included: [], excluded: ["user-1"] },
+];
 
 /** Weights of `n` variants in thousandths summing to 100 (some with 3 decimals). */
 function weights(rng: Rng, n: number): number[] {
@@ -191,7 +212,8 @@ function weights(rng: Rng, n: number): number[] {
   return bounds.slice(1).map((b, i) => (b - bounds[i]!) / 1000);
 }
 
-function randomFlag(rng: Rng, key: string) {
+/** `forced`: one more rule (last) with a condition of this operator: every operator comes up, whatever the seed. */
+function randomFlag(rng: Rng, key: string, forced?: Operator) {
   const multi = rng.chance(0.5);
   const n = multi ? 2 + rng.int(3) : 0;
   const ws = multi && rng.chance(0.7) ? weights(rng, n) : null;
@@ -202,6 +224,7 @@ function randomFlag(rng: Rng, key: string) {
     variant: multi && rng.chance(0.5) ? `v${rng.int(n)}` : null,
     conditions: Array.from({ length: rng.int(4) }, () => condition(rng)),
   }));
+  if (forced !== undefined) rules.push({ name: `every operator: ${forced}`, enabled: true, variant: null, conditions: [condition(rng, forced)] });
   const state = rng.chance(0.15)
     ? null // never set: disabled
     : {
@@ -238,7 +261,7 @@ function randomContext(rng: Rng): { ours: EvalContext; of: EvaluationContext } {
 
 /** What an OpenFeature client must answer for the server's result (through the same mapping the server's OFREP uses). */
 function expectedDetails(result: EvaluationResult, def: FlagDefinition, ours: EvalContext, defaultValue: boolean | string) {
-  const r = resolution(result, compileFlag(def), isIdentified(ours), "production");
+  const r = resolution(result, compileFlag(def, new Map(SEGMENTS.map((s) => [s.key, compileSegment(s)]))), isIdentified(ours), "production");
   if (isResolutionError(r)) return { value: defaultValue, reason: "ERROR", errorCode: r.errorCode };
   return { value: r.value ?? defaultValue, variant: r.variant, reason: r.reason, flagMetadata: r.metadata };
 }
@@ -261,9 +284,11 @@ test(
     const depth = new Map<string, number>();
     // Their own stream of numbers: the flags, states and contexts of a seed are the same as without them.
     const pre = prng(seed + 1);
-    for (let i = 0; i < 60; i++) {
+    for (const segment of SEGMENTS) await api("POST", SEGMENTS_PATH, segment);
+    // 60 random flags, then one more per operator (its random rules and a rule of that operator last).
+    for (let i = 0; i < 60 + OPERATORS.length; i++) {
       const key = `rnd-${i}`;
-      const { body, state } = randomFlag(rng, key);
+      const { body, state } = randomFlag(rng, key, i >= 60 ? OPERATORS[i - 60] : undefined);
       // Prerequisites among the earlier flags (acyclic by construction), a variant named now and then.
       const earlier = [...defs.keys()].filter((k) => depth.get(k)! < 9);
       const prerequisites = i >= 5 && pre.chance(0.3) ? [...new Set(Array.from({ length: 1 + pre.int(2) }, () => pre.pick(earlier)))] : [];
@@ -277,8 +302,15 @@ test(
       for (const rule of created.rules as FlagDefinition["rules"]) for (const c of rule.conditions) operators.add(c.operator);
       if (state) await api("PUT", `${FLAGS}/${key}/states/production`, state);
     }
+    // And one flag on, without rules or variants (STATIC), whatever the seed made.
+    const fixed = await api("POST", FLAGS, { key: "fixed-static", name: "fixed-static", variants: [], rules: [] });
+    defs.set("fixed-static", { key: "fixed-static", variants: fixed.variants, rules: fixed.rules });
+    await api("PUT", `${FLAGS}/fixed-static/states/production`, { enabled: true, rolloutPercentage: null });
     expect([...operators].sort()).toEqual([...OPERATORS].sort());
     const provider = await connect();
+    // A segment changed after the provider loaded: the flags that use it are compiled again there.
+    await api("PATCH", `${SEGMENTS_PATH}/seg-ids`, { included: [...SEGMENTS[0]!.included, ...Array.from({ length: 4990 }, (_, i) => `user-${i * 20 + 1}`)] });
+    await caughtUp(provider);
     await OpenFeature.setProviderAndWait("differential", provider);
     const client: Client = OpenFeature.getClient("differential");
     try {
@@ -320,6 +352,7 @@ test(
       await OpenFeature.clearProviders();
       // Dependants first: a flag that is another's prerequisite cannot be deleted.
       for (const key of [...defs.keys()].reverse()) await api("DELETE", `${FLAGS}/${key}`);
+      for (const segment of SEGMENTS) await api("DELETE", `${SEGMENTS_PATH}/${segment.key}`);
     }
   },
   T,

@@ -118,6 +118,11 @@ const ENDPOINTS: Endpoint[] = [
   { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/flags/kept/states/production`, ok: 200 },
   { group: "flags", method: "PUT", path: (f) => `/v1/projects/${f.slug}/flags/kept/states/production`, body: () => ({ enabled: serial++ % 2 === 0 }), ok: 200 },
   { group: "flags", method: "DELETE", path: (f) => `/v1/projects/${f.slug}/flags/doomed`, ok: 204 },
+  { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/segments`, ok: 200 },
+  { group: "flags", method: "POST", path: (f) => `/v1/projects/${f.slug}/segments`, body: () => ({ key: `made-${++serial}`, name: "Made", conditions: [] }), ok: 201 },
+  { group: "flags", method: "GET", path: (f) => `/v1/projects/${f.slug}/segments/kept`, ok: 200 },
+  { group: "flags", method: "PATCH", path: (f) => `/v1/projects/${f.slug}/segments/kept`, body: () => ({ name: `Renamed ${++serial}` }), ok: 200 },
+  { group: "flags", method: "DELETE", path: (f) => `/v1/projects/${f.slug}/segments/doomed`, ok: 204 },
   { group: "webhooks", method: "GET", path: (f) => `/v1/projects/${f.slug}/webhooks`, ok: 200 },
   { group: "webhooks", method: "POST", path: (f) => `/v1/projects/${f.slug}/webhooks`, body: () => ({ url: "https://hooks.example.com/x", events: ["flag.created"], secret: WEBHOOK_SECRET, enabled: false }), ok: 201 },
   { group: "webhooks", method: "GET", path: (f) => `/v1/webhooks/${f.webhookId}`, ok: 200 },
@@ -167,6 +172,7 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   const slug = `column-${i}`;
   const project = await h.services.projects.create(SYSTEM, { slug, name: `Column ${i}` });
   for (const key of ["kept", "doomed"]) await h.services.flags.createFlag(SYSTEM, slug, { key, name: key });
+  for (const key of ["kept", "doomed"]) await h.services.segments.createSegment(SYSTEM, slug, { key, name: key, conditions: [] });
   const rotateKeyId = seedApiKey(h.ctx, "eval", slug).id;
   const deleteKeyId = seedApiKey(h.ctx, "eval", slug).id;
   const userId = insertUser("viewer", `target-${i}@example.com`);

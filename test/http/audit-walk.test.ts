@@ -277,6 +277,37 @@ const CASES: Record<string, Case> = {
     rejected: [
       { why: "unknown schedule", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/schedules/sch_nowhere` }) },
       { why: "not pending", status: 409, call: (w) => ({ path: `/v1/projects/${w.slug}/flags/kept/schedules/${w.cancelledScheduleId}` }) },
+      ],
+    },
+  "POST /v1/projects/{slug}/segments": {
+    kinds: ALL,
+    call: (w) => ({ path: `/v1/projects/${w.slug}/segments`, body: { key: "made-seg", name: "Made", conditions: [], included: ["u1"] } }),
+    status: 201,
+    expect: (w, a) => [{ type: "segment", action: "created", project: w.slug, environment: null, key: "made-seg", resourceId: a.id, changes: created("name", "Made") }],
+    rejected: [
+      { why: "taken key", status: 409, call: (w) => ({ path: `/v1/projects/${w.slug}/segments`, body: { key: "kept-seg", name: "x", conditions: [] } }) },
+      { why: "a segment naming a segment", status: 400, call: (w) => ({ path: `/v1/projects/${w.slug}/segments`, body: { key: "x", name: "x", conditions: [{ attribute: "userId", operator: "in_segment", value: "kept-seg" }] } }) },
+      { why: "unknown project", status: 404, call: () => ({ path: "/v1/projects/nowhere/segments", body: { key: "made-seg", name: "x", conditions: [] } }) },
+    ],
+  },
+  "PATCH /v1/projects/{slug}/segments/{key}": {
+    kinds: ALL,
+    call: (w) => ({ path: `/v1/projects/${w.slug}/segments/kept-seg`, body: { included: ["u2"] } }),
+    status: 200,
+    expect: (w) => [{ type: "segment", action: "updated", project: w.slug, environment: null, key: "kept-seg", changes: only({ included: [["u1"], ["u2"]] }) }],
+    rejected: [
+      { why: "unknown segment", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/segments/nowhere`, body: { name: "x" } }) },
+      { why: "same list (changes nothing)", status: 200, call: (w) => ({ path: `/v1/projects/${w.slug}/segments/kept-seg`, body: { included: ["u1"] } }) },
+    ],
+  },
+  "DELETE /v1/projects/{slug}/segments/{key}": {
+    kinds: ALL,
+    call: (w) => ({ path: `/v1/projects/${w.slug}/segments/doomed-seg` }),
+    status: 204,
+    expect: (w) => [{ type: "segment", action: "deleted", project: w.slug, environment: null, key: "doomed-seg", changes: deleted("name", "Doomed") }],
+    rejected: [
+      { why: "unknown segment", status: 404, call: (w) => ({ path: `/v1/projects/${w.slug}/segments/nowhere` }) },
+      { why: "a rule uses it", status: 409, call: (w) => ({ path: `/v1/projects/${w.slug}/segments/used-seg` }) },
     ],
   },
   "POST /v1/projects/{slug}/webhooks": {
@@ -456,6 +487,10 @@ async function world(): Promise<World> {
   await send("POST", `/v1/projects/${slug}/flags`, { key: "kept", name: "Kept" });
   await send("POST", `/v1/projects/${slug}/flags`, { key: "doomed", name: "Doomed" });
   await send("PUT", `/v1/projects/${slug}/flags/kept/states/production`, { enabled: true }, 200);
+  await send("POST", `/v1/projects/${slug}/segments`, { key: "kept-seg", name: "Kept", conditions: [], included: ["u1"] });
+  await send("POST", `/v1/projects/${slug}/segments`, { key: "doomed-seg", name: "Doomed", conditions: [] });
+  await send("POST", `/v1/projects/${slug}/segments`, { key: "used-seg", name: "Used", conditions: [] });
+  await send("POST", `/v1/projects/${slug}/flags`, { key: "seg-user", name: "Seg user", rules: [{ conditions: [{ attribute: "userId", operator: "in_segment", value: "used-seg" }] }] });
   const webhook = await send("POST", `/v1/projects/${slug}/webhooks`, { url: "https://hooks.example.com/walk", events: ["flag.updated"], secret: WEBHOOK_SECRET, enabled: false });
   const plugin = await send("POST", `/v1/projects/${slug}/plugins`, { packageName: PLUGIN, config: { apiKey: PLUGIN_SECRET } });
   await send("PATCH", `/v1/projects/${slug}/plugins/${plugin.id}`, { enabled: false }, 200);

@@ -163,6 +163,20 @@ describe("evaluation", () => {
     expect(bulk.flags.find((f: any) => f.key === "dep")).toMatchObject({ value: true, reason: "STATIC" });
   });
 
+  test("without a user id: a prerequisite's rollout leaves it off, so PREREQUISITE_FAILED (OFREP: TARGETING_MATCH, no TARGETING_KEY_MISSING)", async () => {
+    await enable("dep");
+    await enable("plan");
+    await enable("base", true, 50);
+    expect(await evaluate("base", { tier: "gold" })).toMatchObject({ enabled: false, reason: "PERCENTAGE_ROLLOUT_EXCLUDED" });
+    expect(await evaluate("dep", { tier: "gold" })).toMatchObject({ enabled: false, variant: null, reason: "PREREQUISITE_FAILED" });
+    const ofrep = await json(await h.request("POST", "/ofrep/v1/evaluate/flags/dep", { body: { context: { tier: "gold" } }, headers: evalKey }), 200);
+    expect(ofrep).toMatchObject({ key: "dep", value: false, reason: "TARGETING_MATCH", metadata: { reason: "PREREQUISITE_FAILED" } });
+    expect(ofrep.errorCode).toBeUndefined();
+    // The flag's own rollout without a targeting key is the error, as before.
+    const own = await h.request("POST", "/ofrep/v1/evaluate/flags/base", { body: { context: { tier: "gold" } }, headers: evalKey });
+    expect((await json(own, 400)).errorCode).toBe("TARGETING_KEY_MISSING");
+  });
+
   test("test-session overrides: on the dependant it wins; on a prerequisite it applies to that flag", async () => {
     const testKey = bearer(seedApiKey(h.ctx, "test").secret);
     const projectId = (await json(await h.request("GET", "/v1/projects/default", { headers: admin }), 200)).id;

@@ -376,6 +376,7 @@ describe("definitions API: GET /v1/definitions", () => {
         { key: "banner", variants: [], rules: [], state: { enabled: false, rolloutPercentage: null } },
         { key: "checkout", variants: stored.variants, rules: stored.rules, state: { enabled: true, rolloutPercentage: 25.5 } },
       ],
+      segments: [],
     });
     expect(body.flags[1].rules.map((r: { enabled: boolean }) => r.enabled)).toEqual([true, false]);
   });

@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { Definitions, parseDefinitions, parsePatch, type FlagRecord } from "../../packages/openfeature-provider/src/definitions";
 import { backoffDelay } from "../../packages/openfeature-provider/src/stream";
+import { evaluate } from "../../src/evaluation/engine";
 
 const flag = (key: string, over: Partial<FlagRecord> = {}): FlagRecord => ({
   key,
@@ -118,4 +119,46 @@ test("backoff: full jitter under a cap that doubles per attempt up to the maximu
   expect(backoffDelay(20, 100, 10_000, () => 0.999)).toBe(9990);
   expect(backoffDelay(5000, 100, 10_000, () => 0.999)).toBe(9990);
   expect(backoffDelay(2, 100, 10_000, () => 0)).toBe(0);
+});
+
+describe("Definitions: segments (docs/targeting.md, Segments)", () => {
+  const inBeta = (key: string) =>
+    flag(key, { rules: [{ id: "rule_1", name: "", enabled: true, variant: null, conditions: [{ attribute: "userId", operator: "in_segment", value: "beta" }] }] });
+  const beta = (included: string[]) => ({ key: "beta", conditions: [], included, excluded: [] });
+  const reason = (d: Definitions, key: string, userId: string) => {
+    const e = d.flags.get(key)!;
+    return evaluate(e.flag, key, e.state, {}, "t", undefined, userId).reason;
+  };
+
+  test("a put compiles the flags against its segments; a patch with a changed segment recompiles the flags it carries", () => {
+    const d = new Definitions();
+    d.put({ ...put(1, [inBeta("a"), inBeta("b"), flag("c")]), segments: [beta(["u1"])] });
+    expect(reason(d, "a", "u1")).toBe("TARGETING_RULE_MATCH");
+    expect(reason(d, "a", "u2")).toBe("FLAG_ENABLED");
+    const c = d.flags.get("c");
+    // The server sends every flag that uses the segment, with the segment.
+    expect(d.patch({ version: 2, flags: [inBeta("a"), inBeta("b")], deleted: [], segments: [beta(["u2"])] }).sort()).toEqual(["a", "b"]);
+    expect(reason(d, "a", "u2")).toBe("TARGETING_RULE_MATCH");
+    expect(reason(d, "b", "u1")).toBe("FLAG_ENABLED");
+    expect(d.flags.get("c")).toBe(c!);
+    // The same segment again: no change.
+    expect(d.patch({ version: 3, flags: [inBeta("a")], deleted: [], segments: [beta(["u2"])] })).toEqual([]);
+  });
+
+  test("a put whose segment changed names the flags that use it", () => {
+    const d = new Definitions();
+    d.put({ ...put(1, [inBeta("a"), flag("c")]), segments: [beta(["u1"])] });
+    expect(d.put({ ...put(2, [inBeta("a"), flag("c")]), segments: [beta(["u1", "u3"])] })).toEqual(["a"]);
+    expect(reason(d, "a", "u3")).toBe("TARGETING_RULE_MATCH");
+  });
+
+  test("payload checks: segments are optional, and checked when sent", () => {
+    const payload = { version: 1, project: "p", environment: "e", flags: [] };
+    expect(parseDefinitions(JSON.stringify(payload))).toEqual(payload);
+    expect(parseDefinitions(JSON.stringify({ ...payload, segments: [beta(["u"])] }))).toEqual({ ...payload, segments: [beta(["u"])] });
+    expect(parseDefinitions(JSON.stringify({ ...payload, segments: [{ key: "s", conditions: [], included: [1], excluded: [] }] }))).toBe(
+      "definitions: segments[0] must have a key, conditions, included and excluded",
+    );
+    expect(parsePatch(JSON.stringify({ version: 2, segments: "x" }))).toBe("patch: segments must be an array");
+  });
 });

@@ -4,8 +4,8 @@
  * call into the engine. Applies the definitions stream's `put` (everything) and `patch` (some
  * flags changed or deleted) and says which keys actually changed. Pure: no I/O, no clock.
  */
-import { compileFlag, compileState, type CompiledFlag, type CompiledState } from "../../../src/evaluation/engine";
-import type { FlagDefinition, FlagState } from "../../../src/evaluation/types";
+import { compileFlag, compileSegment, compileState, type CompiledFlag, type CompiledSegment, type CompiledState } from "../../../src/evaluation/engine";
+import { segmentKeysOf, type FlagDefinition, type FlagState, type SegmentDefinition } from "../../../src/evaluation/types";
 
 /** One flag as `GET /v1/definitions` and the stream send it: its definition and its state here. */
 export interface FlagRecord extends FlagDefinition {
@@ -18,6 +18,8 @@ export interface DefinitionsPayload {
   project: string;
   environment: string;
   flags: FlagRecord[];
+  /** The segments the flags use (docs/streams.md); absent from an older server: none. */
+  segments?: SegmentDefinition[];
 }
 
 /** The payload of the stream's `patch`: the flags changed (whole records) and the keys deleted. */
@@ -25,6 +27,14 @@ export interface PatchPayload {
   version: number;
   flags: FlagRecord[];
   deleted: string[];
+  /** The segments the patch's flags use, current (a changed segment comes with every flag that uses it). */
+  segments?: SegmentDefinition[];
+}
+
+/** A segment compiled, and its definition as text: how a change is told from a repeat. */
+interface SegmentEntry {
+  readonly compiled: CompiledSegment;
+  readonly signature: string;
 }
 
 /** A flag ready to evaluate. */
@@ -44,6 +54,10 @@ export class Definitions {
   version: number | undefined;
   project: string | undefined;
   environment: string | undefined;
+  /** Segment key -> compiled segment: what flags' in_segment conditions compile against. */
+  private segments = new Map<string, SegmentEntry>();
+  /** The compiled segments by key, as `compileFlag` takes them (kept in step with `segments`). */
+  private table = new Map<string, CompiledSegment>();
 
   get loaded(): boolean {
     return this.version !== undefined;
@@ -55,8 +69,12 @@ export class Definitions {
     const before = this.flags;
     const after = new Map<string, Entry>();
     const changed: string[] = [];
+    const segments = new Map<string, SegmentEntry>();
+    for (const def of payload.segments ?? []) segments.set(def.key, this.segmentEntry(def));
+    this.segments = segments;
+    this.table = new Map([...segments].map(([k, s]) => [k, s.compiled]));
     for (const record of payload.flags) {
-      const entry = reuseOrCompile(before.get(record.key), record);
+      const entry = this.reuseOrCompile(before.get(record.key), record);
       after.set(record.key, entry);
       if (before.get(record.key) !== entry) changed.push(record.key);
     }
@@ -72,9 +90,14 @@ export class Definitions {
   patch(payload: PatchPayload): string[] {
     if (!this.loaded) throw new Error("a patch before any put");
     const changed: string[] = [];
+    for (const def of payload.segments ?? []) {
+      const entry = this.segmentEntry(def);
+      this.segments.set(def.key, entry);
+      this.table.set(def.key, entry.compiled);
+    }
     for (const record of payload.flags) {
       const old = this.flags.get(record.key);
-      const entry = reuseOrCompile(old, record);
+      const entry = this.reuseOrCompile(old, record);
       if (entry !== old) {
         this.flags.set(record.key, entry);
         changed.push(record.key);
@@ -112,18 +135,25 @@ export class Definitions {
     }
     return [...out];
   }
-}
 
-/** The entry as it was when nothing of the record changed, else the record compiled. */
-function reuseOrCompile(old: Entry | undefined, record: FlagRecord): Entry {
-  const signature = JSON.stringify([record.variants, record.rules, record.state.enabled, record.state.rolloutPercentage, record.bucketBy ?? null, record.prerequisites ?? null]);
-  if (old !== undefined && old.signature === signature) return old;
-  return {
-    flag: compileFlag(record),
-    state: compileState(record.state),
-    type: record.variants.length > 0 ? "string" : "boolean",
-    signature,
-  };
+  private segmentEntry(def: SegmentDefinition): SegmentEntry {
+    const signature = JSON.stringify([def.conditions, def.included, def.excluded]);
+    const old = this.segments.get(def.key);
+    return old !== undefined && old.signature === signature ? old : { compiled: compileSegment(def), signature };
+  }
+
+  /** The entry as it was when nothing of the record (or of the segments it uses) changed, else the record compiled. */
+  private reuseOrCompile(old: Entry | undefined, record: FlagRecord): Entry {
+    const used = segmentKeysOf(record.rules).map((k) => this.segments.get(k)?.signature ?? null);
+    const signature = JSON.stringify([record.variants, record.rules, record.state.enabled, record.state.rolloutPercentage, record.bucketBy ?? null, record.prerequisites ?? null, ...(used.length > 0 ? [used] : [])]);
+    if (old !== undefined && old.signature === signature) return old;
+    return {
+      flag: compileFlag(record, this.table),
+      state: compileState(record.state),
+      type: record.variants.length > 0 ? "string" : "boolean",
+      signature,
+    };
+  }
 }
 
 /**
@@ -137,7 +167,9 @@ export function parseDefinitions(text: string): DefinitionsPayload | string {
   if (typeof value.project !== "string" || typeof value.environment !== "string") return "definitions: project and environment must be strings";
   const flags = parseRecords(value.flags);
   if (typeof flags === "string") return `definitions: ${flags}`;
-  return { version: value.version, project: value.project, environment: value.environment, flags };
+  const segments = parseSegments(value.segments ?? []);
+  if (typeof segments === "string") return `definitions: ${segments}`;
+  return { version: value.version, project: value.project, environment: value.environment, flags, ...(value.segments !== undefined ? { segments } : {}) };
 }
 
 /** The payload of a `patch`, checked likewise. */
@@ -149,7 +181,20 @@ export function parsePatch(text: string): PatchPayload | string {
   if (typeof flags === "string") return `patch: ${flags}`;
   const deleted = value.deleted ?? [];
   if (!Array.isArray(deleted) || !deleted.every((k) => typeof k === "string")) return "patch: deleted must be an array of flag keys";
-  return { version: value.version, flags, deleted: deleted as string[] };
+  const segments = parseSegments(value.segments ?? []);
+  if (typeof segments === "string") return `patch: ${segments}`;
+  return { version: value.version, flags, deleted: deleted as string[], ...(value.segments !== undefined ? { segments } : {}) };
+}
+
+function parseSegments(value: unknown): SegmentDefinition[] | string {
+  if (!Array.isArray(value)) return "segments must be an array";
+  const ids = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === "string");
+  for (const [i, s] of value.entries()) {
+    if (!isObject(s) || typeof s.key !== "string" || !Array.isArray(s.conditions) || !ids(s.included) || !ids(s.excluded)) {
+      return `segments[${i}] must have a key, conditions, included and excluded`;
+    }
+  }
+  return value as SegmentDefinition[];
 }
 
 function parseRecords(value: unknown): FlagRecord[] | string {

@@ -97,7 +97,7 @@ export class FlagsvcProvider {
     if (typeof options?.baseUrl !== "string" || options.baseUrl === "") throw new TypeError("FlagsvcProvider: baseUrl is required");
     if (typeof options.apiKey !== "string" || options.apiKey === "") throw new TypeError("FlagsvcProvider: apiKey is required");
     const fetchFn = options.fetch ?? globalThis.fetch;
-    if (typeof fetchFn !== "function") throw new TypeError("FlagsvcProvider: no fetch: pass options.fetch (Node 18+ and Bun have one)");
+    if (typeof fetchFn !== "function") throw new TypeError("FlagsvcProvider: no fetch: pass options.fetch (Node 20+ and Bun have one)");
     this.options = {
       baseUrl: options.baseUrl.replace(/\/+$/, ""),
       apiKey: options.apiKey,

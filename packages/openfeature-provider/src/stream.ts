@@ -1,6 +1,6 @@
 /**
  * Following `GET /v1/definitions/stream`: one connection at a time, read with fetch streaming
- * (Node 18+ and Bun alike) and parsed by `eventsource-parser`; reconnects with exponential
+ * (Node 20+ and Bun alike) and parsed by `eventsource-parser`; reconnects with exponential
  * backoff and full jitter, resumes with `Last-Event-ID`, treats a connection that has said
  * nothing (not even the server's `: ping`) for `heartbeatTimeoutMs` as dead. 401 and 403 are
  * final: the key was refused, asking again changes nothing.

@@ -14,6 +14,7 @@ import m10 from "./0010_plugin_secret_keys.sql" with { type: "text" };
 import m11 from "./0011_schedules.sql" with { type: "text" };
 import m12 from "./0012_flag_bucket_by.sql" with { type: "text" };
 import m13 from "./0013_flag_prerequisites.sql" with { type: "text" };
+import m14 from "./0014_segments.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -32,4 +33,5 @@ export const migrationSql: Record<string, string> = {
   "0011_schedules": m11,
   "0012_flag_bucket_by": m12,
   "0013_flag_prerequisites": m13,
+  "0014_segments": m14,
 };

@@ -49,7 +49,7 @@ export const Variant = t.Object(
 
 const ConditionValue = t.Union([t.String(), t.Number(), t.Boolean(), t.Array(t.Union([t.String(), t.Number(), t.Boolean()]))], {
   description:
-    "Typed by the operator (docs/targeting.md): equals string|number|boolean; not_equals string|number; in, not_in an array (at most 1,000); contains, starts_with string; greater_than, less_than, greater_than_or_equal, less_than_or_equal number; is_true, is_false boolean or omitted; semver_equals, semver_greater_than, semver_less_than a semantic version string (e.g. 1.2.3); matches a regular expression in RE2 syntax (searched anywhere in the attribute; an attribute over 1,024 characters never matches); before, after an ISO 8601 date-time with a zone (e.g. 2026-01-01T00:00:00Z; the attribute an ISO string or epoch milliseconds)",
+    "Typed by the operator (docs/targeting.md): equals string|number|boolean; not_equals string|number; in, not_in an array (at most 1,000); contains, starts_with string; greater_than, less_than, greater_than_or_equal, less_than_or_equal number; is_true, is_false boolean or omitted; semver_equals, semver_greater_than, semver_less_than a semantic version string (e.g. 1.2.3); matches a regular expression in RE2 syntax (searched anywhere in the attribute; an attribute over 1,024 characters never matches); before, after an ISO 8601 date-time with a zone (e.g. 2026-01-01T00:00:00Z; the attribute an ISO string or epoch milliseconds); in_segment, not_in_segment the key of a segment of the project (attribute userId; GET /v1/projects/{slug}/segments)",
   error: "Must be a string, number, boolean or an array of those",
 });
 

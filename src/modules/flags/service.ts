@@ -6,14 +6,14 @@
  */
 import { diff, whole, type Author, type ChangeDraft } from "../../changes/entry";
 import { operandProblem } from "../../evaluation/engine";
-import { OPERATOR_VALUE_TYPES, PREREQUISITE_MAX_DEPTH, VALUE_OPTIONAL, type Condition, type Prerequisite, type Rule, type Variant } from "../../evaluation/types";
+import { OPERATOR_VALUE_TYPES, PREREQUISITE_MAX_DEPTH, SEGMENT_OPERATORS, VALUE_OPTIONAL, type Condition, type Prerequisite, type Rule, type Variant } from "../../evaluation/types";
 import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import { requireEnvironment, requireProject } from "../projects/service";
 import type { Environment, Project, ProjectReader } from "../projects/store";
 import { LIMITS } from "./model";
-import { flagOf, type Flag, type FlagLink, type FlagStore } from "./store";
+import { flagOf, type Flag, type FlagLink, type FlagStore, type FlagWriteReads } from "./store";
 
 export type { Flag } from "./store";
 
@@ -76,7 +76,13 @@ const typeOf = (v: unknown) => (Array.isArray(v) ? "array" : typeof v);
  * or null for the stored rules when a PATCH changes only the variants: a variant a stored rule
  * still serves is then reported at `body.variants`, the part of the request at fault.
  */
-function checkDefinition(variants: readonly Variant[], rules: readonly RuleInput[], variantsPath: string, rulesPath: string | null): ErrorDetail[] {
+function checkDefinition(
+  variants: readonly Variant[],
+  rules: readonly RuleInput[],
+  variantsPath: string,
+  rulesPath: string | null,
+  segmentKeys: ReadonlySet<string>,
+): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   const keys = new Set<string>();
   variants.forEach((v, i) => {
@@ -107,22 +113,44 @@ function checkDefinition(variants: readonly Variant[], rules: readonly RuleInput
             },
       );
     }
-    (rule.conditions ?? []).forEach((c, i) => {
-      const path = `${at}.conditions[${i}].value`;
-      const allowed: readonly string[] = OPERATOR_VALUE_TYPES[c.operator];
-      if (c.value === undefined) {
-        if (!VALUE_OPTIONAL.has(c.operator)) details.push({ path, message: `Required for ${c.operator}` });
+    details.push(...checkConditions(rule.conditions ?? [], `${at}.conditions`, segmentKeys));
+  });
+  return details;
+}
+
+/**
+ * Each condition's value against its operator (type, list length, compiled operand), at
+ * `path[i].value`: a flag rule's conditions, and a segment's (src/modules/segments/). In a flag
+ * rule, `segmentKeys` holds the project's segment keys: in_segment/not_in_segment must name one
+ * and read `userId`; null (a segment's conditions) refuses them: a segment names no segment.
+ */
+export function checkConditions(conditions: readonly Condition[], path: string, segmentKeys: ReadonlySet<string> | null): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  conditions.forEach((c, i) => {
+    const at = `${path}[${i}]`;
+    if (SEGMENT_OPERATORS.has(c.operator)) {
+      if (segmentKeys === null) {
+        details.push({ path: `${at}.operator`, message: `${c.operator} is not allowed in a segment's conditions: a segment cannot name another segment` });
         return;
       }
-      if (!allowed.includes(typeOf(c.value))) {
-        details.push({ path, message: `${c.operator} takes ${allowed.join(" or ")}, not ${typeOf(c.value)}` });
-      } else if (Array.isArray(c.value) && c.value.length > LIMITS.listValues) {
-        details.push({ path, message: `At most ${LIMITS.listValues} values` });
-      } else {
-        const problem = operandProblem(c.operator, c.value);
-        if (problem !== null) details.push({ path, message: problem });
-      }
-    });
+      if (c.attribute !== "userId") details.push({ path: `${at}.attribute`, message: `${c.operator} reads the user id: attribute must be userId` });
+    }
+    const valuePath = `${at}.value`;
+    const allowed: readonly string[] = OPERATOR_VALUE_TYPES[c.operator];
+    if (c.value === undefined) {
+      if (!VALUE_OPTIONAL.has(c.operator)) details.push({ path: valuePath, message: `Required for ${c.operator}` });
+      return;
+    }
+    if (!allowed.includes(typeOf(c.value))) {
+      details.push({ path: valuePath, message: `${c.operator} takes ${allowed.join(" or ")}, not ${typeOf(c.value)}` });
+    } else if (Array.isArray(c.value) && c.value.length > LIMITS.listValues) {
+      details.push({ path: valuePath, message: `At most ${LIMITS.listValues} values` });
+    } else if (SEGMENT_OPERATORS.has(c.operator)) {
+      if (!segmentKeys!.has(c.value as string)) details.push({ path: valuePath, message: `Unknown segment ${JSON.stringify(c.value)} in this project` });
+    } else {
+      const problem = operandProblem(c.operator, c.value);
+      if (problem !== null) details.push({ path: valuePath, message: problem });
+    }
   });
   return details;
 }
@@ -270,6 +298,10 @@ export function foldCase(text: string): string {
 
 const ASCII = /^[\x00-\x7f]*$/;
 
+const NO_KEYS: ReadonlySet<string> = new Set();
+/** Stands for the stored rules' segments: every key passes. */
+const ALL_KEYS: ReadonlySet<string> = { has: () => true } as unknown as ReadonlySet<string>;
+
 const UNSET = { enabled: false, rolloutPercentage: null };
 
 /** A change-log entry of a flag (`environment`: of its state there). */
@@ -286,6 +318,12 @@ export interface FlagServiceDeps {
 export type FlagService = ReturnType<typeof flagService>;
 
 export function flagService({ flags, projects, clock }: FlagServiceDeps) {
+  /**
+   * The project's segment keys, read in the write's transaction, when the rules name segments
+   * (else none is read): a segment deleted meanwhile is refused here, as its delete refuses a used one.
+   */
+  const keysFor = (reads: FlagWriteReads, rules: readonly RuleInput[] | undefined): ReadonlySet<string> =>
+    rules?.some((r) => r.conditions?.some((c) => SEGMENT_OPERATORS.has(c.operator))) ? reads.segmentKeys() : NO_KEYS;
   const flagIn = (project: Project, key: string, flag: Flag | undefined): Flag => {
     if (!flag) throw notFound(`Flag ${key} in project ${project.slug}`);
     return flag;
@@ -324,8 +362,6 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
       const project = await requireProject(projects, slug);
       const variants = input.variants ?? [];
       const rules = input.rules ?? [];
-      const details = checkDefinition(variants, rules, "body.variants", "body.rules");
-      if (details.length > 0) throw validationError("Invalid flag", details);
       const now = iso(clock.now());
       const flag = flagOf({
         id: newId("flag"),
@@ -339,31 +375,30 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
         createdAt: now,
         updatedAt: now,
       });
-      // Checked in the write's transaction, against the flags as they are there.
-      const check =
-        flag.prerequisites === undefined
-          ? undefined
-          : (links: () => FlagLink[]) => {
-              const problems = checkPrerequisites(flag.key, flag.prerequisites!, links());
-              if (problems.length > 0) throw validationError("Invalid flag", problems);
-            };
-      const created = await flags.create(author, project.id, flag, flagChange(project, flag, "created", whole({ ...flag }, "created")), check);
+      // Checked in full before anything is stored, in the write's transaction: against the
+      // project's flags (prerequisites) and segment keys (in_segment) as they are there.
+      const created = await flags.create(author, project.id, flag, flagChange(project, flag, "created", whole({ ...flag }, "created")), (reads) => {
+        const details = checkDefinition(variants, rules, "body.variants", "body.rules", keysFor(reads, rules));
+        if (details.length === 0 && flag.prerequisites !== undefined) details.push(...checkPrerequisites(flag.key, flag.prerequisites, reads.links()));
+        if (details.length > 0) throw validationError("Invalid flag", details);
+      });
       if (!created) throw conflict(`Flag ${input.key} already exists in project ${slug}`);
       return flag;
     },
 
     async updateFlag(author: Author, slug: string, key: string, patch: FlagPatchInput): Promise<Flag> {
       const project = await requireProject(projects, slug);
-      return flags.update(author, project.id, key, (found, links) => {
+      return flags.update(author, project.id, key, (found, reads) => {
         const current = flagIn(project, key, found);
         const variants = patch.variants ?? current.variants;
         const rules = patch.rules ?? current.rules;
         const prerequisites = patch.prerequisites === undefined ? current.prerequisites : patch.prerequisites === null ? undefined : normalizePrerequisites(patch.prerequisites);
         // Stored rules are checked too: new variants must still cover the variants they serve.
-        const details = checkDefinition(variants, rules, "body.variants", patch.rules ? "body.rules" : null);
+        // Stored rules name segments that exist (a used segment cannot be deleted): only new rules are checked for them.
+        const details = checkDefinition(variants, rules, "body.variants", patch.rules ? "body.rules" : null, patch.rules ? keysFor(reads, patch.rules) : ALL_KEYS);
         // The project's flags are read only when prerequisites or variants change.
         if (details.length === 0 && (patch.prerequisites != null || patch.variants !== undefined)) {
-          const all = links();
+          const all = reads.links();
           if (patch.variants !== undefined) details.push(...requiredVariants(key, variants, all));
           if (patch.prerequisites != null) details.push(...checkPrerequisites(key, prerequisites ?? [], all));
         }

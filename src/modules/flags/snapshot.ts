@@ -1,8 +1,8 @@
 /**
  * Keeps the evaluation snapshot (src/evaluation/snapshot.ts) in step with the change log: filled
  * whole at start-up, then a subscriber of every commit (src/changes/bus.ts): a flag's entry
- * recompiles that flag, a state's entry that state, a project's or an environment's entry reads
- * the project again. It runs before the writer answers (read-your-writes), never on evaluation.
+ * recompiles that flag, a state's entry that state, a segment's entry that segment and every
+ * flag of its project that uses it, a project's or an environment's entry reads the project again. It runs before the writer answers (read-your-writes), never on evaluation.
  */
 import type { Subscriber } from "../../changes/bus";
 import type { ChangeEntry, Changes } from "../../changes/entry";
@@ -54,6 +54,16 @@ async function apply(snapshot: Snapshot, source: SnapshotSource, entries: readon
         }
         const def = await source.definition(resource.id);
         if (def) snapshot.putFlag(project.id, def);
+        break;
+      }
+      case "segment": {
+        // A used segment cannot be deleted: no flag holds a deleted one.
+        if (action === "deleted") {
+          snapshot.removeSegment(project.id, resource.key!);
+          break;
+        }
+        const def = await source.segment(resource.id);
+        if (def) snapshot.putSegment(project.id, def);
         break;
       }
       case "flag_state": {

@@ -10,9 +10,9 @@ import { and, asc, eq, exists, isNotNull, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { prepared } from "../../db/client";
-import { environments, flags, flagStates, projects } from "../../db/schema";
+import { environments, flags, flagStates, projects, segments } from "../../db/schema";
 import type { ProjectData } from "../../evaluation/snapshot";
-import { DEFAULT_BUCKET_BY, type FlagDefinition, type FlagState as StateValues, type Prerequisite, type Rule, type Variant } from "../../evaluation/types";
+import { DEFAULT_BUCKET_BY, type FlagDefinition, type FlagState as StateValues, type Prerequisite, type Rule, type SegmentDefinition, type Variant } from "../../evaluation/types";
 
 export interface Flag {
   id: string;
@@ -39,6 +39,14 @@ export interface FlagLink {
 
 export type FlagSummary = Pick<Flag, "id" | "key" | "name" | "createdAt" | "updatedAt">;
 
+/** What a flag write checks against, each read in the write's transaction when called. */
+export interface FlagWriteReads {
+  /** The project's flags as prerequisites see them. */
+  links(): FlagLink[];
+  /** The project's segment keys: what in_segment may name (a segment deleted meanwhile cannot slip through). */
+  segmentKeys(): ReadonlySet<string>;
+}
+
 /** A stored state row. */
 export interface StateRow {
   enabled: boolean;
@@ -56,12 +64,10 @@ export interface FlagStore {
   state(flagId: string, environmentId: string): Promise<StateRow | undefined>;
   /**
    * The new flag, unless its key is taken in the project (false). `check`, when given, runs in
-   * the write's transaction with the project's flags as links (read when it asks) and throws to
-   * refuse.
+   * the write's transaction first and throws to refuse.
    */
-  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft, check?: (links: () => FlagLink[]) => void): Promise<boolean>;
-  /** `links`: the project's flags as prerequisites see them, read in the transaction when `decide` asks. */
-  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, links: () => FlagLink[]) => Written<Flag>): Promise<Flag>;
+  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft, check?: (reads: FlagWriteReads) => void): Promise<boolean>;
+  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, reads: FlagWriteReads) => Written<Flag>): Promise<Flag>;
   /** The flag and (cascade) its states; `decide` sees the states it had and the keys of the flags that have it as a prerequisite. */
   remove(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, states: StatesBySlug, dependants: string[]) => ChangeDraft): Promise<void>;
   putState(
@@ -78,6 +84,8 @@ export interface SnapshotSource {
   /** A project's environments, flags and states; undefined once it is gone. */
   project(projectId: string): Promise<ProjectData | undefined>;
   definition(flagId: string): Promise<FlagDefinition | undefined>;
+  /** A segment as the engine compiles it (docs/targeting.md, Segments); undefined once it is gone. */
+  segment(segmentId: string): Promise<SegmentDefinition | undefined>;
   /** The state of a flag in the project's environment of this slug (undefined: no row, or gone). */
   stateIn(flagId: string, projectId: string, environment: string): Promise<{ environmentId: string; state: StateValues | null } | undefined>;
 }
@@ -215,26 +223,29 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     return this.q.state.get({ flagId, environmentId });
   }
 
-  /** The project's flags as prerequisites are checked against them (in a write's transaction). */
-  private linksNow(projectId: string): FlagLink[] {
-    return this.q.links.all({ projectId }).map((r) => ({ key: r.key, variants: r.variants.map((v) => v.key), prerequisites: r.prerequisites ?? [] }));
+  /** What a write of the project's flags checks against, read in its transaction when asked. */
+  private readsOf(projectId: string): FlagWriteReads {
+    return {
+      links: () => this.q.links.all({ projectId }).map((r) => ({ key: r.key, variants: r.variants.map((v) => v.key), prerequisites: r.prerequisites ?? [] })),
+      segmentKeys: () => new Set(this.log.store.db.select({ key: segments.key }).from(segments).where(eq(segments.projectId, projectId)).all().map((r) => r.key)),
+    };
   }
 
-  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft, check?: (links: () => FlagLink[]) => void): Promise<boolean> {
+  create(author: Author, projectId: string, flag: Flag, change: ChangeDraft, check?: (reads: FlagWriteReads) => void): Promise<boolean> {
     return this.log.create(
       author,
       () => {
-        check?.(() => this.linksNow(projectId));
+        check?.(this.readsOf(projectId));
         this.log.store.db.insert(flags).values({ ...flag, projectId }).run();
       },
       change,
     );
   }
 
-  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, links: () => FlagLink[]) => Written<Flag>): Promise<Flag> {
+  update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, reads: FlagWriteReads) => Written<Flag>): Promise<Flag> {
     return this.log.commit(author, () => {
       const current = this.findNow(projectId, key);
-      const written = decide(current, () => this.linksNow(projectId));
+      const written = decide(current, this.readsOf(projectId));
       if (written.changes.length > 0) {
         const { name, description, variants, rules, bucketBy, prerequisites, updatedAt } = written.result;
         // Prepared once: built by drizzle on each call, this update cost a PATCH ~0.2 ms.
@@ -311,7 +322,12 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
       .where(eq(flags.projectId, projectId))
       .all()
       .map(({ flagKey, environmentId, enabled, rolloutPercentage }) => ({ flagKey, environmentId, state: { enabled, rolloutPercentage } }));
-    return { environmentIds: envs.map((e) => e.id), environmentSlugs: envs.map((e) => e.slug), flags: defs, states };
+    const segs = db
+      .select({ key: segments.key, conditions: segments.conditions, included: segments.included, excluded: segments.excluded })
+      .from(segments)
+      .where(eq(segments.projectId, projectId))
+      .all();
+    return { environmentIds: envs.map((e) => e.id), environmentSlugs: envs.map((e) => e.slug), flags: defs, states, segments: segs };
   }
 
   projectIdsNow(): string[] {
@@ -324,6 +340,14 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
 
   async definition(flagId: string): Promise<FlagDefinition | undefined> {
     return this.q.definition.get({ flagId });
+  }
+
+  async segment(segmentId: string): Promise<SegmentDefinition | undefined> {
+    return this.log.store.db
+      .select({ key: segments.key, conditions: segments.conditions, included: segments.included, excluded: segments.excluded })
+      .from(segments)
+      .where(eq(segments.id, segmentId))
+      .get();
   }
 
   async stateIn(flagId: string, projectId: string, environment: string): Promise<{ environmentId: string; state: StateValues | null } | undefined> {

@@ -3,7 +3,8 @@
  *
  * - OFREP change streams (`GET /ofrep/v1/events`): one `refetchEvaluation` message per commit
  *   that changes what the environment evaluates to (a flag of its project created, updated or
- *   deleted; its own state of a flag), with the commit's last such position as id and etag.
+ *   deleted; a segment of its project changed, as a change of every flag that uses it; its own
+ *   state of a flag), with the commit's last such position as id and etag.
  * - Definitions streams (`GET /v1/definitions/stream`): a `put` of the whole environment, then
  *   one `patch` per such commit with the current records of the flags it touched, read once per
  *   environment after the commit and fanned out to every stream of that environment.
@@ -20,7 +21,7 @@ import type { StreamBinding } from "../../http/credentials";
 import type { Clock } from "../../lib/clock";
 import type { Logger } from "../../lib/log";
 import { encode, PING, SseStream } from "./sse";
-import type { Definitions, DefinitionsStore, EnvironmentChange, FlagRecord } from "./store";
+import type { Definitions, DefinitionsStore, EnvironmentChange, FlagRecord, SegmentRecord } from "./store";
 
 /** Every stream gets a `: ping` comment this often, and its credential is checked again. */
 export const HEARTBEAT_MS = 15_000;
@@ -70,8 +71,9 @@ export const refetchEvaluation = (position: number, at: number) =>
 
 export const putEvent = (d: Definitions) => `event: put\nid: ${d.version}\ndata: ${JSON.stringify(d)}\n\n`;
 
-export const patchEvent = (version: number, flags: readonly FlagRecord[], deleted: readonly string[]) =>
-  `event: patch\nid: ${version}\ndata: ${JSON.stringify({ version, flags, deleted })}\n\n`;
+/** `segments`: those the patch's flags use (docs/streams.md); omitted when none. */
+export const patchEvent = (version: number, flags: readonly FlagRecord[], deleted: readonly string[], segments: readonly SegmentRecord[] = []) =>
+  `event: patch\nid: ${version}\ndata: ${JSON.stringify(segments.length > 0 ? { version, flags, deleted, segments } : { version, flags, deleted })}\n\n`;
 
 /** A `Last-Event-ID` as a position: digits only, else null (a fresh start). */
 export function positionOf(lastEventId: string | null | undefined): number | null {
@@ -179,15 +181,14 @@ export class StreamHub {
    * what was deleted.
    */
   readonly subscriber = (entries: readonly ChangeEntry[]): void => {
-    const touched = new Map<EnvironmentState, { position: number; at: number; keys: Set<string> }>();
+    const touched = new Map<EnvironmentState, { position: number; at: number; keys: Set<string>; segments: Set<string> }>();
     const touch = (env: EnvironmentState, e: ChangeEntry) => {
-      const t = touched.get(env);
-      if (t === undefined) touched.set(env, { position: e.position, at: Date.parse(e.at), keys: new Set([e.resource.key!]) });
-      else {
-        t.position = e.position;
-        t.at = Date.parse(e.at);
-        t.keys.add(e.resource.key!);
-      }
+      let t = touched.get(env);
+      if (t === undefined) touched.set(env, (t = { position: e.position, at: Date.parse(e.at), keys: new Set(), segments: new Set() }));
+      t.position = e.position;
+      t.at = Date.parse(e.at);
+      // A segment's entry touches the flags that use it: found when the patch is read.
+      (e.resource.type === "segment" ? t.segments : t.keys).add(e.resource.key!);
     };
     for (const e of entries) {
       if (e.position > this.seen) this.seen = e.position;
@@ -210,6 +211,7 @@ export class StreamHub {
           }
           break;
         case "flag":
+        case "segment":
           for (const env of this.projects.get(projectId) ?? []) touch(env, e);
           break;
         case "flag_state":
@@ -225,18 +227,18 @@ export class StreamHub {
         const chunk = encode(refetchEvaluation(t.position, t.at));
         for (const s of env.changes) s.sse.write(chunk);
       }
-      if (env.definitions.size > 0) this.schedulePatch(env, t.position, [...t.keys].sort());
+      if (env.definitions.size > 0) this.schedulePatch(env, t.position, [...t.keys].sort(), [...t.segments]);
     }
     if (this.waiters.length > 0) for (const w of this.waiters.filter((w) => w.position <= this.seen)) w.done(true);
   };
 
-  private schedulePatch(env: EnvironmentState, position: number, keys: string[]): void {
+  private schedulePatch(env: EnvironmentState, position: number, keys: string[], segments: string[]): void {
     this.patches = this.patches
       .then(async () => {
         if (env.definitions.size === 0) return;
-        const flags = await this.store.records(env.projectId, env.id, keys);
-        const present = new Set(flags.map((f) => f.key));
-        const chunk = encode(patchEvent(position, flags, keys.filter((k) => !present.has(k))));
+        const records = await this.store.records(env.projectId, env.id, keys, segments);
+        const present = new Set(records.flags.map((f) => f.key));
+        const chunk = encode(patchEvent(position, records.flags, keys.filter((k) => !present.has(k)), records.segments));
         for (const s of env.definitions) deliver(s, position, chunk);
       })
       .catch((e) => this.log.error("definitions stream: a patch failed", { error: e instanceof Error ? e.message : String(e) }));
@@ -295,7 +297,7 @@ export class StreamHub {
       if (resume === undefined) return stream.sse.close();
       position = resume.position;
       if (resume.kind === "full") first = putEvent(resume.definitions);
-      else first = resume.last > 0 ? patchEvent(resume.last, resume.flags, resume.deleted) : null;
+      else first = resume.last > 0 ? patchEvent(resume.last, resume.flags, resume.deleted, resume.segments) : null;
     }
     if (first !== null) stream.sse.write(encode(first));
     stream.after = position;

@@ -5,7 +5,7 @@
  */
 import { t } from "elysia";
 import { ResponseInt } from "../../http/schema";
-import { Prerequisite, Rule, Variant } from "../flags/model";
+import { Condition, Prerequisite, Rule, Variant } from "../flags/model";
 
 export const FlagRecord = t.Object(
   {
@@ -29,12 +29,23 @@ export const FlagRecord = t.Object(
   { title: "FlagRecord", description: "A flag as local evaluation needs it (src/evaluation/types.ts FlagDefinition and FlagState)" },
 );
 
+export const SegmentRecord = t.Object(
+  {
+    key: t.String(),
+    conditions: t.Array(Condition, { description: "AND-ed; none: only included users are members" }),
+    included: t.Array(t.String(), { description: "User ids that are members whatever the conditions" }),
+    excluded: t.Array(t.String(), { description: "User ids that are not members unless included" }),
+  },
+  { title: "SegmentRecord", description: "A segment as local evaluation needs it (docs/targeting.md, Segments; src/evaluation/types.ts SegmentDefinition)" },
+);
+
 export const Definitions = t.Object(
   {
     version: ResponseInt({ description: "The change log's last position when this was read (in the same read): resume a stream after it with Last-Event-ID" }),
     project: t.String({ description: "Project slug" }),
     environment: t.String({ description: "Environment slug" }),
     flags: t.Array(FlagRecord, { description: "Every flag of the project, ordered by key" }),
+    segments: t.Array(SegmentRecord, { description: "The segments the flags' rules name (in_segment, not_in_segment), ordered by key; empty when none" }),
   },
   { title: "Definitions" },
 );

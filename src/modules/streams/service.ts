@@ -24,7 +24,8 @@ export interface StreamsServiceDeps {
 export type StreamsService = ReturnType<typeof streamsService>;
 
 /** The strong ETag of a definitions answer: a hash of its flags (two reads of the same flags agree whatever the version). */
-export const etagOf = (d: Definitions): string => `"${createHash("sha256").update(JSON.stringify(d.flags)).digest("base64url")}"`;
+export const etagOf = (d: Definitions): string =>
+  `"${createHash("sha256").update(JSON.stringify(d.segments.length > 0 ? [d.flags, d.segments] : d.flags)).digest("base64url")}"`;
 
 /** Whether an `If-None-Match` value names `etag` (`*`, or a list; compared weakly, as RFC 9110 says for this header). */
 export function noneMatch(header: string | null, etag: string): boolean {

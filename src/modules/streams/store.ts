@@ -6,7 +6,7 @@
  */
 import type { Database } from "bun:sqlite";
 import type { Store } from "../../db/client";
-import type { FlagState, Prerequisite, Rule, Variant } from "../../evaluation/types";
+import { segmentKeysOf, type Condition, type FlagState, type Prerequisite, type Rule, type SegmentDefinition, type Variant } from "../../evaluation/types";
 
 /** A flag as local evaluation needs it: its definition as stored, and its state in the environment. */
 export interface FlagRecord {
@@ -22,12 +22,27 @@ export interface FlagRecord {
   state: FlagState;
 }
 
-/** Every flag of one environment, by key, as of change-log position `version`. */
+/** A segment as local evaluation needs it (docs/targeting.md, Segments): what in_segment/not_in_segment compile against. */
+export interface SegmentRecord extends SegmentDefinition {
+  conditions: Condition[];
+  included: string[];
+  excluded: string[];
+}
+
+/** Every flag of one environment, by key, as of change-log position `version`, and the segments they use. */
 export interface Definitions {
   version: number;
   project: string;
   environment: string;
   flags: FlagRecord[];
+  /** The segments the flags' rules name, by key (none: empty). */
+  segments: SegmentRecord[];
+}
+
+/** Flags' current records and the segments they use: what a patch carries. */
+export interface Records {
+  flags: FlagRecord[];
+  segments: SegmentRecord[];
 }
 
 /**
@@ -37,7 +52,7 @@ export interface Definitions {
  * exist), or the whole environment when the log cannot tell.
  */
 export type Resume =
-  | { kind: "patch"; position: number; last: number; flags: FlagRecord[]; deleted: string[] }
+  | { kind: "patch"; position: number; last: number; flags: FlagRecord[]; deleted: string[]; segments: SegmentRecord[] }
   | { kind: "full"; position: number; definitions: Definitions };
 
 /** Where a stream's environment stands: its last change that alters evaluation (`position`, `at` in ms; 0 for none retained). */
@@ -52,8 +67,12 @@ export interface EnvironmentChange {
 export interface DefinitionsStore {
   /** The environment's flags and the change log's last position, in one read; undefined once the environment is gone. */
   environment(environmentId: string): Promise<Definitions | undefined>;
-  /** The current records of these flags of the project, in that environment, by key (missing keys: deleted). */
-  records(projectId: string, environmentId: string, keys: readonly string[]): Promise<FlagRecord[]>;
+  /**
+   * The current records of these flags of the project, in that environment, by key (missing keys:
+   * deleted), with those of every flag that uses one of `segments` (segments changed), and the
+   * segments all these flags use.
+   */
+  records(projectId: string, environmentId: string, keys: readonly string[], segments?: readonly string[]): Promise<Records>;
   /**
    * What changed in the environment after position `after`, in one read: a patch when the log
    * holds every entry after it and at most `limit` of them touch the environment; else (a gap
@@ -85,10 +104,18 @@ const ALL_RECORDS_SQL = `SELECT ${RECORD_COLUMNS} WHERE f.project_id = ?1 ORDER 
 const SOME_RECORDS_SQL = `SELECT ${RECORD_COLUMNS} WHERE f.project_id = ?1 AND f.key IN (SELECT value FROM json_each(?3)) ORDER BY f.key`;
 const ENVIRONMENT_SQL = `SELECT e.slug AS environment, p.id AS projectId, p.slug AS project FROM environments e JOIN projects p ON p.id = e.project_id WHERE e.id = ?1`;
 const LAST_POSITION_SQL = "SELECT coalesce(max(position), 0) AS p FROM change_log";
-/** The entries after ?1 that touch the environment's flags: every flag entry of the project, the state entries of that environment. */
-const TOUCHING_SQL = `SELECT position, resource_key AS key FROM change_log
-  WHERE position > ?1 AND project_id = ?2 AND (resource_type = 'flag' OR (resource_type = 'flag_state' AND environment = ?3))
+/**
+ * The entries after ?1 that touch the environment's flags: every flag entry of the project, the
+ * state entries of that environment, every segment entry of the project (it touches the flags that use it).
+ */
+const TOUCHING_SQL = `SELECT position, resource_type AS type, resource_key AS key FROM change_log
+  WHERE position > ?1 AND project_id = ?2 AND (resource_type IN ('flag', 'segment') OR (resource_type = 'flag_state' AND environment = ?3))
   ORDER BY position LIMIT ?4`;
+/** The keys of the project's flags whose rules name one of the segments ?2 (a JSON array of keys). */
+const USING_SQL = `SELECT DISTINCT f.key AS key FROM flags f, json_each(f.rules) r, json_each(r.value, '$.conditions') c
+  WHERE f.project_id = ?1 AND json_extract(c.value, '$.operator') IN ('in_segment', 'not_in_segment')
+  AND json_extract(c.value, '$.value') IN (SELECT value FROM json_each(?2))`;
+const SEGMENTS_SQL = `SELECT key, conditions, included, excluded FROM segments WHERE project_id = ?1 AND key IN (SELECT value FROM json_each(?2)) ORDER BY key`;
 const COUNT_AFTER_SQL = "SELECT count(*) AS n FROM change_log WHERE position > ?1";
 
 const recordOf = (r: RecordRow): FlagRecord => ({
@@ -120,20 +147,34 @@ export class SqliteDefinitionsStore implements DefinitionsStore {
     const env = this.sqlite.query<{ environment: string; projectId: string; project: string }, [string]>(ENVIRONMENT_SQL).get(environmentId);
     if (!env) return undefined;
     const flags = this.sqlite.query<RecordRow, [string, string]>(ALL_RECORDS_SQL).all(env.projectId, environmentId).map(recordOf);
-    return { version: this.lastPosition(), project: env.project, environment: env.environment, flags };
+    return { version: this.lastPosition(), project: env.project, environment: env.environment, flags, segments: this.segmentsOf(env.projectId, flags) };
   }
 
-  private recordsNow(projectId: string, environmentId: string, keys: readonly string[]): FlagRecord[] {
-    if (keys.length === 0) return [];
-    return this.sqlite.query<RecordRow, [string, string, string]>(SOME_RECORDS_SQL).all(projectId, environmentId, JSON.stringify(keys)).map(recordOf);
+  /** The segments the flags' rules name. */
+  private segmentsOf(projectId: string, flags: readonly FlagRecord[]): SegmentRecord[] {
+    const keys = new Set<string>();
+    for (const f of flags) for (const k of segmentKeysOf(f.rules)) keys.add(k);
+    if (keys.size === 0) return [];
+    return this.sqlite
+      .query<{ key: string; conditions: string; included: string; excluded: string }, [string, string]>(SEGMENTS_SQL)
+      .all(projectId, JSON.stringify([...keys]))
+      .map((r) => ({ key: r.key, conditions: JSON.parse(r.conditions), included: JSON.parse(r.included), excluded: JSON.parse(r.excluded) }));
+  }
+
+  private recordsNow(projectId: string, environmentId: string, keys: readonly string[], segments: readonly string[] = []): Records {
+    const all = new Set(keys);
+    if (segments.length > 0) for (const r of this.sqlite.query<{ key: string }, [string, string]>(USING_SQL).all(projectId, JSON.stringify(segments))) all.add(r.key);
+    if (all.size === 0) return { flags: [], segments: [] };
+    const flags = this.sqlite.query<RecordRow, [string, string, string]>(SOME_RECORDS_SQL).all(projectId, environmentId, JSON.stringify([...all])).map(recordOf);
+    return { flags, segments: this.segmentsOf(projectId, flags) };
   }
 
   async environment(environmentId: string): Promise<Definitions | undefined> {
     return this.read(() => this.environmentNow(environmentId));
   }
 
-  async records(projectId: string, environmentId: string, keys: readonly string[]): Promise<FlagRecord[]> {
-    return this.read(() => this.recordsNow(projectId, environmentId, keys));
+  async records(projectId: string, environmentId: string, keys: readonly string[], segments: readonly string[] = []): Promise<Records> {
+    return this.read(() => this.recordsNow(projectId, environmentId, keys, segments));
   }
 
   async resume(environmentId: string, after: number, limit: number): Promise<Resume | undefined> {
@@ -147,19 +188,20 @@ export class SqliteDefinitionsStore implements DefinitionsStore {
       const { n } = this.sqlite.query<{ n: number }, [number]>(COUNT_AFTER_SQL).get(after)!;
       if (n !== position - after) return full();
       const touching = this.sqlite
-        .query<{ position: number; key: string }, [number, string, string, number]>(TOUCHING_SQL)
+        .query<{ position: number; type: string; key: string }, [number, string, string, number]>(TOUCHING_SQL)
         .all(after, env.projectId, env.environment, limit + 1);
       if (touching.length > limit) return full();
-      const keys = [...new Set(touching.map((t) => t.key))].sort();
-      const flags = this.recordsNow(env.projectId, environmentId, keys);
+      const keys = [...new Set(touching.filter((t) => t.type !== "segment").map((t) => t.key))].sort();
+      const segments = [...new Set(touching.filter((t) => t.type === "segment").map((t) => t.key))];
+      const { flags, segments: used } = this.recordsNow(env.projectId, environmentId, keys, segments);
       const present = new Set(flags.map((f) => f.key));
-      return { kind: "patch", position, last: touching.at(-1)?.position ?? 0, flags, deleted: keys.filter((k) => !present.has(k)) };
+      return { kind: "patch", position, last: touching.at(-1)?.position ?? 0, flags, deleted: keys.filter((k) => !present.has(k)), segments: used };
     });
   }
 
   /**
    * Every environment and its last change that alters evaluation (start-up: the stream hub's
-   * `lastChange`): the newest of its project's flag entries and project creation, and of its
+   * `lastChange`): the newest of its project's flag and segment entries and project creation, and of its
    * own state entries and creation. The log is walked newest first and the walk stops once
    * every environment is placed (usually after a few entries; the whole log only when some
    * environment has no such entry left).
@@ -189,7 +231,7 @@ export class SqliteDefinitionsStore implements DefinitionsStore {
     for (const row of rows) {
       const envs = byProject.get(row.projectId);
       if (envs === undefined) continue;
-      if (row.type === "flag" || (row.type === "project" && row.action === "created")) for (const e of envs) place(e, row);
+      if (row.type === "flag" || row.type === "segment" || (row.type === "project" && row.action === "created")) for (const e of envs) place(e, row);
       else if (row.type === "flag_state") {
         const e = envs.find((x) => x.slug === row.environment);
         if (e) place(e, row);
