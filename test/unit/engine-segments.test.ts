@@ -137,6 +137,7 @@ describe("the snapshot: a segment change recompiles the flags that use it", () =
   test("putSegment: users compiled again, others untouched; a flag that stops using it is no longer recompiled", () => {
     const s = new Snapshot();
     s.setProject("p", {
+      slug: "p",
       environmentIds: [ENV],
       environmentSlugs: ["production"],
       flags: [uses("a"), uses("b"), uses("c", "other"), plain],

@@ -5,7 +5,8 @@
  * live sessions (src/modules/testing/live.ts), given by the composition root (server.ts).
  * Every call hands the engine the environment's entries and the session's overrides: a flag
  * with prerequisites evaluates them there (docs/targeting.md, Prerequisites); each flag of a
- * batch or bulk evaluation is evaluated on its own.
+ * batch or bulk evaluation is evaluated on its own. Each result of a flag that exists is
+ * counted on the entry's counter (src/evaluation/counts.ts: /metrics and insights).
  */
 import { DISABLED_STATE, evaluate, type CompiledFlag } from "../../evaluation/engine";
 import type { Snapshot } from "../../evaluation/snapshot";
@@ -67,6 +68,7 @@ export class EvaluationService {
     const entry = entries?.get(flagKey);
     const context = body.context ?? EMPTY_CONTEXT;
     const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey), undefined, entries, overrides);
+    entry?.counter.add(result, now);
     if (this.records.wants(key.projectId)) this.records.add(key.projectId, key.environmentSlug, result, userIdOf(context));
     return result;
   }
@@ -86,7 +88,9 @@ export class EvaluationService {
       const flagKey = flags[i]!;
       if (results[flagKey] !== undefined) continue;
       const entry = entries?.get(flagKey);
-      results[flagKey] = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, evaluatedAt, overrides?.get(flagKey), undefined, entries, overrides);
+      const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, evaluatedAt, overrides?.get(flagKey), undefined, entries, overrides);
+      entry?.counter.add(result, now);
+      results[flagKey] = result;
     }
     if (this.records.wants(key.projectId)) {
       const userId = userIdOf(context);
@@ -106,6 +110,7 @@ export class EvaluationService {
     const entries = this.snapshot.environment(key.environmentId);
     const entry = entries?.get(flagKey);
     const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey), undefined, entries, overrides);
+    entry?.counter.add(result, now);
     if (this.records.wants(key.projectId)) this.records.add(key.projectId, key.environmentSlug, result, userIdOf(context));
     return { result, flag: entry?.flag };
   }
@@ -120,8 +125,10 @@ export class EvaluationService {
     const evaluatedAt = this.stamp(now);
     const out: Evaluated[] = [];
     for (const flagKey of [...entries.keys()].sort()) {
-      const { flag, state } = entries.get(flagKey)!;
-      out.push({ result: evaluate(flag, flagKey, state, context, evaluatedAt, overrides?.get(flagKey), undefined, entries, overrides), flag });
+      const { flag, state, counter } = entries.get(flagKey)!;
+      const result = evaluate(flag, flagKey, state, context, evaluatedAt, overrides?.get(flagKey), undefined, entries, overrides);
+      counter.add(result, now);
+      out.push({ result, flag });
     }
     if (this.records.wants(key.projectId)) {
       const userId = userIdOf(context);

@@ -307,7 +307,8 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
   /** Synchronous: start-up fills the snapshot before it listens. */
   projectNow(projectId: string): ProjectData | undefined {
     const { db } = this.log.store;
-    if (!db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).get()) return undefined;
+    const project = db.select({ slug: projects.slug }).from(projects).where(eq(projects.id, projectId)).get();
+    if (!project) return undefined;
     const envs = db.select({ id: environments.id, slug: environments.slug }).from(environments).where(eq(environments.projectId, projectId)).orderBy(sql`rowid`).all();
     const defs = db
       .select({ key: flags.key, variants: flags.variants, rules: flags.rules, bucketBy: flags.bucketBy, prerequisites: flags.prerequisites })
@@ -327,7 +328,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
       .from(segments)
       .where(eq(segments.projectId, projectId))
       .all();
-    return { environmentIds: envs.map((e) => e.id), environmentSlugs: envs.map((e) => e.slug), flags: defs, states, segments: segs };
+    return { slug: project.slug, environmentIds: envs.map((e) => e.id), environmentSlugs: envs.map((e) => e.slug), flags: defs, states, segments: segs };
   }
 
   projectIdsNow(): string[] {
