@@ -48,6 +48,12 @@ export interface Config {
   /** Days an audit-log entry is kept; 0: forever. */
   auditRetentionDays: number;
   rateLimits: Record<RateLimitKind, number>;
+  /** The bearer token that may read `/metrics` (besides admin keys); unset: admin keys only. */
+  metricsToken: string | undefined;
+  /** `/metrics` without any credential. */
+  metricsPublic: boolean;
+  /** Seconds a stopping server keeps serving with `/readyz` at 503 before it stops listening. */
+  shutdownDelaySeconds: number;
   logLevel: LogLevel;
   logFormat: LogFormat;
 }
@@ -289,6 +295,27 @@ export const OPTIONS = [
       }
       return limits;
     },
+  }),
+  opt({
+    key: "metricsToken", env: "SVC_METRICS_TOKEN", flag: "--metrics-token", defaultText: "unset", secret: true,
+    description: "Bearer token that may read `/metrics` (besides admin keys): 32 to 256 characters of `A-Za-z0-9._~+/=-`",
+    fallback: () => undefined,
+    parse: (raw) => {
+      if (!/^[A-Za-z0-9._~+/=-]{32,256}$/.test(raw)) throw new Invalid("must be 32 to 256 characters of A-Za-z0-9._~+/=-");
+      return raw;
+    },
+  }),
+  opt({
+    key: "metricsPublic", env: "SVC_METRICS_PUBLIC", flag: "--metrics-public", defaultText: "false", boolean: true,
+    description: "`true`: `/metrics` needs no credential (for a scraper on a private network only)",
+    fallback: () => false,
+    parse: bool,
+  }),
+  opt({
+    key: "shutdownDelaySeconds", env: "SVC_SHUTDOWN_DELAY_SECONDS", flag: "--shutdown-delay-seconds", defaultText: "0",
+    description: "On SIGTERM, seconds to keep serving with `/readyz` answering 503 (so that load balancers stop sending) before the drain, 0 to 300",
+    fallback: () => 0,
+    parse: (raw) => integer(raw, 0, 300, "a whole number of seconds"),
   }),
   opt({
     key: "logLevel", env: "SVC_LOG_LEVEL", flag: "--log-level", defaultText: "info",

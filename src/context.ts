@@ -32,6 +32,9 @@ import type { IntegrationSink } from "./modules/integrations/sender";
 import type { StreamHub } from "./modules/streams/hub";
 import type { SqliteDefinitionsStore } from "./modules/streams/store";
 import type { StreamTokens } from "./modules/streams/tokens";
+import type { RequestCounts } from "./http/request-counts";
+import type { LoginRefusal, Tally } from "./modules/metrics/counts";
+import type { Readiness } from "./modules/health/service";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -101,6 +104,12 @@ export interface AppContext extends Store {
   streamTokens: StreamTokens;
   /** Monotonic start, for uptime. */
   startedAt: number;
+  /** `/metrics`' request counts, written by the pipeline and the hot routes. */
+  requests: RequestCounts;
+  /** `/metrics`' refused logins by cause, counted by the login. */
+  loginRefused: Tally<LoginRefusal>;
+  /** `/readyz`: starting, ready once the server listens, draining once it is asked to stop. */
+  readiness: Readiness;
   /** Stops the jobs, closes the database and releases the data-dir lock. */
   close(): void;
 }

@@ -36,6 +36,13 @@ import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
 import { evaluationRoutes } from "./modules/evaluation/routes";
 import { healthRoutes } from "./modules/health/routes";
+import { Readiness, type ThreadState } from "./modules/health/service";
+import { LOGIN_REFUSALS, Tally } from "./modules/metrics/counts";
+import { metricsRoutes } from "./modules/metrics/routes";
+import { createMetrics } from "./modules/metrics/service";
+import { SqliteMetricsStore } from "./modules/metrics/store";
+import { RequestCounts } from "./http/request-counts";
+import { VERSION } from "./version";
 import { flagsRoutes } from "./modules/flags/routes";
 import { loadSnapshot, snapshotSubscriber } from "./modules/flags/snapshot";
 import { flagService } from "./modules/flags/service";
@@ -140,8 +147,8 @@ export function createServices(ctx: AppContext) {
       deliveries: ctx.deliveries,
     }),
     testing: testingService({ sessions: stores.testSessions, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
-    /** What a login reads: the users by email, the token issuer. */
-    login: { users: stores.users, credentials: ctx.credentials, clock },
+    /** What a login reads: the users by email, the token issuer; where it counts refusals. */
+    login: { users: stores.users, credentials: ctx.credentials, clock, refused: ctx.loginRefused },
     // Evaluation step 1 reads the test sessions' overrides from memory.
     evaluation,
     ofrep: new OfrepService({ evaluation, changes: ctx.streams, streams: ctx.streamTokens, clock }),
@@ -165,16 +172,17 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
   // The hot routes (src/http/native.ts): `serve.routes` go to Bun's router ahead of the app's own;
   // a request to one of them that reaches the app is answered by the same handler.
   const cors = new Cors(config.corsOrigins);
-  const hot = hotRoutes({ admit, log, behindProxy, cors }, [
+  const hot = hotRoutes({ admit, log, behindProxy, cors, requests: ctx.requests }, [
     ...evaluationRoutes(services.evaluation),
     ...ofrepRoutes(services.ofrep),
   ]);
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes: hot.table } });
   return app
-    .use(pipeline({ log, behindProxy, routes: () => app.routes, admit, admitHeaders: RATE_LIMIT_HEADERS, hot: hot.match }))
+    .use(pipeline({ log, behindProxy, routes: () => app.routes, admit, admitHeaders: RATE_LIMIT_HEADERS, hot: hot.match, requests: ctx.requests }))
     .use(accessGuard())
     .use(docsRoutes(() => app))
-    .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite }))
+    .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite, readiness: ctx.readiness, detail: healthDetailDeps(ctx, services) }))
+    .use(metricsRoutes(metricsOf(ctx, services), config))
     .use(authRoutes({ ...services.login, behindProxy }))
     .use(usersRoutes(services.users))
     .use(adminKeysRoutes(services.adminKeys))
@@ -194,6 +202,36 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
 }
 
 export type App = ReturnType<typeof createApp>;
+
+/** `/metrics`: each metric read, at scrape time, from where it is counted or stored. */
+function metricsOf(ctx: AppContext, services: Services) {
+  return createMetrics({
+    snapshot: ctx.snapshot,
+    requests: ctx.requests,
+    deliveries: ctx.deliveries,
+    loginRefused: ctx.loginRefused,
+    store: new SqliteMetricsStore(ctx.sqlite),
+    schedules: services.schedules,
+    streams: ctx.streams,
+    databaseFile: join(ctx.config.dataDir, DB_FILE),
+    version: VERSION,
+    edition: ctx.config.edition,
+  });
+}
+
+/** What the admin detail of `/v1/health` reads. */
+function healthDetailDeps(ctx: AppContext, services: Services) {
+  const state = (thread: unknown): ThreadState =>
+    thread instanceof BackgroundThread || thread instanceof IntegrationThread ? (thread.running ? "running" : "restarting") : "in-process";
+  return {
+    sqlite: ctx.sqlite,
+    databaseFile: join(ctx.config.dataDir, DB_FILE),
+    store: new SqliteMetricsStore(ctx.sqlite),
+    schedules: services.schedules,
+    threads: () => ({ background: state(ctx.deliveries), integrations: state(ctx.integrations) }),
+    pluginWorkers: () => ctx.plugins.workers,
+  };
+}
 
 /**
  * The app's requests as the listening server dispatches them: the hot routes (Bun's router in
@@ -347,6 +385,9 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     streams,
     streamTokens,
     startedAt: performance.now(),
+    requests: new RequestCounts(),
+    loginRefused: new Tally(LOGIN_REFUSALS),
+    readiness: new Readiness(),
     close() {
       streams.close();
       catalog.close();
@@ -442,11 +483,16 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       else void pruneAuditLog(ctx.stores.audit, ctx.clock.now(), config.auditRetentionDays);
     });
 
+    // Migrated, snapshot loaded, listening, jobs scheduled: `/readyz` answers 200.
+    ctx.readiness.listening();
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
         const server = app.server!;
-        await Bun.sleep(DRAIN_GRACE_MS);
+        // `/readyz` answers 503 from now on; load balancers get SVC_SHUTDOWN_DELAY_SECONDS to notice.
+        ctx.readiness.draining();
+        if (config.shutdownDelaySeconds > 0) log.info("draining: /readyz answers 503", { shutdownDelaySeconds: config.shutdownDelaySeconds });
+        await Bun.sleep(config.shutdownDelaySeconds * 1000 + DRAIN_GRACE_MS);
         // Streams never finish by themselves: ended first, the drain would otherwise wait 10 s on them.
         ctx.streams.close();
         let timer: ReturnType<typeof setTimeout> | undefined;

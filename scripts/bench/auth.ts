@@ -21,6 +21,7 @@
  * With `--login`, it measures instead valid logins while another address hammers the login
  * route, before and after (auth-login.ts).
  */
+import { RequestCounts } from "../../src/http/request-counts";
 import { rmSync } from "node:fs";
 import { heapStats } from "bun:jsc";
 import { Elysia } from "elysia";
@@ -146,11 +147,11 @@ function appOf(variant: Variant, { ctx, log }: Pick<ReturnType<typeof setUp>, "c
   const app = new Elysia({ normalize: false });
   return variant === "guarded"
     ? app
-        .use(pipeline({ log, behindProxy: false, routes: (): Routes => app.routes, admit: admitter(ctx), admitHeaders: RATE_LIMIT_HEADERS }))
+        .use(pipeline({ log, behindProxy: false, routes: (): Routes => app.routes, admit: admitter(ctx), admitHeaders: RATE_LIMIT_HEADERS, requests: new RequestCounts() }))
         .use(accessGuard())
         .get("/bench", () => body, { access: "evaluate" })
     : app
-        .use(pipeline({ log, behindProxy: false, routes: (): Routes => app.routes, admit: () => undefined, admitHeaders: [] }))
+        .use(pipeline({ log, behindProxy: false, routes: (): Routes => app.routes, admit: () => undefined, admitHeaders: [], requests: new RequestCounts() }))
         .get("/bench", () => body);
 }
 

@@ -1,6 +1,7 @@
 /** Messages between the main thread (thread.ts) and the background thread (worker.ts). */
 import type { Config } from "../config";
 import type { LogRecord } from "../lib/log";
+import type { DeliveryOutcome } from "../modules/metrics/counts";
 
 export type ToWorker =
   /** First message: the database file (migrated already) and the configuration. */
@@ -19,5 +20,7 @@ export type FromWorker =
   | { kind: "log"; record: LogRecord }
   | { kind: "kicked"; id: number }
   | { kind: "drained"; id: number }
+  /** The webhook outcomes this worker has stored since it started (sent each second when they moved). */
+  | { kind: "outcomes"; counts: Record<DeliveryOutcome, number> }
   /** Known outcomes stored, the connection closed: the worker may be terminated. */
   | { kind: "stopped" };

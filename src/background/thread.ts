@@ -14,6 +14,7 @@ import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
 import type { Logger } from "../lib/log";
 import type { Deliveries } from "../modules/webhooks/dispatcher";
+import { DELIVERY_OUTCOMES, Tally, type DeliveryOutcome } from "../modules/metrics/counts";
 import type { FromWorker, ToWorker } from "./protocol";
 
 const WORKER_URL = workerUrl(import.meta.url, "background/worker.ts");
@@ -35,6 +36,9 @@ export class BackgroundThread implements Deliveries {
   /** Requests (kicks that wait, drains) by id, until the worker answers or ends. */
   private readonly waiting = new Map<number, () => void>();
   private nextRequest = 0;
+  /** Webhook outcomes of the workers that ended, and the latest report of the running one. */
+  private readonly ended = new Tally(DELIVERY_OUTCOMES);
+  private current: Record<DeliveryOutcome, number> | null = null;
 
   constructor(private readonly deps: BackgroundDeps) {
     const { config, file, log } = deps;
@@ -43,9 +47,15 @@ export class BackgroundThread implements Deliveries {
       name: "background thread",
       log,
       // A new worker starts with a pass over everything due.
-      start: () => [{ kind: "start", file, config }, { kind: "kick" }],
+      start: () => {
+        // A new worker counts from zero: what the last one reported is kept.
+        if (this.current) this.ended.addAll(this.current);
+        this.current = null;
+        return [{ kind: "start", file, config }, { kind: "kick" }];
+      },
       receive: (message) => {
         if (message.kind === "ready") this.autoCheckpoint(0);
+        else if (message.kind === "outcomes") this.current = message.counts;
         else if (message.kind === "kicked" || message.kind === "drained") this.waiting.get(message.id)?.();
       },
       ended: (expected) => {
@@ -74,6 +84,14 @@ export class BackgroundThread implements Deliveries {
     return this.request((id) => ({ kind: "drain", id }));
   }
 
+  storedOutcomes(): Readonly<Record<DeliveryOutcome, number>> {
+    if (this.current === null) return this.ended.counts;
+    const sum = new Tally(DELIVERY_OUTCOMES);
+    sum.addAll(this.ended.counts);
+    sum.addAll(this.current);
+    return sum.counts;
+  }
+
   prune(): void {
     this.thread.post({ kind: "prune" });
   }
@@ -81,6 +99,11 @@ export class BackgroundThread implements Deliveries {
   /** The audit log's retention clean-up, here off the request thread (modules/audit/retention.ts). */
   pruneAuditLog(): void {
     this.thread.post({ kind: "prune-audit-log" });
+  }
+
+  /** The thread is up (the health detail). */
+  get running(): boolean {
+    return this.thread.running;
   }
 
   /** Asks the worker to store what it knows and close its connection, then ends it (3 s at most). */

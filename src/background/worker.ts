@@ -52,7 +52,15 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       const log = forwardingLogger(message.config.logLevel, (record) => send({ kind: "log", record }));
       const store = openDatabase(message.file);
       const dispatcher = new DeliveryDispatcher({ ...store, clock: systemClock, log, config: message.config });
-      const timer = setInterval(() => checkpoint(store, log), CHECKPOINT_EVERY_MS);
+      let reported = 0;
+      const timer = setInterval(() => {
+        checkpoint(store, log);
+        // The stored webhook outcomes, for /metrics, when they moved.
+        const counts = dispatcher.storedOutcomes();
+        const total = Object.values(counts).reduce((a, b) => a + b, 0);
+        if (total !== reported) send({ kind: "outcomes", counts: { ...counts } });
+        reported = total;
+      }, CHECKPOINT_EVERY_MS);
       running = { store, dispatcher, log, timer, retentionDays: message.config.auditRetentionDays };
       send({ kind: "ready" });
       return;

@@ -38,6 +38,7 @@ import { VARY, type Cors } from "./cors";
 import { pathOf } from "./path";
 import type { Logger } from "../lib/log";
 import type { Resolution } from "./credentials";
+import type { RequestCounts } from "./request-counts";
 import { ApiError, unreadableBody, validationDetails, validationError } from "./errors";
 import { checkTransport, errorBody, internalError, logAccess, parseJsonBody, readBody, requestIdOf, responseHeaderCache } from "./pipeline";
 
@@ -98,12 +99,14 @@ export const ENVIRONMENT_HEADER = "x-flagsvc-environment";
 /** Typed by the route list: each route's handler gets its own body type. */
 export const hotRoute = <S extends TSchema>(route: HotRoute<S>): HotRoute => route as unknown as HotRoute;
 
-/** What the hot routes share with the pipeline: admission (auth.ts `admitter`), the log, the proxy setting, CORS. */
+/** What the hot routes share with the pipeline: admission (auth.ts `admitter`), the log, the proxy setting, CORS, the request counts. */
 export interface NativeDeps {
   admit: ReturnType<typeof admitter>;
   log: Logger;
   behindProxy: boolean;
   cors: Cors;
+  /** `/metrics`' request counts (request-counts.ts); each route takes its slot when compiled. */
+  requests: RequestCounts;
 }
 
 export interface HotRoutes {
@@ -204,7 +207,8 @@ type ResponseHeaders = Record<string, string | number>;
 function compile(route: HotRoute, shared: Shared): NativeHandler {
   const { method, path, access, handle, accepts, failure } = route;
   const checker = TypeCompiler.Compile(route.body);
-  const { admit, log, behindProxy, logging } = shared;
+  const { admit, log, behindProxy, logging, requests } = shared;
+  const slot = requests.slot(method, path);
   const cors = route.cors && shared.cors.enabled ? shared.cors : null;
   const apiKeyHeader = route.apiKeyHeader === true;
   const environmentHeader = route.environmentHeader === true;
@@ -228,6 +232,7 @@ function compile(route: HotRoute, shared: Shared): NativeHandler {
     const standard = errorBody(err, headers);
     const body = JSON.stringify(failure ? failure(err, params) : standard);
     const response = new Response(body, { status: err.status, headers: headerCache.answer(headers) });
+    requests.record(slot, err.status, (performance.now() - startedAt) / 1000);
     if (logging) logAccess(log, method, path, err.status, startedAt, requestId);
     return response;
   };
@@ -240,6 +245,7 @@ function compile(route: HotRoute, shared: Shared): NativeHandler {
     } else {
       response = new Response(JSON.stringify(answer), { status: 200, headers: headerCache.answer(headers) });
     }
+    requests.record(slot, response.status, (performance.now() - startedAt) / 1000);
     if (logging) logAccess(log, method, path, response.status, startedAt, requestId);
     return response;
   };
@@ -298,7 +304,7 @@ function compile(route: HotRoute, shared: Shared): NativeHandler {
   }
 
   return (request, server, given) => {
-    const startedAt = logging ? performance.now() : 0;
+    const startedAt = performance.now();
     const requestId = requestIdOf(request);
     // Bun's router gives a route with parameters its `params` (read only there: it is built on access).
     const params = given ?? (hasParams ? (request as BunRequest).params : NO_PARAMS);

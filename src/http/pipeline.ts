@@ -11,6 +11,7 @@ import type { Server } from "bun";
 import { Elysia, ElysiaCustomStatusResponse } from "elysia";
 import type { Logger } from "../lib/log";
 import { HeaderCache } from "./header-cache";
+import { UNMATCHED, type RequestCounts } from "./request-counts";
 import { ApiError, MAX_BODY_BYTES, payloadTooLarge, UnreadBody, unreadableBody, validationDetails, validationError } from "./errors";
 
 export interface PipelineOptions {
@@ -38,6 +39,8 @@ export interface PipelineOptions {
   hot?: (request: Request) => ((server: Server<unknown> | null) => Response | Promise<Response>) | undefined;
   /** The headers `admit` sets on every request it lets through (the X-RateLimit-* ones). */
   admitHeaders: readonly string[];
+  /** `/metrics`' request counts (request-counts.ts), by the matched route's template. */
+  requests: RequestCounts;
 }
 
 /** What onRequest leaves on the request's context: for the access log and the access guard. */
@@ -311,6 +314,7 @@ export function pipeline(opts: PipelineOptions) {
       return responseValue as never;
     })
     .onAfterResponse(log.enabled("info") ? (accessLog(log) as never) : [])
+    .onAfterResponse(countRequest(opts.requests) as never)
     .as("global");
 }
 
@@ -324,6 +328,19 @@ const accessLog =
   ({ request, path, set, responseValue, requestId, startedAt }: AccessLogContext): void => {
     const status = responseValue instanceof Response ? responseValue.status : set.status;
     logAccess(log, request.method, path, typeof status === "number" ? status : String(status), startedAt, requestId);
+  };
+
+/**
+ * Counts each request by its route's template (`route`, which Elysia sets when a route matched;
+ * none matched: UNMATCHED). A hot route's request that reached the app was counted by its
+ * handler, before this pipeline set `startedAt`: skipped here.
+ */
+const countRequest =
+  (requests: RequestCounts) =>
+  ({ request, route, set, responseValue, startedAt }: AccessLogContext & { route?: string }): void => {
+    if (startedAt === undefined) return;
+    const status = responseValue instanceof Response ? responseValue.status : set.status;
+    requests.record(requests.slot(request.method, route || UNMATCHED), typeof status === "number" ? status : Number(status) || 0, (performance.now() - startedAt) / 1000);
   };
 
 interface AccessLogContext extends RequestState {

@@ -108,6 +108,11 @@ export class PluginHost {
     this.dropsTimer.unref();
   }
 
+  /** Plugins running now, each in its worker (the health detail). */
+  get workers(): number {
+    return this.runs.size;
+  }
+
   /** Starts (or restarts) a plugin: worker, sandbox, activate; then feeds it. Settles its status. Never throws, never blocks. */
   start(run: PluginRun): void {
     if (this.runs.has(run.id)) void this.stop(run.id);

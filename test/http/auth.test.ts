@@ -263,7 +263,7 @@ describe("failed-login lockout", () => {
     // the gate count as failures too.
     const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
-      const limits = { throttle: new LoginThrottle(app.clock), gate: new HashGate(2, 30, 30) };
+      const limits = { throttle: new LoginThrottle(app.clock), gate: new HashGate(2, 30, 30), refused: app.ctx.loginRefused };
       const attempt = (i: number) =>
         serviceLogin(app.services.login, limits, `10.0.0.${i}`, { email: EMAIL, password: i === 29 ? PASSWORD : `wrong password ${i}` }).then(
           () => 200,

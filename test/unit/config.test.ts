@@ -36,6 +36,9 @@ describe("defaults", () => {
       pluginMemoryMb: 64,
       auditRetentionDays: 365,
       rateLimits: { ...DEFAULT_RATE_LIMITS },
+      metricsToken: undefined,
+      metricsPublic: false,
+      shutdownDelaySeconds: 0,
       logLevel: "info",
       logFormat: "json",
     });
@@ -71,6 +74,9 @@ describe("every variable is parsed", () => {
     ["SVC_RATE_LIMITS", "eval:50000,anonymous:100", { rateLimits: { ...DEFAULT_RATE_LIMITS, eval: 50000, anonymous: 100 } }],
     ["SVC_CORS_ORIGINS", "https://app.example.com, http://localhost:5173/", { corsOrigins: ["https://app.example.com", "http://localhost:5173"] }],
     ["SVC_CORS_ORIGINS", "*", { corsOrigins: ["*"] }],
+    ["SVC_METRICS_TOKEN", "m".repeat(40), { metricsToken: "m".repeat(40) }],
+    ["SVC_METRICS_PUBLIC", "true", { metricsPublic: true }],
+    ["SVC_SHUTDOWN_DELAY_SECONDS", "5", { shutdownDelaySeconds: 5 }],
     ["SVC_LOG_LEVEL", "debug", { logLevel: "debug" }],
     ["SVC_LOG_FORMAT", "pretty", { logFormat: "pretty" }],
   ];
@@ -146,6 +152,8 @@ describe("bad values stop start-up naming the variable", () => {
     [{ SVC_ADMIN_PASSWORD: "short" }, "SVC_ADMIN_PASSWORD", /at least 10 characters/],
     [{ SVC_ADMIN_KEY: "svc_admin_tooShort" }, "SVC_ADMIN_KEY", /must match svc_admin_/],
     [{ SVC_JWT_SECRET: "short" }, "SVC_JWT_SECRET", /at least 32 characters/],
+    [{ SVC_METRICS_TOKEN: "short" }, "SVC_METRICS_TOKEN", /32 to 256 characters/],
+    [{ SVC_SHUTDOWN_DELAY_SECONDS: "301" }, "SVC_SHUTDOWN_DELAY_SECONDS", /out of range/],
     [{ SVC_WEBHOOK_RETRY_DELAYS: "1,2,3" }, "SVC_WEBHOOK_RETRY_DELAYS", /expected 4/],
     [{ SVC_WEBHOOK_RETRY_DELAYS: "1,2,x,4" }, "SVC_WEBHOOK_RETRY_DELAYS", /"x" is not a whole number/],
     [{ SVC_WEBHOOK_TIMEOUT_MS: "0" }, "SVC_WEBHOOK_TIMEOUT_MS", /out of range/],

@@ -8,6 +8,7 @@ import { User } from "../users/model";
 import { LoginBody, LoginResult } from "./model";
 import { HASH_QUEUE, HASH_SHARE, HASH_SLOTS, HashGate } from "./hash-gate";
 import { login, LoginThrottle, type LoginDeps } from "./service";
+import type { LoginRefusal, Tally } from "../metrics/counts";
 
 const TAGS = ["Authentication"];
 
@@ -20,10 +21,12 @@ function sessionUser(p: Principal) {
 export interface AuthDeps extends LoginDeps {
   /** SVC_BEHIND_PROXY: the client address is the last X-Forwarded-For entry. */
   behindProxy: boolean;
+  /** Refused logins by cause (`/metrics`: flagsvc_login_refused_total). */
+  refused: Tally<LoginRefusal>;
 }
 
 export const authRoutes = (deps: AuthDeps) => {
-  const limits = { throttle: new LoginThrottle(deps.clock), gate: new HashGate(HASH_SLOTS, HASH_SHARE, HASH_QUEUE, deps.clock) };
+  const limits = { throttle: new LoginThrottle(deps.clock), gate: new HashGate(HASH_SLOTS, HASH_SHARE, HASH_QUEUE, deps.clock), refused: deps.refused };
   return new Elysia({ name: "flagsvc/auth" })
     .use(accessGuard())
     .post(

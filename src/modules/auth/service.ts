@@ -11,6 +11,7 @@ import type { Clock } from "../../lib/clock";
 import { normalizeEmail, type UserRecord } from "../users/service";
 import type { UserReader } from "../users/store";
 import type { HashGate } from "./hash-gate";
+import type { LoginRefusal, Tally } from "../metrics/counts";
 
 export const MAX_FAILURES = 10;
 export const LOCKOUT_WINDOW_MS = 15 * 60_000;
@@ -101,10 +102,11 @@ function tooMany(message: string, retryAfter: number, limit: number, now: number
 /** A check refused by the gate may be sent again in a second: a check takes a fraction of one. */
 const GATE_RETRY_AFTER = 1;
 
-/** What a login is checked against: the lockout per email, the hashing bound per client. */
+/** What a login is checked against: the lockout per email, the hashing bound per client; where its refusals are counted (`/metrics`). */
 export interface LoginLimits {
   throttle: LoginThrottle;
   gate: HashGate;
+  refused: Tally<LoginRefusal>;
 }
 
 /** What a login reads: the users, and the registry that issues its token. */
@@ -122,28 +124,35 @@ export interface LoginDeps {
  */
 export async function login(
   { users, credentials, clock }: LoginDeps,
-  { throttle, gate }: LoginLimits,
+  { throttle, gate, refused }: LoginLimits,
   client: string,
   input: { email: string; password: string },
 ): Promise<{ token: string; expiresAt: number; user: UserRecord }> {
   const email = normalizeEmail(input.email);
   const retryAfter = throttle.lockout(email);
-  if (retryAfter > 0) throw tooMany("Too many failed logins for this email", retryAfter, MAX_FAILURES, clock.now());
+  if (retryAfter > 0) {
+    refused.add("locked_out");
+    throw tooMany("Too many failed logins for this email", retryAfter, MAX_FAILURES, clock.now());
+  }
   // The same argon2id verification whether or not the email exists.
   const checked = gate.run(client, async () => {
     const user = await users.byEmail(email);
     return (await Bun.password.verify(input.password, user?.passwordHash ?? DUMMY_HASH)) ? user : undefined;
   });
-  if (checked === "share") {
-    throw tooMany("Too many logins in progress from this address", GATE_RETRY_AFTER, gate.share, clock.now());
+  if (checked === "share" || checked === "full") {
+    refused.add("busy");
+    if (checked === "share") throw tooMany("Too many logins in progress from this address", GATE_RETRY_AFTER, gate.share, clock.now());
+    throw tooMany("Too many logins in progress", GATE_RETRY_AFTER, gate.slots + gate.queueSize, clock.now());
   }
-  if (checked === "full") throw tooMany("Too many logins in progress", GATE_RETRY_AFTER, gate.slots + gate.queueSize, clock.now());
   // Counted as a failure before the check, in the same turn as the lockout test: logins sent in
   // parallel cannot try more than MAX_FAILURES passwords while earlier checks run or wait. A
   // success clears the count.
   throttle.fail(email);
   const user = await checked;
-  if (!user) throw unauthorized();
+  if (!user) {
+    refused.add("bad_credentials");
+    throw unauthorized();
+  }
   throttle.succeed(email);
   // Before the token is made: a user just created by `flagsvc admin create-user` becomes known,
   // and a password just set by `reset-password` dates the token after the change (issued on the

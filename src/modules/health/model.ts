@@ -1,5 +1,34 @@
 import { t } from "elysia";
-import { ResponseInt } from "../../http/schema";
+import { OneOf, ResponseInt } from "../../http/schema";
+import { PLUGIN_STATUSES } from "../plugins/model";
+
+const Count = (description: string) => ResponseInt({ minimum: 0, description });
+const ThreadState = OneOf(["running", "restarting", "in-process"] as const, {
+  description: "running; restarting (it ended and its supervisor starts it again); in-process (no thread: tests and tools)",
+});
+
+export const HealthDetail = t.Object(
+  {
+    database: t.Object({
+      answers: t.Boolean({ description: "The database answers a query" }),
+      bytes: Count("The database file and its write-ahead log, in bytes"),
+    }),
+    threads: t.Object({
+      background: ThreadState,
+      integrations: ThreadState,
+    }),
+    pluginHost: t.Object({
+      workers: Count("Plugins running in a worker now"),
+      plugins: t.Object(Object.fromEntries(PLUGIN_STATUSES.map((s) => [s, Count(`Installed plugins in status ${s}`)])) as Record<(typeof PLUGIN_STATUSES)[number], ReturnType<typeof Count>>),
+    }),
+    queues: t.Object({
+      webhookDeliveries: Count("Webhook deliveries waiting for an attempt"),
+      changeEvents: Count("Change events queued for plugins and integrations"),
+      schedulesPending: Count("Scheduled changes not applied yet"),
+    }),
+  },
+  { description: "With an admin key (or an admin's login token) only" },
+);
 
 export const Health = t.Object(
   {
@@ -8,6 +37,9 @@ export const Health = t.Object(
     edition: t.Union([t.Literal("ce"), t.Literal("pro")]),
     uptimeSeconds: ResponseInt({ minimum: 0 }),
     message: t.Optional(t.String({ description: "Why the service is unavailable (503 only)" })),
+    detail: t.Optional(HealthDetail),
   },
   { title: "Health" },
 );
+
+export const Probe = t.Object({ status: t.Union([t.Literal("ok"), t.Literal("ready"), t.Literal("unavailable")]) }, { title: "Probe" });

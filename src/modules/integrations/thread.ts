@@ -54,6 +54,11 @@ export class IntegrationThread implements IntegrationSink {
     });
   }
 
+  /** The thread is up (the health detail). */
+  get running(): boolean {
+    return this.thread.running;
+  }
+
   reload(): void {
     this.thread.post({ kind: "reload" });
   }

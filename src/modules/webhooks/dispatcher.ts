@@ -36,6 +36,7 @@ import { iso, type Clock } from "../../lib/clock";
 import type { Logger } from "../../lib/log";
 import { guardedFetch, OutboundBlockedError, OutboundPolicy } from "../../lib/outbound";
 import { VERSION } from "../../version";
+import { DELIVERY_OUTCOMES, Tally, type DeliveryOutcome } from "../metrics/counts";
 import { pruneDeliveries } from "./store";
 
 export const MAX_IN_FLIGHT = 16;
@@ -131,6 +132,8 @@ export interface Deliveries {
   prune(): void;
   /** No new attempts; outcomes already known are stored. */
   stop(): void | Promise<void>;
+  /** Attempts whose outcome was stored since start, by outcome (`/metrics`). */
+  storedOutcomes(): Readonly<Record<DeliveryOutcome, number>>;
 }
 
 class AttemptTimeout extends Error {}
@@ -160,6 +163,8 @@ export class DeliveryDispatcher implements Deliveries {
   private wakeTimer: ReturnType<typeof setTimeout> | undefined;
   private wakeAt = Infinity;
   private stopped = false;
+  /** Stored outcomes by kind (`/metrics`; on the background thread, reported to the main thread). */
+  readonly stored = new Tally(DELIVERY_OUTCOMES);
   /**
    * Webhooks that may have due deliveries not yet started, in the order they are looked at:
    * those a write queued deliveries for, and those an attempt just left room in. `everything`:
@@ -271,6 +276,10 @@ export class DeliveryDispatcher implements Deliveries {
     }
   }
 
+  storedOutcomes(): Readonly<Record<DeliveryOutcome, number>> {
+    return this.stored.counts;
+  }
+
   prune(): void {
     const removed = pruneDeliveries(this.deps);
     if (removed.deliveries + removed.events > 0) this.deps.log.info("old webhook deliveries removed", removed);
@@ -335,6 +344,7 @@ export class DeliveryDispatcher implements Deliveries {
       this.deps.sqlite.transaction(() => {
         for (const o of batch) record.run(...o);
       }).immediate();
+      for (const o of batch) this.stored.add(o[0] === "succeeded" ? "succeeded" : o[0] === "failed" ? "failed" : "retried");
     } catch (e) {
       // Not stored: the deliveries stay pending and due, and are attempted again.
       this.deps.log.error("webhook outcomes not stored", { deliveries: batch.length, error: e instanceof Error ? e.message : String(e) });
