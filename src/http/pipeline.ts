@@ -255,6 +255,7 @@ export function pipeline(opts: PipelineOptions) {
       }),
     )).get(`${method} ${route}`);
   const headerCache = responseHeaderCache(behindProxy, opts.admitHeaders);
+  const count = countRequest(opts.requests);
 
   return new Elysia({ name: "flagsvc/pipeline" })
     .onRequest(async (c) => {
@@ -307,14 +308,15 @@ export function pipeline(opts: PipelineOptions) {
     })
     // Runs last for every answer, errors included, right before Elysia builds the Response.
     // It hands the value back unchanged: Elysia's app-level error handler (404, 405) takes
-    // whatever this hook returns as the answer's body, undefined included.
-    .mapResponse(({ set, responseValue }) => {
+    // whatever this hook returns as the answer's body, undefined included. The answer is
+    // counted here (/metrics), in the request's turn.
+    .mapResponse(({ set, responseValue, request, route, startedAt }: { set: { headers: Record<string, unknown>; status?: number | string }; responseValue: unknown; request: Request; route?: string; startedAt?: number }) => {
+      count(request, route, set, responseValue, startedAt);
       if (mappedAtOnce(responseValue)) set.headers = headerCache.answer(set.headers) as never;
       else headerCache.complete(set.headers);
       return responseValue as never;
     })
     .onAfterResponse(log.enabled("info") ? (accessLog(log) as never) : [])
-    .onAfterResponse(countRequest(opts.requests) as never)
     .as("global");
 }
 
@@ -331,16 +333,17 @@ const accessLog =
   };
 
 /**
- * Counts each request by its route's template (`route`, which Elysia sets when a route matched;
- * none matched: UNMATCHED). A hot route's request that reached the app was counted by its
- * handler, before this pipeline set `startedAt`: skipped here.
+ * Counts each answer (from mapResponse, which runs for every answer, errors included, right
+ * before the Response is built) by its route's template: `route`, which Elysia sets when a route
+ * matched; none matched: UNMATCHED. A hot route's request that reached the app was counted by
+ * its handler, before this pipeline set `startedAt`: skipped here.
  */
 const countRequest =
   (requests: RequestCounts) =>
-  ({ request, route, set, responseValue, startedAt }: AccessLogContext & { route?: string }): void => {
+  (request: Request, route: string | undefined, set: { status?: number | string }, responseValue: unknown, startedAt: number | undefined): void => {
     if (startedAt === undefined) return;
     const status = responseValue instanceof Response ? responseValue.status : set.status;
-    requests.record(requests.slot(request.method, route || UNMATCHED), typeof status === "number" ? status : Number(status) || 0, (performance.now() - startedAt) / 1000);
+    requests.record(requests.slot(request.method, route || UNMATCHED), typeof status === "number" ? status : Number(status) || 200, (performance.now() - startedAt) / 1000);
   };
 
 interface AccessLogContext extends RequestState {

@@ -250,4 +250,9 @@ class ValuesHistogram extends Histogram<string> {
     const { name, help } = this.config;
     return { name, help, type: "histogram" as never, aggregator: "sum", values: this.read() } as unknown as MetricObjectWithValues<MetricValueWithName<string>>;
   }
+
+  /** What the registry asks a histogram for when it writes the text. */
+  getForPromString(): Promise<MetricObjectWithValues<MetricValueWithName<string>>> {
+    return this.get();
+  }
 }
