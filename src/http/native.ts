@@ -15,7 +15,7 @@
  *   request id -> admission (credential, rate limit, X-RateLimit-*) -> HTTPS-behind-proxy
  *   check and declared body size -> body read (413 while reading a chunked one) -> access
  *   decision (401/403) -> JSON parse and body validation (400 with details) -> handler
- *   -> error mapping -> access log.
+ *   -> error mapping -> request count (request-counts.ts: `/metrics`) -> access log.
  * The order is the pipeline's: the body is read first (413 past the limit), and judged only
  * after the access decision (a body that is not JSON too, as the pipeline defers its parse
  * errors to the access guard: see UnreadBody in errors.ts). A route may answer failures in a

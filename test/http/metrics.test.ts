@@ -132,6 +132,17 @@ describe("GET /metrics", () => {
   });
 });
 
+test("the Grafana dashboard (docs/grafana-dashboard.json) is JSON whose queries use documented metrics only", () => {
+  const dashboard = JSON.parse(readFileSync(join(import.meta.dir, "../../docs/grafana-dashboard.json"), "utf8"));
+  const exprs: string[] = dashboard.panels.flatMap((p: { targets: { expr: string }[] }) => p.targets.map((t) => t.expr));
+  expect(exprs.length).toBeGreaterThanOrEqual(10);
+  const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\b(flagsvc_[a-z_]+?)(?:_bucket)?\b/g)].map((m) => m[1]!)));
+  for (const name of used) expect(DOCUMENTED, name).toContain(name);
+  for (const name of ["flagsvc_evaluations_total", "flagsvc_http_requests_total", "flagsvc_http_request_duration_seconds", "flagsvc_webhook_deliveries_total", "flagsvc_streams_connected", "flagsvc_plugins", "flagsvc_database_bytes"]) {
+    expect(used.has(name), name).toBe(true);
+  }
+});
+
 describe("access", () => {
   test("an admin key; without credential 401, an API key or a login token 403, in the documented shape", async () => {
     const { h, admin } = app();
