@@ -40,7 +40,7 @@ import { Readiness, type ThreadState } from "./modules/health/service";
 import { LOGIN_REFUSALS, Tally } from "./modules/metrics/counts";
 import { metricsRoutes } from "./modules/metrics/routes";
 import { createMetrics } from "./modules/metrics/service";
-import { SqliteMetricsStore } from "./modules/metrics/store";
+import { SqliteMetricsStore, type MetricsStore } from "./modules/metrics/store";
 import { RequestCounts } from "./http/request-counts";
 import { VERSION } from "./version";
 import { flagsRoutes } from "./modules/flags/routes";
@@ -177,12 +177,14 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     ...ofrepRoutes(services.ofrep),
   ]);
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes: hot.table } });
+  // What /metrics and the health detail read from the database.
+  const operations = new SqliteMetricsStore(ctx.sqlite);
   return app
     .use(pipeline({ log, behindProxy, routes: () => app.routes, admit, admitHeaders: RATE_LIMIT_HEADERS, hot: hot.match, requests: ctx.requests }))
     .use(accessGuard())
     .use(docsRoutes(() => app))
-    .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite, readiness: ctx.readiness, detail: healthDetailDeps(ctx, services) }))
-    .use(metricsRoutes(metricsOf(ctx, services), config))
+    .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite, readiness: ctx.readiness, detail: healthDetailDeps(ctx, services, operations) }))
+    .use(metricsRoutes(metricsOf(ctx, services, operations), config))
     .use(authRoutes({ ...services.login, behindProxy }))
     .use(usersRoutes(services.users))
     .use(adminKeysRoutes(services.adminKeys))
@@ -204,13 +206,13 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
 export type App = ReturnType<typeof createApp>;
 
 /** `/metrics`: each metric read, at scrape time, from where it is counted or stored. */
-function metricsOf(ctx: AppContext, services: Services) {
+function metricsOf(ctx: AppContext, services: Services, store: MetricsStore) {
   return createMetrics({
     snapshot: ctx.snapshot,
     requests: ctx.requests,
     deliveries: ctx.deliveries,
     loginRefused: ctx.loginRefused,
-    store: new SqliteMetricsStore(ctx.sqlite),
+    store,
     schedules: services.schedules,
     streams: ctx.streams,
     databaseFile: join(ctx.config.dataDir, DB_FILE),
@@ -220,13 +222,13 @@ function metricsOf(ctx: AppContext, services: Services) {
 }
 
 /** What the admin detail of `/v1/health` reads. */
-function healthDetailDeps(ctx: AppContext, services: Services) {
+function healthDetailDeps(ctx: AppContext, services: Services, store: MetricsStore) {
   const state = (thread: unknown): ThreadState =>
     thread instanceof BackgroundThread || thread instanceof IntegrationThread ? (thread.running ? "running" : "restarting") : "in-process";
   return {
     sqlite: ctx.sqlite,
     databaseFile: join(ctx.config.dataDir, DB_FILE),
-    store: new SqliteMetricsStore(ctx.sqlite),
+    store,
     schedules: services.schedules,
     threads: () => ({ background: state(ctx.deliveries), integrations: state(ctx.integrations) }),
     pluginWorkers: () => ctx.plugins.workers,
