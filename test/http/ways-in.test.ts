@@ -59,8 +59,9 @@ describe("GET /favicon.ico", () => {
 
   test("neither it nor / is an operation of the API document", async () => {
     const doc = await json(await h.request("GET", "/v1/openapi.json"), 200);
-    // The API lives under /v1/, and OpenFeature's under /ofrep/v1/ (its protocol fixes that path).
-    expect(Object.keys(doc.paths).filter((p) => !p.startsWith("/v1/") && !p.startsWith("/ofrep/v1/"))).toEqual([]);
+    // The API lives under /v1/, and OpenFeature's under /ofrep/v1/ (its protocol fixes that path);
+    // the operators' probes and metrics at the root, where orchestrators and Prometheus look (docs/metrics.md).
+    expect(Object.keys(doc.paths).filter((p) => !p.startsWith("/v1/") && !p.startsWith("/ofrep/v1/")).sort()).toEqual(["/livez", "/metrics", "/readyz"]);
   });
 });
 
