@@ -32,6 +32,8 @@ import type { IntegrationSink } from "./modules/integrations/sender";
 import type { StreamHub } from "./modules/streams/hub";
 import type { SqliteDefinitionsStore } from "./modules/streams/store";
 import type { StreamTokens } from "./modules/streams/tokens";
+import type { SqliteInsightsStore } from "./modules/insights/store";
+import type { InsightsFlusher } from "./modules/insights/flusher";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -53,6 +55,8 @@ export interface Stores {
   definitions: SqliteDefinitionsStore;
   /** What the plugin host writes of a running plugin (status, position, counters): runtime state, no entries. */
   pluginRuntime: SqliteRuntimeStore;
+  /** Evaluation insights (counts, last evaluations) and stale flags. */
+  insights: SqliteInsightsStore;
 }
 
 /**
@@ -99,8 +103,10 @@ export interface AppContext extends Store {
   streams: StreamHub;
   /** The OFREP change stream's URL credential: `issue(principal, now)`, `verify(token, now)`. */
   streamTokens: StreamTokens;
+  /** Writes the evaluation counts to the database (docs/insights.md); `flush()` on demand, started by the server. */
+  insightsFlusher: InsightsFlusher;
   /** Monotonic start, for uptime. */
   startedAt: number;
-  /** Stops the jobs, closes the database and releases the data-dir lock. */
+  /** Stops the jobs, flushes the evaluation counts, closes the database and releases the data-dir lock. */
   close(): void;
 }
