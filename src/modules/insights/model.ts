@@ -11,7 +11,7 @@ export const InsightsQuery = t.Object(
   {
     environment: Slug("Environment slug (required; unknown: 404)"),
     from: t.Optional(t.String({ maxLength: 64, description: "ISO 8601 date-time with a zone; the first point is the bucket holding it. Default: `to` minus 24 hours (hour) or 30 days (day)" })),
-    to: t.Optional(t.String({ maxLength: 64, description: "ISO 8601 date-time with a zone, excluded. Default: now" })),
+    to: t.Optional(t.String({ maxLength: 64, description: "ISO 8601 date-time with a zone, excluded. Default: the end of the current hour (day): the current bucket is the last point" })),
     interval: t.Optional(
       OneOf(INTERVALS, {
         description: `hour (default; hourly counts are kept ${HOURLY_RETENTION_DAYS} days, at most ${MAX_RANGE_DAYS.hour} days a request) or day (kept ${DAILY_RETENTION_DAYS} days, at most ${MAX_RANGE_DAYS.day} days a request)`,

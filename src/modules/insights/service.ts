@@ -168,7 +168,8 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
       const toAsked = timeOf("to", q.to, details);
       const fromAsked = timeOf("from", q.from, details);
       if (details.length > 0) throw validationError("Invalid request", details);
-      const to = toAsked ?? now;
+      // Default: up to the end of the current bucket, which is the last point.
+      const to = toAsked ?? now - (now % step) + step;
       const from = fromAsked ?? to - DEFAULT_RANGE_MS[interval];
       if (from >= to) details.push({ path: fromAsked === undefined ? "query.to" : "query.from", message: "from must be before to" });
       else if (to - from > MAX_RANGE_DAYS[interval] * DAY_MS) {
