@@ -1,6 +1,6 @@
 /** Evaluation insights and stale flags: request and response schemas (docs/insights.md). */
 import { t } from "elysia";
-import { OneOf, Slug, Timestamp } from "../../http/schema";
+import { OneOf, ResponseInt, Slug, Timestamp } from "../../http/schema";
 import { REASONS } from "../../evaluation/types";
 import { DAILY_RETENTION_DAYS, HOURLY_RETENTION_DAYS, MAX_RANGE_DAYS } from "./service";
 import { STALE_REASONS } from "./store";
@@ -22,12 +22,12 @@ export const InsightsQuery = t.Object(
   { additionalProperties: false },
 );
 
-const Counts = (description: string) => t.Record(t.String(), t.Integer(), { description });
+const Counts = (description: string) => t.Record(t.String(), ResponseInt(), { description });
 
 export const InsightsPoint = t.Object(
   {
     start: Timestamp("The bucket's start (UTC hour or day)"),
-    total: t.Integer({ description: "Production evaluations: every reason but TEST_OVERRIDE" }),
+    total: ResponseInt({ description: "Production evaluations: every reason but TEST_OVERRIDE" }),
     byVariant: Counts("Production evaluations by variant key (on/off for a boolean flag, or an answer without a variant); a key that is absent is 0"),
     byReason: Counts(`Evaluations by reason (${REASONS.join(", ")}), TEST_OVERRIDE (test sessions) included; a key that is absent is 0`),
   },

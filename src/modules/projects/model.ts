@@ -1,6 +1,6 @@
 /** Projects and environments: request and response schemas. */
 import { t } from "elysia";
-import { Slug, Timestamp } from "../../http/schema";
+import { BodyInt, ResponseInt, Slug, Timestamp } from "../../http/schema";
 
 export const NAME_MAX = 200;
 export const STALE_AFTER_DAYS_DEFAULT = 30;
@@ -29,7 +29,7 @@ export const Project = t.Object(
     slug: t.String(),
     name: t.String(),
     environments: t.Array(Environment, { description: "In the order they were added" }),
-    staleAfterDays: t.Integer({ description: "Days after which a flag not evaluated, or serving one value to everyone unchanged, is stale (docs/insights.md); default 30" }),
+    staleAfterDays: ResponseInt({ description: "Days after which a flag not evaluated, or serving one value to everyone unchanged, is stale (docs/insights.md); default 30" }),
     createdAt: Timestamp("ISO 8601 UTC with milliseconds"),
     updatedAt: Timestamp("Changes when the project's own fields change"),
   },
@@ -63,7 +63,7 @@ export const ProjectPatch = t.Object(
   {
     name: t.Optional(Name()),
     staleAfterDays: t.Optional(
-      t.Integer({
+      BodyInt({
         minimum: STALE_AFTER_DAYS_MIN,
         maximum: STALE_AFTER_DAYS_MAX,
         description: `${STALE_AFTER_DAYS_MIN} to ${STALE_AFTER_DAYS_MAX}: days without a production evaluation, or serving one value to everyone unchanged, after which a flag of the project is stale`,
