@@ -148,15 +148,20 @@ export const segments = sqliteTable(
 );
 
 /** A flag's state per environment; no row: disabled there. Goes with its flag or environment. */
+/** A row of one flag in one environment: gone with either (flag states, insights). */
+const flagInEnvironment = () => ({
+  flagId: text("flag_id")
+    .notNull()
+    .references(() => flags.id, { onDelete: "cascade" }),
+  environmentId: text("environment_id")
+    .notNull()
+    .references(() => environments.id, { onDelete: "cascade" }),
+});
+
 export const flagStates = sqliteTable(
   "flag_states",
   {
-    flagId: text("flag_id")
-      .notNull()
-      .references(() => flags.id, { onDelete: "cascade" }),
-    environmentId: text("environment_id")
-      .notNull()
-      .references(() => environments.id, { onDelete: "cascade" }),
+    ...flagInEnvironment(),
     enabled: integer("enabled", { mode: "boolean" }).notNull(),
     /** 0 to 100 with at most 3 decimals; null: everyone. */
     rolloutPercentage: real("rollout_percentage"),
@@ -433,12 +438,7 @@ export const schedules = sqliteTable(
 export const flagInsights = sqliteTable(
   "flag_insights",
   {
-    flagId: text("flag_id")
-      .notNull()
-      .references(() => flags.id, { onDelete: "cascade" }),
-    environmentId: text("environment_id")
-      .notNull()
-      .references(() => environments.id, { onDelete: "cascade" }),
+    ...flagInEnvironment(),
     day: integer("day", { mode: "boolean" }).notNull(),
     bucket: integer("bucket").notNull(),
     variant: text("variant").notNull(),
@@ -457,12 +457,7 @@ export const flagInsights = sqliteTable(
 export const flagLastEvaluated = sqliteTable(
   "flag_last_evaluated",
   {
-    flagId: text("flag_id")
-      .notNull()
-      .references(() => flags.id, { onDelete: "cascade" }),
-    environmentId: text("environment_id")
-      .notNull()
-      .references(() => environments.id, { onDelete: "cascade" }),
+    ...flagInEnvironment(),
     /** ms since the epoch */
     at: integer("at").notNull(),
   },

@@ -346,12 +346,12 @@ export function flagService({ flags, projects, clock, insights }: FlagServiceDep
     return { flagKey: flag.key, environment: env.slug, ...(row ?? { ...UNSET, updatedAt: flag.createdAt }), lastEvaluatedAt: evaluated.get(env.id) ?? null };
   };
   const evaluatedIn = (flag: { id: string; key: string }, envs: readonly Environment[]) => insights.lastEvaluated(flag.id, flag.key, envs.map((e) => e.id));
-  const viewOf = async (project: Project, flag: Flag): Promise<FlagView> => ({ ...flag, stale: (await insights.staleFlags(project.id)).get(flag.id) ?? null });
+  const viewOf = async (flag: Flag): Promise<FlagView> => ({ ...flag, stale: await insights.staleOf(flag.id) });
 
   return {
     async getFlag(slug: string, key: string): Promise<FlagView> {
       const project = await requireProject(projects, slug);
-      return viewOf(project, await requireFlag(project, key));
+      return viewOf(await requireFlag(project, key));
     },
 
     /** Ordered by key; `q` matches key or name, case-insensitive (Unicode-aware, so filtered here). */
@@ -432,7 +432,7 @@ export function flagService({ flags, projects, clock, insights }: FlagServiceDep
         next.updatedAt = iso(clock.now());
         return { result: next, changes: [flagChange(project, next, "updated", changes)] };
       });
-      return viewOf(project, updated);
+      return viewOf(updated);
     },
 
     async deleteFlag(author: Author, slug: string, key: string): Promise<void> {

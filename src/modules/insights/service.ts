@@ -63,6 +63,8 @@ export interface FlagInsights {
   lastEvaluated(flagId: string, flagKey: string, environmentIds: readonly string[]): Promise<Map<string, string>>;
   /** Flag id -> staleness, for the project's stale flags. */
   staleFlags(projectId: string): Promise<Map<string, Stale>>;
+  /** One flag's staleness (null: not stale). */
+  staleOf(flagId: string): Promise<Stale | null>;
 }
 
 /**
@@ -154,6 +156,7 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
       return out;
     },
     staleFlags: (projectId) => store.staleFlags(projectId),
+    staleOf: (flagId) => store.staleOf(flagId),
   };
 
   return {

@@ -87,6 +87,8 @@ export interface InsightsStore {
   lastEvaluated(flagId: string): Promise<Map<string, number>>;
   /** Flag id -> staleness, for a project's stale flags. */
   staleFlags(projectId: string): Promise<Map<string, Stale>>;
+  /** One flag's staleness (null: not stale). */
+  staleOf(flagId: string): Promise<Stale | null>;
   /** Every flag of every project with what detection needs. */
   staleCandidates(): Promise<StaleCandidate[]>;
   /**
@@ -120,6 +122,7 @@ const DAY_COUNTS_SQL = `SELECT bucket - bucket % ${DAY_MS} AS bucket, variant, r
   GROUP BY bucket - bucket % ${DAY_MS}, variant, reason`;
 const LAST_SQL = "SELECT environment_id AS environmentId, at FROM flag_last_evaluated WHERE flag_id = ?1";
 const STALE_OF_PROJECT_SQL = "SELECT s.flag_id AS flagId, s.reason, s.since FROM flag_stale s JOIN flags f ON f.id = s.flag_id WHERE f.project_id = ?1";
+const STALE_OF_FLAG_SQL = "SELECT reason, since FROM flag_stale WHERE flag_id = ?1";
 const CANDIDATES_SQL = `SELECT p.id AS projectId, p.slug AS projectSlug, p.stale_after_days AS staleAfterDays,
     f.id AS flagId, f.key, f.created_at AS createdAt, f.updated_at AS updatedAt, f.variants, f.rules, f.prerequisites,
     (SELECT max(at) FROM flag_last_evaluated l WHERE l.flag_id = f.id) AS lastEvaluatedAt,
@@ -135,23 +138,15 @@ const OBSERVED_SQL = "SELECT value FROM settings WHERE key = ?1";
 const SET_STALE_SQL = "INSERT INTO flag_stale (flag_id, reason, since) VALUES (?1, ?2, ?3) ON CONFLICT DO UPDATE SET reason = excluded.reason, since = excluded.since";
 const CLEAR_STALE_SQL = "DELETE FROM flag_stale WHERE flag_id = ?1";
 
-interface CandidateRow {
-  projectId: string;
-  projectSlug: string;
-  staleAfterDays: number;
-  flagId: string;
-  key: string;
-  createdAt: string;
-  updatedAt: string;
+/** A candidate as SQLite returns it: the JSON columns as text, the staleness as two columns. */
+type CandidateRow = Omit<StaleCandidate, "variants" | "rules" | "prerequisites" | "states" | "stale"> & {
   variants: string;
   rules: string;
   prerequisites: string | null;
-  lastEvaluatedAt: number | null;
-  lastStateChange: string | null;
   states: string;
   staleReason: StaleReason | null;
   staleSince: string | null;
-}
+};
 
 export class SqliteInsightsStore implements InsightsStore {
   constructor(private readonly log: SqliteChangeLog) {}
@@ -193,6 +188,10 @@ export class SqliteInsightsStore implements InsightsStore {
   async staleFlags(projectId: string): Promise<Map<string, Stale>> {
     const rows = this.sqlite.query<{ flagId: string } & Stale, [string]>(STALE_OF_PROJECT_SQL).all(projectId);
     return new Map(rows.map((r) => [r.flagId, { reason: r.reason, since: r.since }]));
+  }
+
+  async staleOf(flagId: string): Promise<Stale | null> {
+    return this.sqlite.query<Stale, [string]>(STALE_OF_FLAG_SQL).get(flagId);
   }
 
   async staleCandidates(): Promise<StaleCandidate[]> {
