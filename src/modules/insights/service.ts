@@ -200,13 +200,11 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
         const point = byStart.get(row.bucket);
         if (point) addCells(point, [row]);
       }
-      // Not flushed yet: counted in the bucket the flush will add them to (this hour's).
-      const pending = unflushed(env.id, flag.key);
+      // Not flushed yet: counted in the bucket the flush will add them to (this hour's, or this day's).
       const current = byStart.get(now - (now % step));
-      if (current) addCells(current, pending.cells);
-      const stored = (await store.lastEvaluated(flag.id)).get(env.id) ?? 0;
-      const last = Math.max(stored, pending.lastAt);
-      return { flagKey: flag.key, environment: env.slug, interval, points, lastEvaluatedAt: last > 0 ? iso(last) : null };
+      if (current) addCells(current, unflushed(env.id, flag.key).cells);
+      const lastEvaluatedAt = (await flagInsights.lastEvaluated(flag.id, flag.key, [env.id])).get(env.id) ?? null;
+      return { flagKey: flag.key, environment: env.slug, interval, points, lastEvaluatedAt };
     },
 
     /** The hourly rollup and the retention (a background job); what they moved and removed. */
