@@ -57,6 +57,7 @@ test(
 
       srv = await startBinary({ cwd, env: ENV });
       const afterCrash = await totals(srv);
+      console.log(`insights e2e: ${afterCrash.total} of 30 evaluations kept across kill -9 (25 made before the last flush)`);
       expect(afterCrash.total).toBeGreaterThanOrEqual(25);
       expect(afterCrash.total).toBeLessThanOrEqual(30);
       expect(afterCrash.on).toBe(afterCrash.total);
