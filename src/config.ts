@@ -47,6 +47,8 @@ export interface Config {
   pluginMemoryMb: number;
   /** Days an audit-log entry is kept; 0: forever. */
   auditRetentionDays: number;
+  /** Seconds between two flushes of the evaluation counts to the database (docs/insights.md). */
+  insightsFlushSeconds: number;
   rateLimits: Record<RateLimitKind, number>;
   /** The bearer token that may read `/metrics` (besides admin keys); unset: admin keys only. */
   metricsToken: string | undefined;
@@ -253,6 +255,12 @@ export const OPTIONS = [
     description: "Days an audit-log entry is kept (removed daily, in small batches); 0 keeps every entry",
     fallback: () => 365,
     parse: (raw) => integer(raw, 0, 36_500, "a whole number of days"),
+  }),
+  opt({
+    key: "insightsFlushSeconds", env: "SVC_INSIGHTS_FLUSH_SECONDS", flag: "--insights-flush-seconds", defaultText: "10",
+    description: "Seconds between two writes of the evaluation counts (insights) to the database; a crash (kill -9) loses at most this much",
+    fallback: () => 10,
+    parse: (raw) => integer(raw, 1, 3600, "a whole number of seconds"),
   }),
   opt({
     key: "outboundAllowedHosts", env: "SVC_OUTBOUND_ALLOWED_HOSTS", flag: "--outbound-allowed-hosts", defaultText: "external",

@@ -35,6 +35,8 @@ import type { StreamTokens } from "./modules/streams/tokens";
 import type { RequestCounts } from "./http/request-counts";
 import type { LoginRefusal, Tally } from "./modules/metrics/counts";
 import type { Readiness } from "./modules/health/service";
+import type { SqliteInsightsStore } from "./modules/insights/store";
+import type { InsightsFlusher } from "./modules/insights/flusher";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -56,6 +58,8 @@ export interface Stores {
   definitions: SqliteDefinitionsStore;
   /** What the plugin host writes of a running plugin (status, position, counters): runtime state, no entries. */
   pluginRuntime: SqliteRuntimeStore;
+  /** Evaluation insights (counts, last evaluations) and stale flags. */
+  insights: SqliteInsightsStore;
 }
 
 /**
@@ -102,6 +106,8 @@ export interface AppContext extends Store {
   streams: StreamHub;
   /** The OFREP change stream's URL credential: `issue(principal, now)`, `verify(token, now)`. */
   streamTokens: StreamTokens;
+  /** Writes the evaluation counts to the database (docs/insights.md); `flush()` on demand, started by the server. */
+  insightsFlusher: InsightsFlusher;
   /** Monotonic start, for uptime. */
   startedAt: number;
   /** `/metrics`' request counts, written by the pipeline and the hot routes. */
@@ -110,6 +116,6 @@ export interface AppContext extends Store {
   loginRefused: Tally<LoginRefusal>;
   /** `/readyz`: starting, ready once the server listens, draining once it is asked to stop. */
   readiness: Readiness;
-  /** Stops the jobs, closes the database and releases the data-dir lock. */
+  /** Stops the jobs, flushes the evaluation counts, closes the database and releases the data-dir lock. */
   close(): void;
 }

@@ -101,6 +101,10 @@ import { streamsRoutes } from "./modules/streams/routes";
 import { streamsService } from "./modules/streams/service";
 import { SqliteDefinitionsStore } from "./modules/streams/store";
 import { StreamTokens } from "./modules/streams/tokens";
+import { InsightsFlusher } from "./modules/insights/flusher";
+import { insightsRoutes } from "./modules/insights/routes";
+import { insightsService } from "./modules/insights/service";
+import { SqliteInsightsStore } from "./modules/insights/store";
 import { configuredTls, loadTls, TLS12_CIPHERS, type TlsMaterial } from "./tls";
 
 /**
@@ -133,8 +137,10 @@ export function createServices(ctx: AppContext) {
   const { stores, clock } = ctx;
   const lastUsed = (id: string) => ctx.credentials.lastUsedAt(id);
   const evaluation = new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions, records: ctx.records });
-  const flags = flagService({ flags: stores.flags, projects: stores.projects, clock });
+  const insights = insightsService({ store: stores.insights, projects: stores.projects, flags: stores.flags, snapshot: ctx.snapshot, flusher: ctx.insightsFlusher, clock, log: ctx.log });
+  const flags = flagService({ flags: stores.flags, projects: stores.projects, clock, insights: insights.flagInsights });
   return {
+    insights,
     projects: projectService({ projects: stores.projects, clock }),
     flags,
     schedules: scheduleService({ schedules: stores.schedules, flags: stores.flags, projects: stores.projects, flagService: flags, clock, log: ctx.log }),
@@ -191,6 +197,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(projectsRoutes(services.projects))
     .use(apiKeysRoutes(services.apiKeys))
     .use(flagsRoutes(services.flags))
+    .use(insightsRoutes(services.insights))
     .use(schedulesRoutes(services.schedules))
     .use(segmentsRoutes(services.segments))
     .use(webhooksRoutes(services.webhooks))
@@ -294,6 +301,7 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     integrations: new SqliteIntegrationStore(changeLog),
     definitions: new SqliteDefinitionsStore(changeLog.store),
     pluginRuntime: new SqliteRuntimeStore(changeLog.sqlite),
+    insights: new SqliteInsightsStore(changeLog),
   };
 }
 
@@ -334,6 +342,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const streams = new StreamHub({ store: stores.definitions, credentials, clock, log, initial: stores.definitions.lastChangesNow() });
   credentials.onReload(() => streams.revalidate());
   const testSessions = loadSessions(stores.testSessions, clock.now());
+  const insightsFlusher = new InsightsFlusher({ snapshot, store: stores.insights, clock, log });
   const outbox = new Outbox(stores.webhooks, deliveries);
   const records = new EvaluationRecords((e) => log.error("evaluation records: a reader failed", { error: e instanceof Error ? e.message : String(e) }), deps.recordsBusy);
   const catalog = new Catalog({ dataDir: config.dataDir, log }).watch();
@@ -386,6 +395,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     integrations: sender,
     streams,
     streamTokens,
+    insightsFlusher,
     startedAt: performance.now(),
     requests: new RequestCounts(),
     loginRefused: new Tally(LOGIN_REFUSALS),
@@ -394,6 +404,9 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
       streams.close();
       catalog.close();
       scheduler.stopAll();
+      // The counts since the last flush: a closed context (a stopped server, a test app) loses none.
+      insightsFlusher.stop();
+      insightsFlusher.flushLogged();
       plugins.close();
       integrations.close();
       void sender.stop();
@@ -479,6 +492,13 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     const activated = await services.plugins.activateAll();
     if (activated > 0) log.info("activating plugins", { plugins: activated });
     ctx.scheduler.every("change-events-prune", "0 * * * * *", () => ctx.stores.pluginRuntime.pruneEvents());
+    // Evaluation insights (docs/insights.md): the counts written every SVC_INSIGHTS_FLUSH_SECONDS (and at the stop,
+    // by ctx.close); hourly buckets rolled into daily ones and old ones removed every hour; stale flags detected
+    // now, then every 5 minutes.
+    ctx.insightsFlusher.start(config.insightsFlushSeconds);
+    ctx.scheduler.every("insights-rollup", "0 7 * * * *", () => services.insights.rollup().then(() => undefined));
+    ctx.scheduler.every("stale-flags", "30 */5 * * * *", () => services.insights.detectStale().then(() => undefined));
+    await services.insights.detectStale().catch((e) => log.error("job failed", { job: "stale-flags", error: e instanceof Error ? e.message : String(e) }));
     // Audit-log retention: daily, on the background thread when there is one (a test's injected clock keeps it here).
     ctx.scheduler.every("audit-retention", "0 47 3 * * *", () => {
       if (ctx.deliveries instanceof BackgroundThread) ctx.deliveries.pruneAuditLog();

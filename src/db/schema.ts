@@ -12,6 +12,8 @@ export const projects = sqliteTable("projects", {
   name: text("name").notNull(),
   createdAt: text("created_at").notNull(),
   updatedAt: text("updated_at").notNull(),
+  /** Days without evaluations (or with one value served to everyone) after which a flag is stale (docs/insights.md). */
+  staleAfterDays: integer("stale_after_days").notNull().default(30),
 });
 
 export const environments = sqliteTable(
@@ -146,15 +148,20 @@ export const segments = sqliteTable(
 );
 
 /** A flag's state per environment; no row: disabled there. Goes with its flag or environment. */
+/** A row of one flag in one environment: gone with either (flag states, insights). */
+const flagInEnvironment = () => ({
+  flagId: text("flag_id")
+    .notNull()
+    .references(() => flags.id, { onDelete: "cascade" }),
+  environmentId: text("environment_id")
+    .notNull()
+    .references(() => environments.id, { onDelete: "cascade" }),
+});
+
 export const flagStates = sqliteTable(
   "flag_states",
   {
-    flagId: text("flag_id")
-      .notNull()
-      .references(() => flags.id, { onDelete: "cascade" }),
-    environmentId: text("environment_id")
-      .notNull()
-      .references(() => environments.id, { onDelete: "cascade" }),
+    ...flagInEnvironment(),
     enabled: integer("enabled", { mode: "boolean" }).notNull(),
     /** 0 to 100 with at most 3 decimals; null: everyone. */
     rolloutPercentage: real("rollout_percentage"),
@@ -421,3 +428,49 @@ export const schedules = sqliteTable(
   },
   (table) => [index("schedules_status_at").on(table.status, table.at), index("schedules_project_at").on(table.projectId, table.at)],
 );
+
+/**
+ * Evaluation insights (docs/insights.md): counts per flag, environment, bucket, variant label
+ * and reason, written by the flusher in one batch per flush (adding to the row). Hourly buckets
+ * (`day` 0) are kept 30 days, then rolled into daily ones (`day` 1), kept a year. `bucket`: the
+ * bucket's start, ms since the epoch (UTC hour or day).
+ */
+export const flagInsights = sqliteTable(
+  "flag_insights",
+  {
+    ...flagInEnvironment(),
+    day: integer("day", { mode: "boolean" }).notNull(),
+    bucket: integer("bucket").notNull(),
+    variant: text("variant").notNull(),
+    reason: text("reason").notNull(),
+    count: integer("count").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.flagId, table.environmentId, table.day, table.bucket, table.variant, table.reason] }),
+    // The rollup and the retention read by granularity and age.
+    index("flag_insights_age").on(table.day, table.bucket),
+    index("flag_insights_environment").on(table.environmentId),
+  ],
+);
+
+/** When a flag was last evaluated in an environment by production traffic (never a test-session override). */
+export const flagLastEvaluated = sqliteTable(
+  "flag_last_evaluated",
+  {
+    ...flagInEnvironment(),
+    /** ms since the epoch */
+    at: integer("at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.flagId, table.environmentId] }), index("flag_last_evaluated_environment").on(table.environmentId)],
+);
+
+/** A stale flag (docs/insights.md, Stale flags): set and cleared by the detection job; its flag.stale event went out when the row was made. */
+export const flagStale = sqliteTable("flag_stale", {
+  flagId: text("flag_id")
+    .primaryKey()
+    .references(() => flags.id, { onDelete: "cascade" }),
+  /** not_evaluated | fully_rolled_out */
+  reason: text("reason").notNull(),
+  /** ISO 8601: when the flag became stale. */
+  since: text("since").notNull(),
+});

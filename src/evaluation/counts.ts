@@ -67,6 +67,11 @@ export class FlagCounter {
     return cells;
   }
 
+  /** The cells counted since the last drain, left unread (insights show them before they are flushed). */
+  pending(): CountCell[] {
+    return this.read(this.counts, this.drained);
+  }
+
   /** Gives back what a drain took but could not store (a failed flush): the next drain has it again. */
   undrain(cells: readonly CountCell[]): void {
     for (const { variant, reason, count } of cells) {

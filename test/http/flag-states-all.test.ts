@@ -30,14 +30,15 @@ describe("the states of a flag in every environment", () => {
     expect(all).toEqual({
       flagKey: "checkout",
       states: [
-        { flagKey: "checkout", environment: "development", enabled: false, rolloutPercentage: null, updatedAt: flag.createdAt },
-        { flagKey: "checkout", environment: "staging", enabled: false, rolloutPercentage: null, updatedAt: "2026-11-22T10:02:00.000Z" },
-        { flagKey: "checkout", environment: "production", enabled: true, rolloutPercentage: 25, updatedAt: "2026-11-22T10:01:00.000Z" },
+        // lastEvaluatedAt (issue 32, docs/insights.md): never evaluated anywhere yet.
+        { flagKey: "checkout", environment: "development", enabled: false, rolloutPercentage: null, updatedAt: flag.createdAt, lastEvaluatedAt: null },
+        { flagKey: "checkout", environment: "staging", enabled: false, rolloutPercentage: null, updatedAt: "2026-11-22T10:02:00.000Z", lastEvaluatedAt: null },
+        { flagKey: "checkout", environment: "production", enabled: true, rolloutPercentage: 25, updatedAt: "2026-11-22T10:01:00.000Z", lastEvaluatedAt: null },
       ],
     });
     for (const state of all.states) expect(await json(await get(`${BASE}/checkout/states/${state.environment}`), 200)).toEqual(state);
-    // The flag object stays as the contract shapes it: no states in it.
-    expect(Object.keys(await json(await get(`${BASE}/checkout`), 200))).toEqual(["id", "key", "name", "variants", "rules", "createdAt", "updatedAt"]);
+    // The flag object stays as the contract shapes it: no states in it (issue 32 adds its staleness).
+    expect(Object.keys(await json(await get(`${BASE}/checkout`), 200))).toEqual(["id", "key", "name", "variants", "rules", "createdAt", "updatedAt", "stale"]);
   });
 
   test("in the order the environments were added, not by slug; added and deleted environments follow", async () => {

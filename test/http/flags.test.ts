@@ -43,6 +43,8 @@ describe("create and read", () => {
       rules: [{ id: expect.stringMatching(/^rule_[A-Za-z0-9]+$/), name: "beta users", conditions: RULE.conditions, enabled: true, variant: null }],
       createdAt: expect.stringMatching(ISO_TIMESTAMP),
       updatedAt: flag.createdAt,
+      // Issue 32: staleness (docs/insights.md); a new flag is never stale.
+      stale: null,
     });
     expect(await json(await get(`${BASE}/new-checkout`), 200)).toEqual(flag);
   });
@@ -50,7 +52,7 @@ describe("create and read", () => {
   test("description null on create means none, as on a PATCH; too long says its limit", async () => {
     const created = await json(await create({ key: "f", name: "F", description: null }), 201);
     expect(created).not.toHaveProperty("description");
-    expect(Object.keys(created)).toEqual(["id", "key", "name", "variants", "rules", "createdAt", "updatedAt"]);
+    expect(Object.keys(created)).toEqual(["id", "key", "name", "variants", "rules", "createdAt", "updatedAt", "stale"]);
     const long = await json(await create({ key: "g", name: "G", description: "x".repeat(2001) }), 400);
     expect(long.details).toEqual([{ path: "body.description", message: "Must be a string of at most 2000 characters, or null" }]);
   });
@@ -213,10 +215,12 @@ describe("states", () => {
       enabled: false,
       rolloutPercentage: null,
       updatedAt: flag.createdAt,
+      // Issue 32: never evaluated there (docs/insights.md).
+      lastEvaluatedAt: null,
     });
     h.clock.advance(1000);
     const set = await json(await putState("f", "staging", { enabled: true, rolloutPercentage: 33.125 }), 200);
-    expect(set).toEqual({ flagKey: "f", environment: "staging", enabled: true, rolloutPercentage: 33.125, updatedAt: expect.stringMatching(ISO_TIMESTAMP) });
+    expect(set).toEqual({ flagKey: "f", environment: "staging", enabled: true, rolloutPercentage: 33.125, updatedAt: expect.stringMatching(ISO_TIMESTAMP), lastEvaluatedAt: null });
     expect(set.updatedAt).not.toBe(flag.createdAt);
     expect(await json(await get(`${BASE}/f/states/staging`), 200)).toEqual(set);
     const kept = await json(await putState("f", "staging", { enabled: false }), 200);
@@ -293,7 +297,7 @@ describe("list", () => {
     expect(body.total).toBe(5);
     expect(body.page).toBe(1);
     expect(body.perPage).toBe(20);
-    expect(Object.keys(body.flags[0]).sort()).toEqual(["createdAt", "id", "key", "name", "updatedAt"]);
+    expect(Object.keys(body.flags[0]).sort()).toEqual(["createdAt", "id", "key", "name", "stale", "updatedAt"]);
   });
 
   test("q: case-insensitive substring of key or name", async () => {

@@ -28,13 +28,13 @@ const evaluate = async (flagKey: string, context: Record<string, unknown> = { us
 describe("writes", () => {
   test("stored as sent and answered; absent from a flag without them, byte for byte", async () => {
     const plain = await json(await create({ key: "plain" }), 201);
-    expect(Object.keys(plain)).toEqual(["id", "key", "name", "variants", "rules", "createdAt", "updatedAt"]);
+    expect(Object.keys(plain)).toEqual(["id", "key", "name", "variants", "rules", "createdAt", "updatedAt", "stale"]); // stale: issue 32
     const empty = await json(await create({ key: "empty", prerequisites: [] }), 201);
     expect("prerequisites" in empty).toBe(false);
     await json(await create({ key: "plan", variants: [{ key: "free" }, { key: "pro" }] }), 201);
     const dep = await json(await create({ key: "dep", prerequisites: [{ flagKey: "plain" }, { flagKey: "plan", variant: "pro" }] }), 201);
     expect(dep.prerequisites).toEqual([{ flagKey: "plain" }, { flagKey: "plan", variant: "pro" }]);
-    expect(Object.keys(dep)).toEqual(["id", "key", "name", "variants", "rules", "prerequisites", "createdAt", "updatedAt"]);
+    expect(Object.keys(dep)).toEqual(["id", "key", "name", "variants", "rules", "prerequisites", "createdAt", "updatedAt", "stale"]); // stale: issue 32
     expect((await json(await h.request("GET", `${BASE}/dep`, { headers: admin }), 200)).prerequisites).toEqual(dep.prerequisites);
     // PATCH replaces; null and [] remove; a PATCH without them keeps them.
     expect((await json(await patch("dep", { name: "Dep" }), 200)).prerequisites).toEqual(dep.prerequisites);

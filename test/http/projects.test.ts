@@ -21,7 +21,8 @@ async function create(body: unknown, headers = admin) {
 describe("projects", () => {
   test("create with the default environments: 201 and the full shape", async () => {
     const body = await json(await create({ slug: "web-shop", name: "Web shop" }), 201);
-    expect(Object.keys(body).sort()).toEqual(["createdAt", "environments", "id", "name", "slug", "updatedAt"]);
+    expect(Object.keys(body).sort()).toEqual(["createdAt", "environments", "id", "name", "slug", "staleAfterDays", "updatedAt"]);
+    expect(body.staleAfterDays).toBe(30); // issue 32: the default (docs/insights.md)
     expect(body.id).toMatch(/^proj_[A-Za-z0-9]{22,}$/);
     expect(body.slug).toBe("web-shop");
     expect(body.name).toBe("Web shop");

@@ -79,11 +79,11 @@ describe("write-time checks of the new operators' operands", () => {
 describe("bucketBy", () => {
   test("absent by default, and when set to userId; shown when another attribute; PATCH null resets", async () => {
     const plain = await json(await create({ key: "plain" }), 201);
-    expect(Object.keys(plain)).toEqual(["id", "key", "name", "variants", "rules", "createdAt", "updatedAt"]);
+    expect(Object.keys(plain)).toEqual(["id", "key", "name", "variants", "rules", "createdAt", "updatedAt", "stale"]); // stale: issue 32
     const explicit = await json(await create({ key: "explicit", bucketBy: "userId" }), 201);
     expect("bucketBy" in explicit).toBe(false);
     const byAccount = await json(await create({ key: "by-account", bucketBy: "accountId" }), 201);
-    expect(Object.keys(byAccount)).toEqual(["id", "key", "name", "variants", "rules", "bucketBy", "createdAt", "updatedAt"]);
+    expect(Object.keys(byAccount)).toEqual(["id", "key", "name", "variants", "rules", "bucketBy", "createdAt", "updatedAt", "stale"]); // stale: issue 32
     expect(byAccount.bucketBy).toBe("accountId");
     expect(await json(await h.request("GET", `${BASE}/by-account`, { headers: admin }), 200)).toEqual(byAccount);
 

@@ -7,6 +7,7 @@
 import { t } from "elysia";
 import { ONE_OR_MORE, ONE_TO_100, QueryInt, ResponseInt, Slug, SLUG_PATTERN, Timestamp } from "../../http/schema";
 import { OPERATORS, PREREQUISITE_MAX_DEPTH, type Operator } from "../../evaluation/types";
+import { StaleSchema } from "../insights/model";
 
 const VARIANT_KEY_PATTERN = "^[A-Za-z0-9_-]{1,64}$";
 const RULE_ID_PATTERN = "^rule_[A-Za-z0-9]{1,64}$";
@@ -148,12 +149,13 @@ export const Flag = t.Object(
     prerequisites: t.Optional(t.Array(Prerequisite, { description: "Only when the flag has prerequisites (docs/targeting.md, Prerequisites)" })),
     createdAt: Timestamp(),
     updatedAt: Timestamp("Moves when name, description, variants, rules, bucketBy or prerequisites change"),
+    stale: StaleSchema,
   },
   { title: "Flag" },
 );
 
 export const FlagListItem = t.Object(
-  { id: t.String(), key: t.String(), name: t.String(), createdAt: Timestamp(), updatedAt: Timestamp() },
+  { id: t.String(), key: t.String(), name: t.String(), createdAt: Timestamp(), updatedAt: Timestamp(), stale: StaleSchema },
   { title: "FlagListItem" },
 );
 
@@ -172,6 +174,7 @@ export const FlagListQuery = t.Object(
     environment: t.Optional(Slug("Keep flags that have a state in this environment (malformed: 400; unknown: 404)")),
     enabled: t.Optional(t.Boolean({ description: "With environment only: keep flags enabled (true) or disabled (false) there", error: "Must be true or false" })),
     q: t.Optional(t.String({ maxLength: 200, description: "Case-insensitive substring of key or name" })),
+    stale: t.Optional(t.Boolean({ description: "true: only stale flags; false: only the others (docs/insights.md, Stale flags)", error: "Must be true or false" })),
     page: t.Optional(QueryInt(ONE_OR_MORE, "Default 1, at most 999999999", "Must be an integer from 1 to 999999999")),
     perPage: t.Optional(QueryInt(ONE_TO_100, `Default 20, at most ${PER_PAGE_MAX}`, `Must be an integer from 1 to ${PER_PAGE_MAX}`)),
   },
@@ -201,6 +204,9 @@ export const FlagState = t.Object(
     enabled: t.Boolean(),
     rolloutPercentage: t.Union([t.Number(), t.Null()], { description: "null: all users" }),
     updatedAt: Timestamp("When the state last changed; the flag's createdAt while it has never been set"),
+    lastEvaluatedAt: t.Union([Timestamp(), t.Null()], {
+      description: "The last production evaluation of the flag in this environment (test-session overrides do not count; evaluations not yet flushed do); null: never (docs/insights.md)",
+    }),
   },
   { title: "FlagState" },
 );

@@ -34,14 +34,18 @@ export const flagsRoutes = (flags: FlagService) =>
       detail: {
         tags: FLAGS,
         summary: "List flags",
-        description: `Ordered by key; items hold id, key, name, createdAt, updatedAt. \`q\`: case-insensitive substring of key or name. \`environment\`: only flags whose state was set in that environment (an unknown environment is 404); with it, \`enabled=true|false\` filters by that state (without it, 400). \`page\` (default 1, 1 to 999999999) and \`perPage\` (default 20, 1 to ${PER_PAGE_MAX}); out of range is 400; a page past the end is empty. ${WHO}.`,
+        description: `Ordered by key; items hold id, key, name, createdAt, updatedAt, stale. \`stale=true|false\`: only stale flags, or only the others (docs/insights.md: \`stale\` is \`{ reason: not_evaluated | fully_rolled_out, since }\` or null). \`q\`: case-insensitive substring of key or name. \`environment\`: only flags whose state was set in that environment (an unknown environment is 404); with it, \`enabled=true|false\` filters by that state (without it, 400). \`page\` (default 1, 1 to 999999999) and \`perPage\` (default 20, 1 to ${PER_PAGE_MAX}); out of range is 400; a page past the end is empty. ${WHO}.`,
       },
     })
     .get("/v1/projects/:slug/flags/:key", ({ params }) => flags.getFlag(params.slug, params.key), {
       access: "flags",
       params: FlagParams,
       response: { 200: Flag },
-      detail: { tags: FLAGS, summary: "Get a flag", description: `The whole flag, rules included. Unknown project or flag: 404. ${WHO}.` },
+      detail: {
+        tags: FLAGS,
+        summary: "Get a flag",
+        description: `The whole flag, rules included, and \`stale\`: null, or \`{ reason, since }\` when the flag is stale (docs/insights.md, Stale flags): \`not_evaluated\` (no production evaluation in any environment for the project's staleAfterDays), \`fully_rolled_out\` (one value to everyone in every environment, unchanged that long); never for a flag younger than that; checked every 5 minutes. Unknown project or flag: 404. ${WHO}.`,
+      },
     })
     .patch("/v1/projects/:slug/flags/:key", ({ params, body, principal, set }) => flags.updateFlag(authorOf({ principal, set }), params.slug, params.key, body), {
       access: "flags",
@@ -78,7 +82,7 @@ export const flagsRoutes = (flags: FlagService) =>
       detail: {
         tags: FLAGS,
         summary: "Get a flag's state in every environment",
-        description: `\`{ flagKey, states }\`: one state per environment of the project, in the order the environments were added (as \`GET /v1/projects/{slug}/environments\` lists them), each exactly as \`GET .../states/{environment}\` answers it: an environment where the state was never set gives \`{ enabled: false, rolloutPercentage: null }\` with the flag's createdAt as updatedAt. Unknown project or flag: 404. ${WHO}.`,
+        description: `\`{ flagKey, states }\`: one state per environment of the project, in the order the environments were added (as \`GET /v1/projects/{slug}/environments\` lists them), each exactly as \`GET .../states/{environment}\` answers it, \`lastEvaluatedAt\` included (the last production evaluation there, null when never; docs/insights.md): an environment where the state was never set gives \`{ enabled: false, rolloutPercentage: null }\` with the flag's createdAt as updatedAt. Unknown project or flag: 404. ${WHO}.`,
       },
     })
     .get("/v1/projects/:slug/flags/:key/states/:environment", ({ params }) => flags.getState(params.slug, params.key, params.environment), {
@@ -88,7 +92,7 @@ export const flagsRoutes = (flags: FlagService) =>
       detail: {
         tags: FLAGS,
         summary: "Get a flag's state in an environment",
-        description: `A flag whose state was never set there is disabled: \`{ enabled: false, rolloutPercentage: null }\`, with the flag's createdAt as updatedAt. Unknown project, flag or environment: 404. ${WHO}.`,
+        description: `A flag whose state was never set there is disabled: \`{ enabled: false, rolloutPercentage: null }\`, with the flag's createdAt as updatedAt. \`lastEvaluatedAt\`: the last production evaluation of the flag there (test-session overrides do not count; evaluations not yet flushed do), null when never (docs/insights.md). Unknown project, flag or environment: 404. ${WHO}.`,
       },
     })
     .put("/v1/projects/:slug/flags/:key/states/:environment", ({ params, body, principal, set }) => flags.putState(authorOf({ principal, set }), params.slug, params.key, params.environment, body), {

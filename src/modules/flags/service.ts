@@ -12,10 +12,14 @@ import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import { requireEnvironment, requireProject } from "../projects/service";
 import type { Environment, Project, ProjectReader } from "../projects/store";
+import type { FlagInsights, Stale } from "../insights/service";
 import { LIMITS } from "./model";
 import { flagOf, type Flag, type FlagLink, type FlagStore, type FlagWriteReads } from "./store";
 
 export type { Flag } from "./store";
+
+/** A flag as the API answers it: with its staleness (docs/insights.md, Stale flags). */
+export type FlagView = Flag & { stale: Stale | null };
 
 export interface FlagState {
   flagKey: string;
@@ -23,6 +27,8 @@ export interface FlagState {
   enabled: boolean;
   rolloutPercentage: number | null;
   updatedAt: string;
+  /** The last production evaluation there (docs/insights.md); null: never. */
+  lastEvaluatedAt: string | null;
 }
 
 /** A rule as the API accepts it (model.ts RuleInput): optional fields get their defaults here. */
@@ -59,6 +65,8 @@ export interface ListQuery {
   environment?: string;
   enabled?: boolean;
   q?: string;
+  /** Keep stale flags (true) or the others (false). */
+  stale?: boolean;
   page?: number;
   perPage?: number;
 }
@@ -313,11 +321,13 @@ export interface FlagServiceDeps {
   flags: FlagStore;
   projects: ProjectReader;
   clock: Clock;
+  /** Each state's last evaluation and each flag's staleness (src/modules/insights/). */
+  insights: FlagInsights;
 }
 
 export type FlagService = ReturnType<typeof flagService>;
 
-export function flagService({ flags, projects, clock }: FlagServiceDeps) {
+export function flagService({ flags, projects, clock, insights }: FlagServiceDeps) {
   /**
    * The project's segment keys, read in the write's transaction, when the rules name segments
    * (else none is read): a segment deleted meanwhile is refused here, as its delete refuses a used one.
@@ -331,14 +341,17 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
   const requireFlag = async (project: Project, key: string) => flagIn(project, key, await flags.find(project.id, key));
 
   /** The flag's state in one environment: its row, or (no row) disabled there since the flag was created. */
-  const stateIn = async (flag: Flag, env: Environment): Promise<FlagState> => {
+  const stateIn = async (flag: Flag, env: Environment, evaluated: ReadonlyMap<string, string>): Promise<FlagState> => {
     const row = await flags.state(flag.id, env.id);
-    return { flagKey: flag.key, environment: env.slug, ...(row ?? { ...UNSET, updatedAt: flag.createdAt }) };
+    return { flagKey: flag.key, environment: env.slug, ...(row ?? { ...UNSET, updatedAt: flag.createdAt }), lastEvaluatedAt: evaluated.get(env.id) ?? null };
   };
+  const evaluatedIn = (flag: { id: string; key: string }, envs: readonly Environment[]) => insights.lastEvaluated(flag.id, flag.key, envs.map((e) => e.id));
+  const viewOf = async (flag: Flag): Promise<FlagView> => ({ ...flag, stale: await insights.staleOf(flag.id) });
 
   return {
-    async getFlag(slug: string, key: string): Promise<Flag> {
-      return requireFlag(await requireProject(projects, slug), key);
+    async getFlag(slug: string, key: string): Promise<FlagView> {
+      const project = await requireProject(projects, slug);
+      return viewOf(await requireFlag(project, key));
     },
 
     /** Ordered by key; `q` matches key or name, case-insensitive (Unicode-aware, so filtered here). */
@@ -350,15 +363,17 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
       const page = query.page ?? 1;
       const perPage = query.perPage ?? 20;
       const environmentId = query.environment === undefined ? undefined : requireEnvironment(project, query.environment).id;
-      let rows = await flags.list(project.id, { environmentId, enabled: query.enabled });
+      const stale = await insights.staleFlags(project.id);
+      let rows = (await flags.list(project.id, { environmentId, enabled: query.enabled })).map((f) => ({ ...f, stale: stale.get(f.id) ?? null }));
       if (query.q !== undefined && query.q !== "") {
         const q = foldCase(query.q);
         rows = rows.filter((f) => f.key.includes(q) || foldCase(f.name).includes(q));
       }
+      if (query.stale !== undefined) rows = rows.filter((f) => (f.stale !== null) === query.stale);
       return { flags: rows.slice((page - 1) * perPage, page * perPage), total: rows.length, page, perPage };
     },
 
-    async createFlag(author: Author, slug: string, input: NewFlagInput): Promise<Flag> {
+    async createFlag(author: Author, slug: string, input: NewFlagInput): Promise<FlagView> {
       const project = await requireProject(projects, slug);
       const variants = input.variants ?? [];
       const rules = input.rules ?? [];
@@ -383,12 +398,12 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
         if (details.length > 0) throw validationError("Invalid flag", details);
       });
       if (!created) throw conflict(`Flag ${input.key} already exists in project ${slug}`);
-      return flag;
+      return { ...flag, stale: null };
     },
 
-    async updateFlag(author: Author, slug: string, key: string, patch: FlagPatchInput): Promise<Flag> {
+    async updateFlag(author: Author, slug: string, key: string, patch: FlagPatchInput): Promise<FlagView> {
       const project = await requireProject(projects, slug);
-      return flags.update(author, project.id, key, (found, reads) => {
+      const updated = await flags.update(author, project.id, key, (found, reads) => {
         const current = flagIn(project, key, found);
         const variants = patch.variants ?? current.variants;
         const rules = patch.rules ?? current.rules;
@@ -417,6 +432,7 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
         next.updatedAt = iso(clock.now());
         return { result: next, changes: [flagChange(project, next, "updated", changes)] };
       });
+      return viewOf(updated);
     },
 
     async deleteFlag(author: Author, slug: string, key: string): Promise<void> {
@@ -437,7 +453,8 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
     async getState(slug: string, key: string, environment: string): Promise<FlagState> {
       const project = await requireProject(projects, slug);
       const env = requireEnvironment(project, environment);
-      return stateIn(await requireFlag(project, key), env);
+      const flag = await requireFlag(project, key);
+      return stateIn(flag, env, await evaluatedIn(flag, [env]));
     },
 
     /**
@@ -447,7 +464,8 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
     async getStates(slug: string, key: string): Promise<{ flagKey: string; states: FlagState[] }> {
       const project = await requireProject(projects, slug);
       const flag = await requireFlag(project, key);
-      return { flagKey: flag.key, states: await Promise.all(project.environments.map((env) => stateIn(flag, env))) };
+      const evaluated = await evaluatedIn(flag, project.environments);
+      return { flagKey: flag.key, states: await Promise.all(project.environments.map((env) => stateIn(flag, env, evaluated))) };
     },
 
     /**
@@ -464,8 +482,10 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
       }
       const project = await requireProject(projects, slug);
       const env = requireEnvironment(project, environment);
+      let flagId = "";
       const row = await flags.putState(author, project.id, key, env.id, (found, current) => {
         const flag = flagIn(project, key, found);
+        flagId = flag.id;
         const next = {
           enabled: input.enabled ?? (current ?? UNSET).enabled,
           rolloutPercentage: input.rolloutPercentage === undefined ? (current?.rolloutPercentage ?? null) : input.rolloutPercentage,
@@ -475,7 +495,8 @@ export function flagService({ flags, projects, clock }: FlagServiceDeps) {
         const action = next.enabled !== (current ?? UNSET).enabled ? (next.enabled ? "enabled" : "disabled") : "updated";
         return { result: { ...next, updatedAt: iso(clock.now()) }, changes: [flagChange(project, flag, action, changes, environment)] };
       });
-      return { flagKey: key, environment, ...row };
+      const evaluated = await evaluatedIn({ id: flagId, key }, [env]);
+      return { flagKey: key, environment, ...row, lastEvaluatedAt: evaluated.get(env.id) ?? null };
     },
   };
 }

@@ -7,6 +7,7 @@
 import type { Subscriber } from "../../changes/bus";
 import type { ChangeEntry, Changes } from "../../changes/entry";
 import type { FlagState } from "../../evaluation/types";
+import { isStaleChange } from "../webhooks/events";
 import { Snapshot } from "../../evaluation/snapshot";
 import type { SnapshotSource, SqliteFlagStore } from "./store";
 
@@ -52,6 +53,7 @@ async function apply(snapshot: Snapshot, source: SnapshotSource, entries: readon
           snapshot.removeFlag(project.id, resource.key!);
           break;
         }
+        if (isStaleChange({ resource, changes })) break; // its staleness: nothing evaluation reads
         const def = await source.definition(resource.id);
         if (def) snapshot.putFlag(project.id, def);
         break;

@@ -1,8 +1,11 @@
 /** Projects and environments: request and response schemas. */
 import { t } from "elysia";
-import { Slug, Timestamp } from "../../http/schema";
+import { BodyInt, ResponseInt, Slug, Timestamp } from "../../http/schema";
 
 export const NAME_MAX = 200;
+export const STALE_AFTER_DAYS_DEFAULT = 30;
+export const STALE_AFTER_DAYS_MIN = 1;
+export const STALE_AFTER_DAYS_MAX = 365;
 /** How many environments `POST /v1/projects` accepts at once. */
 export const MAX_ENVIRONMENTS_ON_CREATE = 50;
 
@@ -26,6 +29,7 @@ export const Project = t.Object(
     slug: t.String(),
     name: t.String(),
     environments: t.Array(Environment, { description: "In the order they were added" }),
+    staleAfterDays: ResponseInt({ description: "Days after which a flag not evaluated, or serving one value to everyone unchanged, is stale (docs/insights.md); default 30" }),
     createdAt: Timestamp("ISO 8601 UTC with milliseconds"),
     updatedAt: Timestamp("Changes when the project's own fields change"),
   },
@@ -56,7 +60,17 @@ export const NewProject = t.Object(
 );
 
 export const ProjectPatch = t.Object(
-  { name: t.Optional(Name()) },
+  {
+    name: t.Optional(Name()),
+    staleAfterDays: t.Optional(
+      BodyInt({
+        minimum: STALE_AFTER_DAYS_MIN,
+        maximum: STALE_AFTER_DAYS_MAX,
+        description: `${STALE_AFTER_DAYS_MIN} to ${STALE_AFTER_DAYS_MAX}: days without a production evaluation, or serving one value to everyone unchanged, after which a flag of the project is stale`,
+        error: `Must be an integer from ${STALE_AFTER_DAYS_MIN} to ${STALE_AFTER_DAYS_MAX}`,
+      }),
+    ),
+  },
   { additionalProperties: false, title: "ProjectPatch" },
 );
 

@@ -10,6 +10,9 @@ import {
   MAX_ENVIRONMENTS_ON_CREATE,
   NAME_MAX,
   NewEnvironment,
+  STALE_AFTER_DAYS_DEFAULT,
+  STALE_AFTER_DAYS_MAX,
+  STALE_AFTER_DAYS_MIN,
   NewProject,
   Project,
   ProjectList,
@@ -63,8 +66,8 @@ export const projectsRoutes = (projects: ProjectService) =>
       response: { 200: Project },
       detail: {
         tags: PROJECTS,
-        summary: "Rename a project",
-        description: `Only \`name\` (1 to ${NAME_MAX} characters) can change; the slug is immutable, so \`slug\` or any other field in the body is a 400. An empty body changes nothing. \`updatedAt\` moves only when the name changes. Writers: mgmt/full keys of the project, admin keys, admin JWTs.`,
+        summary: "Update a project (name, staleAfterDays)",
+        description: `\`name\` (1 to ${NAME_MAX} characters) and \`staleAfterDays\` (an integer from ${STALE_AFTER_DAYS_MIN} to ${STALE_AFTER_DAYS_MAX}, default ${STALE_AFTER_DAYS_DEFAULT}: after that many days without a production evaluation in any environment, or serving one value to everyone in every environment without a change, a flag of the project is stale; docs/insights.md) can change; the slug is immutable, so \`slug\` or any other field in the body is a 400. An empty body changes nothing. \`updatedAt\` moves only when a field changes. Flags' staleness follows a new \`staleAfterDays\` at the next detection (every 5 minutes). Writers: mgmt/full keys of the project, admin keys, admin JWTs.`,
       },
     })
     .delete(

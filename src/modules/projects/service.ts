@@ -8,6 +8,7 @@ import type { Principal } from "../../http/access";
 import { conflict, notFound, validationError } from "../../http/errors";
 import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
+import { STALE_AFTER_DAYS_DEFAULT } from "./model";
 import type { Environment, Project, ProjectReader, ProjectStore } from "./store";
 
 export type { Environment, Project } from "./store";
@@ -45,7 +46,7 @@ export function requireEnvironment(project: Project, envSlug: string): Environme
 export function newProject(clock: Clock, input: NewProject): Project {
   const now = iso(clock.now());
   const environments = (input.environments ?? DEFAULT_ENVIRONMENTS).map((e) => ({ id: newId("env"), slug: e.slug, name: e.name, createdAt: now }));
-  return { id: newId("proj"), slug: input.slug, name: input.name, environments, createdAt: now, updatedAt: now };
+  return { id: newId("proj"), slug: input.slug, name: input.name, environments, staleAfterDays: STALE_AFTER_DAYS_DEFAULT, createdAt: now, updatedAt: now };
 }
 
 const ref = (project: Project) => ({ id: project.id, slug: project.slug });
@@ -89,13 +90,15 @@ export function projectService({ projects, clock }: ProjectServiceDeps) {
       return project;
     },
 
-    /** PATCH /v1/projects/{slug}: only `name` changes; an empty body changes nothing. */
-    update(author: Author, slug: string, patch: { name?: string }): Promise<Project> {
+    /** PATCH /v1/projects/{slug}: `name` and `staleAfterDays` change; an empty body changes nothing. */
+    update(author: Author, slug: string, patch: { name?: string; staleAfterDays?: number }): Promise<Project> {
       return projects.update(author, slug, (found) => {
         const project = projectIn(slug, found);
-        if (patch.name === undefined || patch.name === project.name) return { result: project, changes: [] };
-        const next = { ...project, name: patch.name, updatedAt: iso(clock.now()) };
-        return { result: next, changes: [{ project: ref(project), environment: null, resource: { type: "project", id: project.id, key: slug }, action: "updated", changes: diff({ name: project.name }, { name: next.name }) }] };
+        const next = { ...project, name: patch.name ?? project.name, staleAfterDays: patch.staleAfterDays ?? project.staleAfterDays };
+        const changes = diff({ name: project.name, staleAfterDays: project.staleAfterDays }, { name: next.name, staleAfterDays: next.staleAfterDays });
+        if (Object.keys(changes).length === 0) return { result: project, changes: [] };
+        next.updatedAt = iso(clock.now());
+        return { result: next, changes: [{ project: ref(project), environment: null, resource: { type: "project", id: project.id, key: slug }, action: "updated", changes }] };
       });
     },
 

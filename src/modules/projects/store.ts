@@ -21,6 +21,8 @@ export interface Project {
   slug: string;
   name: string;
   environments: Environment[];
+  /** Days after which an unused or fully rolled-out flag is stale (docs/insights.md). */
+  staleAfterDays: number;
   createdAt: string;
   updatedAt: string;
 }
@@ -140,8 +142,8 @@ export class SqliteProjectStore implements ProjectStore {
   update(author: Author, slug: string, decide: (current: Project | undefined) => Written<Project>): Promise<Project> {
     return this.log.commit(author, () => {
       const written = decide(this.fresh(slug));
-      const { id, name, updatedAt } = written.result;
-      if (written.changes.length > 0) this.log.store.db.update(projects).set({ name, updatedAt }).where(eq(projects.id, id)).run();
+      const { id, name, staleAfterDays, updatedAt } = written.result;
+      if (written.changes.length > 0) this.log.store.db.update(projects).set({ name, staleAfterDays, updatedAt }).where(eq(projects.id, id)).run();
       return written;
     });
   }

@@ -20,6 +20,8 @@ export interface FlagChange {
    * change alone (additive to `enabled`; every other event's payload stays as it was).
    */
   rollout?: { previous: number | null; current: number | null };
+  /** Why and since when the flag is stale: carried by flag.stale alone. */
+  stale?: { reason: string; since: string };
 }
 
 /**
@@ -29,7 +31,7 @@ export interface FlagChange {
  * once the flag is deleted).
  */
 export function flagLevelChanges(
-  event: "flag.created" | "flag.updated" | "flag.deleted",
+  event: "flag.created" | "flag.updated" | "flag.deleted" | "flag.stale",
   environments: readonly { id: string; slug: string }[],
   flagKey: string,
   enabledBefore: ReadonlyMap<string, boolean>,
@@ -82,6 +84,14 @@ export function flagChanges(entry: ChangeEntry, reads: FlagReads): FlagChange[] 
     return change ? [change] : [];
   }
   const environments = reads.environmentsNow(projectId);
+  if (isStaleChange(entry)) {
+    // A flag that turned stale (docs/insights.md): flag.stale once per environment, its state there unchanged.
+    // No longer stale, or stale for another reason: no event.
+    const { before, after } = entry.changes.stale!;
+    if (before !== null || after === null) return [];
+    const stale = after as { reason: string; since: string };
+    return flagLevelChanges("flag.stale", environments, flagKey, reads.enabledNow(entry.resource.id)).map((c) => ({ ...c, stale }));
+  }
   if (entry.action === "deleted") {
     // The flag's states went with it: its entry holds them, by environment slug.
     const states = (entry.changes.states?.before ?? {}) as Record<string, StateValues>;
@@ -89,6 +99,11 @@ export function flagChanges(entry: ChangeEntry, reads: FlagReads): FlagChange[] 
     return flagLevelChanges("flag.deleted", environments, flagKey, before);
   }
   return flagLevelChanges(entry.action === "created" ? "flag.created" : "flag.updated", environments, flagKey, reads.enabledNow(entry.resource.id));
+}
+
+/** An entry of the stale-flag detection (src/modules/insights/): a flag's `stale` alone changed. */
+export function isStaleChange(entry: Pick<ChangeEntry, "resource" | "changes">): boolean {
+  return entry.resource.type === "flag" && "stale" in entry.changes && Object.keys(entry.changes).length === 1;
 }
 
 /** The payload text of an event: what every delivery of it sends and signs. */
@@ -103,6 +118,7 @@ export function eventPayload(id: string, projectSlug: string, c: FlagChange, at:
       flagKey: c.flagKey,
       previousState: c.rollout ? { enabled: c.previous, rolloutPercentage: c.rollout.previous } : { enabled: c.previous },
       currentState: c.rollout ? { enabled: c.current, rolloutPercentage: c.rollout.current } : { enabled: c.current },
+      ...(c.stale ? { stale: c.stale } : {}),
     },
   });
 }

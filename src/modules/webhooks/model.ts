@@ -4,7 +4,11 @@ import { t } from "elysia";
 import { MAX_URL_LENGTH } from "../../lib/outbound";
 import { ONE_TO_100, QueryInt, ResponseInt, Timestamp } from "../../http/schema";
 
-export const EVENT_NAMES = ["flag.created", "flag.updated", "flag.deleted", "flag.enabled", "flag.disabled"] as const;
+/**
+ * flag.stale (docs/insights.md): sent only to webhooks that list it; the five before it are what
+ * a subscription made before it existed lists at most, so none of those gets it.
+ */
+export const EVENT_NAMES = ["flag.created", "flag.updated", "flag.deleted", "flag.enabled", "flag.disabled", "flag.stale"] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];

@@ -163,6 +163,7 @@ const VERB: Record<FlagChangeEvent["event"], string> = {
   "flag.deleted": "deleted",
   "flag.enabled": "enabled",
   "flag.disabled": "disabled",
+  "flag.stale": "marked stale",
 };
 
 /** The change log's actor types as Datadog's author types (user, system, api, automation). */

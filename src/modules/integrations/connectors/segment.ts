@@ -53,6 +53,7 @@ export const CHANGE_EVENTS: Record<FlagChangeEvent["event"], string> = {
   "flag.deleted": "Feature Flag Deleted",
   "flag.enabled": "Feature Flag Enabled",
   "flag.disabled": "Feature Flag Disabled",
+  "flag.stale": "Feature Flag Stale",
 };
 
 const configSchema = Type.Object(

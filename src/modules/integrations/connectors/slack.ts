@@ -97,6 +97,7 @@ const VERB: Record<FlagChangeEvent["event"], string> = {
   "flag.deleted": "deleted",
   "flag.enabled": "turned on",
   "flag.disabled": "turned off",
+  "flag.stale": "marked stale",
 };
 
 /** The message's text: "<who> turned on *checkout* in *production* (project shop): off → on, rollout 50%". */

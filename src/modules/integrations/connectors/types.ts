@@ -13,9 +13,13 @@ export interface EvaluationRecord {
 /** One flag change: the webhook event payload (docs: Webhooks) and who made it (the change log's actor). */
 export interface FlagChangeEvent {
   id: string;                       // evt_... : stable across retries
-  event: "flag.created" | "flag.updated" | "flag.deleted" | "flag.enabled" | "flag.disabled";
+  event: "flag.created" | "flag.updated" | "flag.deleted" | "flag.enabled" | "flag.disabled" | "flag.stale";
   projectSlug: string; environment: string; timestamp: string;
-  data: { flagKey: string; previousState: { enabled: boolean; rolloutPercentage?: number | null }; currentState: { enabled: boolean; rolloutPercentage?: number | null } };
+  data: {
+    flagKey: string; previousState: { enabled: boolean; rolloutPercentage?: number | null }; currentState: { enabled: boolean; rolloutPercentage?: number | null };
+    /** flag.stale only (docs/insights.md). */
+    stale?: { reason: string; since: string };
+  };
   actor: { type: string; id: string; label: string };
 }
 
