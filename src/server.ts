@@ -138,13 +138,13 @@ export function createServices(ctx: AppContext) {
   const lastUsed = (id: string) => ctx.credentials.lastUsedAt(id);
   const evaluation = new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions, records: ctx.records });
   const insights = insightsService({ store: stores.insights, projects: stores.projects, flags: stores.flags, snapshot: ctx.snapshot, flusher: ctx.insightsFlusher, clock, log: ctx.log });
-  const flags = flagService({ flags: stores.flags, projects: stores.projects, clock, insights: insights.flagInsights });
+  const flags = flagService({ flags: stores.flags, projects: stores.projects, clock, insights: insights.flagInsights, history: stores.audit });
   return {
     insights,
     projects: projectService({ projects: stores.projects, clock }),
     flags,
     schedules: scheduleService({ schedules: stores.schedules, flags: stores.flags, projects: stores.projects, flagService: flags, clock, log: ctx.log }),
-    segments: segmentService({ segments: stores.segments, projects: stores.projects, clock }),
+    segments: segmentService({ segments: stores.segments, projects: stores.projects, clock, history: stores.audit }),
     webhooks: webhookService({
       webhooks: stores.webhooks,
       projects: stores.projects,

@@ -58,6 +58,17 @@ export interface AuditStore {
    * newest entry; the number removed.
    */
   prune(cutoff: string, batch: number): Promise<number>;
+  /**
+   * Oldest first: at most `limit` entries matching `filter` (its `before` and time bounds aside)
+   * with a position above `after`, from at most SCAN_WINDOW walked; `scannedTo`: the last
+   * position examined (where to go on), null when nothing after `after` is left to examine.
+   */
+  after(filter: AuditFilter, after: number, limit: number): Promise<{ entries: ChangeEntry[]; scannedTo: number | null }>;
+  /**
+   * The latest entry of one resource (`environment`: of its state there, else null) that is not
+   * a staleness mark of a flag (docs/insights.md): what a 412 says changed it.
+   */
+  latestChange(resource: { type: ResourceType; id: string; key: string }, environment: string | null): Promise<ChangeEntry | undefined>;
 }
 
 /** A `change_log` row as SQLite returns it (tests read the log this way too). */
@@ -90,6 +101,22 @@ const COLUMNS: [Exclude<keyof AuditFilter, "before">, string][] = [
   ["since", "at >= ?"],
   ["until", "at < ?"],
 ];
+
+/** The conditions of a filter's fields (not `before`, each page's own bound) and their values, in order. */
+function conditionsOf(filter: AuditFilter): { where: string[]; values: (string | number)[] } {
+  const where: string[] = [];
+  const values: (string | number)[] = [];
+  for (const [field, condition] of COLUMNS) {
+    const value = filter[field];
+    if (value === undefined) continue;
+    where.push(condition);
+    values.push(value);
+  }
+  return { where, values };
+}
+
+/** Entries `latestChange` reads back at most to pass over staleness marks (a flag turns stale, then not, a few times at most). */
+const LATEST_LOOKBACK = 20;
 
 function entryOf(r: ChangeLogRow): ChangeEntry {
   return {
@@ -125,14 +152,7 @@ export class SqliteAuditStore implements AuditStore {
   }
 
   async page(filter: AuditFilter, limit: number): Promise<Page> {
-    const where: string[] = [];
-    const values: (string | number)[] = [];
-    for (const [field, condition] of COLUMNS) {
-      const value = filter[field];
-      if (value === undefined) continue;
-      where.push(condition);
-      values.push(value);
-    }
+    const { where, values } = conditionsOf(filter);
     const before = filter.before ?? Number.MAX_SAFE_INTEGER;
     const conditions = where.length > 0 ? ` AND ${where.join(" AND ")}` : "";
     // One statement per combination of filters, compiled once (bun:sqlite caches `query` by its text).
@@ -144,6 +164,32 @@ export class SqliteAuditStore implements AuditStore {
     const sql = `SELECT * FROM (SELECT * FROM change_log WHERE position < ? ORDER BY position DESC LIMIT ${SCAN_WINDOW}) WHERE true${conditions} ORDER BY position DESC LIMIT ?`;
     const entries = this.sqlite.query<ChangeLogRow, (string | number)[]>(sql).all(before, ...values, limit).map(entryOf);
     return { entries, resumeBelow: entries.length < limit ? this.windowEnd(before) : null };
+  }
+
+  async after(filter: AuditFilter, after: number, limit: number): Promise<{ entries: ChangeEntry[]; scannedTo: number | null }> {
+    const { where, values } = conditionsOf(filter);
+    const conditions = where.length > 0 ? ` AND ${where.join(" AND ")}` : "";
+    if (filter.resourceKey !== undefined || where.length === 0) {
+      const sql = `SELECT * FROM change_log${indexFor(filter)} WHERE position > ?${conditions} ORDER BY position LIMIT ?`;
+      const entries = this.sqlite.query<ChangeLogRow, (string | number)[]>(sql).all(after, ...values, limit).map(entryOf);
+      return { entries, scannedTo: entries.length < limit ? null : entries.at(-1)!.position };
+    }
+    const window = this.sqlite
+      .query<{ last: number | null }, [number]>(`SELECT max(position) AS last FROM (SELECT position FROM change_log WHERE position > ?1 ORDER BY position LIMIT ${SCAN_WINDOW})`)
+      .get(after)!.last;
+    if (window === null) return { entries: [], scannedTo: null };
+    const sql = `SELECT * FROM change_log WHERE position > ? AND position <= ?${conditions} ORDER BY position LIMIT ?`;
+    const entries = this.sqlite.query<ChangeLogRow, (string | number)[]>(sql).all(after, window, ...values, limit).map(entryOf);
+    return { entries, scannedTo: entries.length === limit ? entries.at(-1)!.position : window };
+  }
+
+  async latestChange(resource: { type: ResourceType; id: string; key: string }, environment: string | null): Promise<ChangeEntry | undefined> {
+    const rows = this.sqlite
+      .query<ChangeLogRow, [string, string, string, string | null]>(
+        `SELECT * FROM change_log INDEXED BY change_log_key WHERE resource_key = ?1 AND resource_type = ?2 AND resource_id = ?3 AND environment IS ?4 ORDER BY position DESC LIMIT ${LATEST_LOOKBACK}`,
+      )
+      .all(resource.key, resource.type, resource.id, environment);
+    return rows.map(entryOf).find((e) => Object.keys(e.changes).some((field) => field !== "stale"));
   }
 
   /** The lowest position of a full scan window below `before`, when older entries remain. */

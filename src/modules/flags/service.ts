@@ -8,11 +8,13 @@ import { diff, whole, type Author, type ChangeDraft } from "../../changes/entry"
 import { operandProblem } from "../../evaluation/engine";
 import { OPERATOR_VALUE_TYPES, PREREQUISITE_MAX_DEPTH, SEGMENT_OPERATORS, VALUE_OPTIONAL, type Condition, type Prerequisite, type Rule, type Variant } from "../../evaluation/types";
 import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
+import { strongEtag, type IfMatch } from "../../http/etag";
 import { iso, type Clock } from "../../lib/clock";
 import { newId } from "../../lib/ids";
 import { requireEnvironment, requireProject } from "../projects/service";
 import type { Environment, Project, ProjectReader } from "../projects/store";
 import type { FlagInsights, Stale } from "../insights/service";
+import { checkedWrite, requireVersion, type ResourceHistory } from "../audit/precondition";
 import { LIMITS } from "./model";
 import { flagOf, type Flag, type FlagLink, type FlagStore, type FlagWriteReads } from "./store";
 
@@ -70,6 +72,17 @@ export interface ListQuery {
   page?: number;
   perPage?: number;
 }
+
+// ---- versions (ETag, If-Match: docs/decisions.md, "Edit conflicts") ---------------------
+
+/** A flag's ETag: a hash of its definition as answered (its staleness aside: not an edit). */
+export const flagEtag = (flag: Flag | FlagView): string => {
+  const { stale: _, ...definition } = flag as FlagView;
+  return strongEtag(definition);
+};
+
+/** A state's ETag: a hash of the state as answered (its last evaluation aside: not an edit). */
+export const stateEtag = (s: Omit<FlagState, "lastEvaluatedAt">): string => strongEtag([s.flagKey, s.environment, s.enabled, s.rolloutPercentage, s.updatedAt]);
 
 // ---- validation --------------------------------------------------------------------------
 
@@ -323,11 +336,13 @@ export interface FlagServiceDeps {
   clock: Clock;
   /** Each state's last evaluation and each flag's staleness (src/modules/insights/). */
   insights: FlagInsights;
+  /** The change log read back: who changed a flag or a state when `If-Match` no longer matches. */
+  history: ResourceHistory;
 }
 
 export type FlagService = ReturnType<typeof flagService>;
 
-export function flagService({ flags, projects, clock, insights }: FlagServiceDeps) {
+export function flagService({ flags, projects, clock, insights, history }: FlagServiceDeps) {
   /**
    * The project's segment keys, read in the write's transaction, when the rules name segments
    * (else none is read): a segment deleted meanwhile is refused here, as its delete refuses a used one.
@@ -401,10 +416,12 @@ export function flagService({ flags, projects, clock, insights }: FlagServiceDep
       return { ...flag, stale: null };
     },
 
-    async updateFlag(author: Author, slug: string, key: string, patch: FlagPatchInput): Promise<FlagView> {
+    /** `ifMatch`: the flag's ETag the client loaded (null: none sent), checked in the write's transaction (412 when stale). */
+    async updateFlag(author: Author, slug: string, key: string, patch: FlagPatchInput, ifMatch: IfMatch | null = null): Promise<FlagView> {
       const project = await requireProject(projects, slug);
-      const updated = await flags.update(author, project.id, key, (found, reads) => {
+      const updated = await checkedWrite(history, () => flags.update(author, project.id, key, (found, reads) => {
         const current = flagIn(project, key, found);
+        requireVersion(ifMatch, flagEtag(current), `Flag ${key}`, { type: "flag", id: current.id, key });
         const variants = patch.variants ?? current.variants;
         const rules = patch.rules ?? current.rules;
         const prerequisites = patch.prerequisites === undefined ? current.prerequisites : patch.prerequisites === null ? undefined : normalizePrerequisites(patch.prerequisites);
@@ -431,7 +448,7 @@ export function flagService({ flags, projects, clock, insights }: FlagServiceDep
         if (Object.keys(changes).length === 0) return { result: current, changes: [] };
         next.updatedAt = iso(clock.now());
         return { result: next, changes: [flagChange(project, next, "updated", changes)] };
-      });
+      }));
       return viewOf(updated);
     },
 
@@ -476,16 +493,25 @@ export function flagService({ flags, projects, clock, insights }: FlagServiceDep
      * disabled), else `updated`. `enabled` omitted (a scheduled change that sets only the
      * rollout; the route requires it) keeps the current value.
      */
-    async putState(author: Author, slug: string, key: string, environment: string, input: { enabled?: boolean; rolloutPercentage?: number | null }): Promise<FlagState> {
+    async putState(
+      author: Author,
+      slug: string,
+      key: string,
+      environment: string,
+      input: { enabled?: boolean; rolloutPercentage?: number | null },
+      ifMatch: IfMatch | null = null,
+    ): Promise<FlagState> {
       if (input.rolloutPercentage != null && !hasAtMost3Decimals(input.rolloutPercentage)) {
         throw validationError("Invalid request", [{ path: "body.rolloutPercentage", message: "At most 3 decimal places" }]);
       }
       const project = await requireProject(projects, slug);
       const env = requireEnvironment(project, environment);
       let flagId = "";
-      const row = await flags.putState(author, project.id, key, env.id, (found, current) => {
+      const row = await checkedWrite(history, () => flags.putState(author, project.id, key, env.id, (found, current) => {
         const flag = flagIn(project, key, found);
         flagId = flag.id;
+        const stored = { flagKey: key, environment, ...(current ?? { ...UNSET, updatedAt: flag.createdAt }) };
+        requireVersion(ifMatch, stateEtag(stored), `Flag ${key}'s state in ${environment}`, { type: "flag_state", id: flag.id, key }, environment);
         const next = {
           enabled: input.enabled ?? (current ?? UNSET).enabled,
           rolloutPercentage: input.rolloutPercentage === undefined ? (current?.rolloutPercentage ?? null) : input.rolloutPercentage,
@@ -494,7 +520,7 @@ export function flagService({ flags, projects, clock, insights }: FlagServiceDep
         const changes = current ? diff({ enabled: current.enabled, rolloutPercentage: current.rolloutPercentage }, next) : whole(next, "created");
         const action = next.enabled !== (current ?? UNSET).enabled ? (next.enabled ? "enabled" : "disabled") : "updated";
         return { result: { ...next, updatedAt: iso(clock.now()) }, changes: [flagChange(project, flag, action, changes, environment)] };
-      });
+      }));
       const evaluated = await evaluatedIn({ id: flagId, key }, [env]);
       return { flagKey: key, environment, ...row, lastEvaluatedAt: evaluated.get(env.id) ?? null };
     },

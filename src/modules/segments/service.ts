@@ -7,7 +7,9 @@
 import { diff, whole, type Author, type ChangeDraft } from "../../changes/entry";
 import type { Condition } from "../../evaluation/types";
 import { ApiError, conflict, notFound, validationError } from "../../http/errors";
+import { strongEtag, type IfMatch } from "../../http/etag";
 import { iso, type Clock } from "../../lib/clock";
+import { checkedWrite, requireVersion, type ResourceHistory } from "../audit/precondition";
 import { newId } from "../../lib/ids";
 import { checkConditions, foldCase } from "../flags/service";
 import { requireProject } from "../projects/service";
@@ -54,11 +56,16 @@ export interface SegmentServiceDeps {
   segments: SegmentStore;
   projects: ProjectReader;
   clock: Clock;
+  /** The change log read back: who changed a segment when `If-Match` no longer matches. */
+  history: ResourceHistory;
 }
+
+/** A segment's ETag: a hash of it as answered (docs/decisions.md, "Edit conflicts"). */
+export const segmentEtag = (segment: Segment): string => strongEtag(segment);
 
 export type SegmentService = ReturnType<typeof segmentService>;
 
-export function segmentService({ segments, projects, clock }: SegmentServiceDeps) {
+export function segmentService({ segments, projects, clock, history }: SegmentServiceDeps) {
   const segmentIn = (project: Project, key: string, segment: Segment | undefined): Segment => {
     if (!segment) throw notFound(`Segment ${key} in project ${project.slug}`);
     return segment;
@@ -103,11 +110,13 @@ export function segmentService({ segments, projects, clock }: SegmentServiceDeps
       return segment;
     },
 
-    async updateSegment(author: Author, slug: string, key: string, patch: SegmentPatchInput): Promise<Segment> {
+    /** `ifMatch`: the segment's ETag the client loaded (null: none sent), checked in the write's transaction (412 when stale). */
+    async updateSegment(author: Author, slug: string, key: string, patch: SegmentPatchInput, ifMatch: IfMatch | null = null): Promise<Segment> {
       const project = await requireProject(projects, slug);
       checkSegment(patch.conditions);
-      return segments.update(author, project.id, key, (found) => {
+      return checkedWrite(history, () => segments.update(author, project.id, key, (found) => {
         const current = segmentIn(project, key, found);
+        requireVersion(ifMatch, segmentEtag(current), `Segment ${key}`, { type: "segment", id: current.id, key });
         const next = segmentOf({
           ...current,
           name: patch.name ?? current.name,
@@ -120,7 +129,7 @@ export function segmentService({ segments, projects, clock }: SegmentServiceDeps
         if (Object.keys(changes).length === 0) return { result: current, changes: [] };
         next.updatedAt = iso(clock.now());
         return { result: next, changes: [segmentChange(project, next, "updated", changes)] };
-      });
+      }));
     },
 
     /** Refused (409, `details` naming each flag and its rules) while a flag's rule names it. */

@@ -13,7 +13,8 @@ import { Elysia } from "elysia";
 import { accessGuard } from "../../http/auth";
 import { HEARTBEAT_MS, RESUME_LIMIT } from "./hub";
 import { Definitions, EventsQuery, StreamHeaders } from "./model";
-import { noneMatch, type StreamsService } from "./service";
+import { noneMatch } from "../../http/etag";
+import type { StreamsService } from "./service";
 import { SSE_HEADERS } from "./sse";
 
 const TAGS = ["Streams"];

@@ -27,12 +27,6 @@ export type StreamsService = ReturnType<typeof streamsService>;
 export const etagOf = (d: Definitions): string =>
   `"${createHash("sha256").update(JSON.stringify(d.segments.length > 0 ? [d.flags, d.segments] : d.flags)).digest("base64url")}"`;
 
-/** Whether an `If-None-Match` value names `etag` (`*`, or a list; compared weakly, as RFC 9110 says for this header). */
-export function noneMatch(header: string | null, etag: string): boolean {
-  if (header === null) return false;
-  if (header.trim() === "*") return true;
-  return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
-}
 
 /** The access group admits API keys only. */
 const keyOf = (principal: Principal): ApiKeyPrincipal => {
