@@ -30,6 +30,7 @@ import type { SqlitePluginStore } from "./modules/plugins/store";
 import type { SqliteIntegrationStore } from "./modules/integrations/store";
 import type { IntegrationSink } from "./modules/integrations/sender";
 import type { StreamHub } from "./modules/streams/hub";
+import type { AuditStreamHub } from "./modules/audit/stream";
 import type { SqliteDefinitionsStore } from "./modules/streams/store";
 import type { StreamTokens } from "./modules/streams/tokens";
 import type { RequestCounts } from "./http/request-counts";
@@ -104,6 +105,8 @@ export interface AppContext extends Store {
    * the snapshot holds it.
    */
   streams: StreamHub;
+  /** The open live audit-log streams (src/modules/audit/stream.ts); hears every commit. */
+  auditStreams: AuditStreamHub;
   /** The OFREP change stream's URL credential: `issue(principal, now)`, `verify(token, now)`. */
   streamTokens: StreamTokens;
   /** Writes the evaluation counts to the database (docs/insights.md); `flush()` on demand, started by the server. */

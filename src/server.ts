@@ -29,6 +29,7 @@ import { pruneAuditLog } from "./modules/audit/retention";
 import { auditRoutes } from "./modules/audit/routes";
 import { auditService } from "./modules/audit/service";
 import { SqliteAuditStore } from "./modules/audit/store";
+import { AuditStreamHub } from "./modules/audit/stream";
 import { apiKeysRoutes } from "./modules/api-keys/routes";
 import { apiKeyService } from "./modules/api-keys/service";
 import { SqliteApiKeyStore } from "./modules/api-keys/store";
@@ -161,7 +162,7 @@ export function createServices(ctx: AppContext) {
     users: userService({ users: stores.users, clock }),
     adminKeys: adminKeyService({ adminKeys: stores.adminKeys, clock, lastUsed }),
     apiKeys: apiKeyService({ apiKeys: stores.apiKeys, projects: stores.projects, clock, lastUsed }),
-    audit: auditService({ audit: stores.audit, projects: stores.projects }),
+    audit: auditService({ audit: stores.audit, projects: stores.projects, live: ctx.auditStreams }),
     marketplace: marketplaceService({ catalog: ctx.catalog, downloads: stores.pluginDownloads }),
     integrations: integrationService({ integrations: stores.integrations, projects: stores.projects, connectors: CONNECTORS, clock, outbound: new OutboundPolicy(ctx.config.outboundAllowedHosts) }),
     plugins: pluginService({ plugins: stores.plugins, projects: stores.projects, catalog: ctx.catalog, host: ctx.plugins, runtime: stores.pluginRuntime, clock, log: ctx.log }),
@@ -221,7 +222,7 @@ function metricsOf(ctx: AppContext, services: Services, store: MetricsStore) {
     loginRefused: ctx.loginRefused,
     store,
     schedules: services.schedules,
-    streams: ctx.streams,
+    streams: { size: () => ({ ...ctx.streams.size(), audit: ctx.auditStreams.size() }) },
     databaseFile: join(ctx.config.dataDir, DB_FILE),
     version: VERSION,
     edition: ctx.config.edition,
@@ -341,6 +342,8 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const streamTokens = new StreamTokens(secret);
   const streams = new StreamHub({ store: stores.definitions, credentials, clock, log, initial: stores.definitions.lastChangesNow() });
   credentials.onReload(() => streams.revalidate());
+  const auditStreams = new AuditStreamHub({ store: stores.audit, callers: credentials, clock, log, position: stores.audit.positionNow() });
+  credentials.onReload(() => auditStreams.revalidate());
   const testSessions = loadSessions(stores.testSessions, clock.now());
   const insightsFlusher = new InsightsFlusher({ snapshot, store: stores.insights, clock, log });
   const outbox = new Outbox(stores.webhooks, deliveries);
@@ -366,6 +369,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   changeLog.participate(stores.schedules.participant);
   // The streams hear each commit once the snapshot holds it: a client that refetches at their message sees the change.
   bus.subscribe("snapshot", snapshotSubscriber(snapshot, stores.flags, streams.subscriber));
+  bus.subscribe("audit streams", auditStreams.subscriber);
   bus.subscribe("credentials", credentials.subscriber);
   bus.subscribe("test sessions", testSessions.subscriber);
   bus.subscribe("webhook sender", outbox.subscriber);
@@ -394,6 +398,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     plugins,
     integrations: sender,
     streams,
+    auditStreams,
     streamTokens,
     insightsFlusher,
     startedAt: performance.now(),
@@ -402,6 +407,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     readiness: new Readiness(),
     close() {
       streams.close();
+      auditStreams.close();
       catalog.close();
       scheduler.stopAll();
       // The counts since the last flush: a closed context (a stopped server, a test app) loses none.

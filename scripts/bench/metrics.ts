@@ -113,7 +113,7 @@ const metrics = createMetrics({
   loginRefused: new Tally(LOGIN_REFUSALS),
   store: { pendingDeliveries: () => 0, queuedChangeEvents: () => 0, changeLogPosition: () => 0, pluginsByStatus: () => [], integrationEvents: () => [] },
   schedules: { countPending: async () => 0 },
-  streams: { size: () => ({ changes: 0, definitions: 0 }) },
+  streams: { size: () => ({ changes: 0, definitions: 0, audit: 0 }) },
   databaseFile: join(dir, "none.db"),
   version: "bench",
   edition: "ce",

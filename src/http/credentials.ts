@@ -218,6 +218,25 @@ export class CredentialRegistry {
     return this.streamRecord(grant, now)?.principal as ApiKeyPrincipal | undefined;
   }
 
+  /**
+   * Whether the caller of a long-lived request (an audit-log stream) opened at `openedAt` (ms) is
+   * still accepted as it was: an API key's secret (as `streamPrincipal`), an admin key not
+   * deleted, a login token not expired nor revoked (logout), of a user still there with the same
+   * role and no password change since. No I/O.
+   */
+  stillAccepts(principal: Principal, openedAt: number, now: number): boolean {
+    switch (principal.kind) {
+      case "apiKey":
+        return this.streamPrincipal({ keyId: principal.id, projectId: principal.projectId, environmentId: principal.environmentId, secretTag: principal.secretTag }, now) !== undefined;
+      case "adminKey":
+        return this.usage.get(principal.id)?.table === adminKeys;
+      case "user": {
+        const user = this.users.get(principal.id);
+        return user !== undefined && user.role === principal.role && user.validAfter * 1000 <= openedAt && now < principal.expiresAt && !this.revoked.has(principal.jti);
+      }
+    }
+  }
+
   /** `streamPrincipal` as admission takes it: the key's resolution, its use counted (rate limit, last use). */
   resolveStream(grant: StreamBinding, now: number): Resolution | undefined {
     const record = this.streamRecord(grant, now);

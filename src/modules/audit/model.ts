@@ -60,16 +60,36 @@ export const AuditList = t.Object(
   { title: "AuditList" },
 );
 
+/** The filters of the list and of the stream. */
+const FILTERS = {
+  resourceType: t.Optional(OneOf(RESOURCE_TYPES, withValues("Only entries of this resource type", RESOURCE_TYPES))),
+  resourceKey: t.Optional(t.String({ minLength: 1, maxLength: 256, description: "Only entries of resources with this key (a flag key: the flag and its states in every environment)", error: "Must be a string of 1 to 256 characters" })),
+  actorId: t.Optional(t.String({ minLength: 1, maxLength: 256, description: "Only entries by this actor: its id (usr_..., key_..., cli:<user>, system), or a user's e-mail address (any case, as logins take it: that user's entries, also of a user deleted since)", error: "Must be a string of 1 to 256 characters" })),
+  action: t.Optional(OneOf(ACTIONS, withValues("Only entries of this action", ACTIONS))),
+};
+
 export const AuditQuery = t.Object(
   {
-    resourceType: t.Optional(OneOf(RESOURCE_TYPES, withValues("Only entries of this resource type", RESOURCE_TYPES))),
-    resourceKey: t.Optional(t.String({ minLength: 1, maxLength: 256, description: "Only entries of resources with this key (a flag key: the flag and its states in every environment)", error: "Must be a string of 1 to 256 characters" })),
-    actorId: t.Optional(t.String({ minLength: 1, maxLength: 256, description: "Only entries by this actor: its id (usr_..., key_..., cli:<user>, system), or a user's e-mail address (any case, as logins take it: that user's entries, also of a user deleted since)", error: "Must be a string of 1 to 256 characters" })),
-    action: t.Optional(OneOf(ACTIONS, withValues("Only entries of this action", ACTIONS))),
+    ...FILTERS,
     since: t.Optional(t.String({ pattern: ISO_PATTERN, description: "Only entries at or after this time (inclusive)", error: TIME_ERROR })),
     until: t.Optional(t.String({ pattern: ISO_PATTERN, description: "Only entries before this time (exclusive)", error: TIME_ERROR })),
     limit: t.Optional(QueryInt(ONE_TO_200, `Entries a page: default ${LIMIT_DEFAULT}, 1 to ${LIMIT_MAX}`, `Must be an integer from 1 to ${LIMIT_MAX}`)),
     cursor: t.Optional(t.String({ pattern: CURSOR_PATTERN, description: "The nextCursor of the previous page", error: "Must be a nextCursor of this API" })),
+  },
+  { additionalProperties: false },
+);
+
+/** The stream's query: the list's filters; `since` a change-log position (as `Last-Event-ID`), not a time. */
+export const AuditStreamQuery = t.Object(
+  {
+    ...FILTERS,
+    since: t.Optional(
+      t.String({
+        pattern: "^[0-9]{1,15}$",
+        description: "Resume after this change-log position (an event's `id`), as `Last-Event-ID` does (which wins when both are sent): on the stream a position, not a time",
+        error: "Must be a change-log position (an event's id: digits)",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

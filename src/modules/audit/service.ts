@@ -10,9 +10,15 @@ import type { ProjectReader } from "../projects/store";
 import { normalizeEmail } from "../users/service";
 import { LIMIT_DEFAULT } from "./model";
 import type { AuditFilter, AuditStore } from "./store";
+import type { Principal } from "../../http/access";
+import { positionOf } from "../streams/hub";
+import type { AuditStreamHub } from "./stream";
 
 /** The query of a list or an export, as the route passes it (model.ts AuditQuery, limit read; times as sent). */
 export type AuditQueryInput = Pick<AuditFilter, "resourceType" | "resourceKey" | "actorId" | "action" | "since" | "until"> & { limit?: number; cursor?: string };
+
+/** The stream's query, as the route passes it (model.ts AuditStreamQuery). */
+export type AuditStreamInput = Pick<AuditFilter, "resourceType" | "resourceKey" | "actorId" | "action"> & { since?: string };
 
 /** An entry as the API answers it (model.ts AuditEntry). */
 export interface AuditEntryView {
@@ -88,16 +94,15 @@ function actorFilter(actorId: string | undefined): Pick<AuditFilter, "actorId" |
 export interface AuditServiceDeps {
   audit: AuditStore;
   projects: ProjectReader;
+  /** The open live streams (stream.ts). */
+  live: Pick<AuditStreamHub, "open">;
 }
 
 export type AuditService = ReturnType<typeof auditService>;
 
-export function auditService({ audit, projects }: AuditServiceDeps) {
-  /** The store's filter for a query: the project's (by slug; 404 when unknown) or the instance's. */
-  const filterOf = async (slug: string | null, q: AuditQueryInput): Promise<AuditFilter> => {
-    const since = instant(q.since, "since");
-    const until = instant(q.until, "until");
-    const before = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+export function auditService({ audit, projects, live }: AuditServiceDeps) {
+  /** The filters of a list or a stream: the project's (by slug; 404 when unknown) or the instance's. */
+  const scopeOf = async (slug: string | null, q: AuditStreamInput): Promise<AuditFilter> => {
     let projectId: string | undefined;
     if (slug !== null) {
       const project = await projects.bySlug(slug);
@@ -105,10 +110,27 @@ export function auditService({ audit, projects }: AuditServiceDeps) {
       projectId = project.id;
     }
     const { resourceType, resourceKey, action } = q;
-    return { projectId, resourceType, resourceKey, ...actorFilter(q.actorId), action, since, until, before };
+    return { projectId, resourceType, resourceKey, ...actorFilter(q.actorId), action };
+  };
+  /** The store's filter for a list's query. */
+  const filterOf = async (slug: string | null, q: AuditQueryInput): Promise<AuditFilter> => {
+    const since = instant(q.since, "since");
+    const until = instant(q.until, "until");
+    const before = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    return { ...(await scopeOf(slug, { ...q, since: undefined })), since, until, before };
   };
 
   return {
+    /**
+     * The live stream (stream.ts) of the entries passing the query's filters, resumed after
+     * `Last-Event-ID` (or else the query's `since`) when given.
+     */
+    async stream(principal: Principal, slug: string | null, q: AuditStreamInput, lastEventId: string | null): Promise<ReadableStream<Uint8Array>> {
+      const filter = await scopeOf(slug, q);
+      const since = positionOf(lastEventId) ?? (q.since === undefined ? null : Number(q.since));
+      return live.open(principal, filter, since);
+    },
+
     /**
      * One page, newest first; `nextCursor` when older entries match (one more is read to know),
      * or when the page stopped at its scan window (it may then hold fewer than `limit`, even none).

@@ -166,6 +166,11 @@ export class SqliteAuditStore implements AuditStore {
     return { entries, resumeBelow: entries.length < limit ? this.windowEnd(before) : null };
   }
 
+  /** The change log's last position (0: empty); synchronous, for the start. */
+  positionNow(): number {
+    return this.sqlite.query<{ p: number }, []>("SELECT coalesce(max(position), 0) AS p FROM change_log").get()!.p;
+  }
+
   async after(filter: AuditFilter, after: number, limit: number): Promise<{ entries: ChangeEntry[]; scannedTo: number | null }> {
     const { where, values } = conditionsOf(filter);
     const conditions = where.length > 0 ? ` AND ${where.join(" AND ")}` : "";

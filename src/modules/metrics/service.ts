@@ -27,7 +27,7 @@ export interface MetricsDeps {
   loginRefused: Tally<LoginRefusal>;
   store: MetricsStore;
   schedules: { countPending(): Promise<number> };
-  streams: { size(): { changes: number; definitions: number } };
+  streams: { size(): { changes: number; definitions: number; audit: number } };
   /** The database file; its `-wal` beside it counts too. */
   databaseFile: string;
   version: string;
@@ -164,13 +164,14 @@ export function createMetrics(deps: MetricsDeps): Metrics {
 
   new Gauge({
     name: `${PREFIX}streams_connected`,
-    help: "Open streams by kind: changes (the OFREP change stream) and definitions",
+    help: "Open streams by kind: changes (the OFREP change stream), definitions, audit (the live audit log)",
     labelNames: ["kind"],
     registers,
     collect() {
-      const { changes, definitions } = deps.streams.size();
+      const { changes, definitions, audit } = deps.streams.size();
       this.set({ kind: "changes" }, changes);
       this.set({ kind: "definitions" }, definitions);
+      this.set({ kind: "audit" }, audit);
     },
   });
 

@@ -22,12 +22,12 @@ const HEARTBEAT = `A comment line \`: ping\` comes every ${HEARTBEAT_MS / 1000} 
 const DEFINITIONS_WHO = `API keys of scope eval, test, mgmt or full, as \`Authorization: Bearer\`; project and environment come from the key. A client key (the one a web page may carry) gets 403 "This key scope does not have access to this endpoint" (rules may hold e-mail lists); admin keys and login tokens get 403 "The definitions API takes a project API key of scope eval, test, mgmt or full". No CORS: these routes are never offered to browsers.`;
 const RECORD = "Each flag is `{ key, variants, rules, bucketBy?, prerequisites?, state: { enabled, rolloutPercentage } }`: variants and rules exactly as stored (rules in order, disabled ones included), `bucketBy` only when the flag buckets by an attribute other than userId, `prerequisites` (`[{ flagKey, variant? }]`, evaluated against the other records: docs/targeting.md) only when the flag has some, the state in the key's environment (never set there: `{ enabled: false, rolloutPercentage: null }`).";
 
-const sseResponse = (description: string) => ({
+export const sseResponse = (description: string) => ({
   200: { description, content: { "text/event-stream": { schema: { type: "string" as const, description: "Server-Sent Events" } } } },
 });
 
 /** A stream's answer: the events as they come, on a request that never times out. */
-function stream(body: ReadableStream<Uint8Array>, request: Request, server: Server<unknown> | null): Response {
+export function stream(body: ReadableStream<Uint8Array>, request: Request, server: Server<unknown> | null): Response {
   server?.timeout(request, 0);
   return new Response(body, { headers: SSE_HEADERS });
 }

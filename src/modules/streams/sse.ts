@@ -29,6 +29,8 @@ export class SseStream {
   readonly body: ReadableStream<Uint8Array>;
   private controller!: ReadableStreamDefaultController<Uint8Array>;
   private ended = false;
+  /** Who waits for the client to have read what was queued (`drained`). */
+  private waiting: (() => void) | undefined;
 
   constructor(private readonly onEnd: (stream: SseStream) => void) {
     this.body = new ReadableStream<Uint8Array>({
@@ -36,6 +38,8 @@ export class SseStream {
         this.controller = controller;
         controller.enqueue(RETRY);
       },
+      // The runtime asks for more once the client has read what was queued.
+      pull: () => this.wake(),
       cancel: () => this.finish(),
     });
   }
@@ -60,6 +64,27 @@ export class SseStream {
     }
   }
 
+  /**
+   * Resolves once the client has read what was queued, or the stream ended: a writer of many
+   * events (a resume's backlog) waits for it between batches rather than queue them all.
+   */
+  drained(): Promise<void> {
+    if (this.ended || (this.controller.desiredSize ?? 0) > 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const before = this.waiting;
+      this.waiting = () => {
+        before?.();
+        resolve();
+      };
+    });
+  }
+
+  private wake(): void {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.();
+  }
+
   /** Ends the response (what was written is still sent). */
   close(): void {
     if (this.ended) return;
@@ -72,6 +97,7 @@ export class SseStream {
   private finish(): void {
     if (this.ended) return;
     this.ended = true;
+    this.wake();
     this.onEnd(this);
   }
 }
