@@ -523,6 +523,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         await Bun.sleep(config.shutdownDelaySeconds * 1000 + DRAIN_GRACE_MS);
         // Streams never finish by themselves: ended first, the drain would otherwise wait 10 s on them.
         ctx.streams.close();
+        ctx.auditStreams.close();
         let timer: ReturnType<typeof setTimeout> | undefined;
         const timedOut = new Promise<false>((resolve) => (timer = setTimeout(resolve, DRAIN_MS, false)));
         const drained = await Promise.race([server.stop(false).then(() => true), timedOut]);
