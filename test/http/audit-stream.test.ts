@@ -46,6 +46,8 @@ describe("live entries", () => {
     const admin = setup();
     const r = await open(INSTANCE, admin);
     expect(h.ctx.auditStreams.size()).toBe(1);
+    const metrics = await (await h.request("GET", "/metrics", { headers: admin })).text();
+    expect(metrics).toContain('flagsvc_streams_connected{kind="audit"} 1');
     await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "checkout", name: "Checkout" } }), 201);
     await json(await h.request("PUT", "/v1/projects/default/flags/checkout/states/production", { headers: admin, body: { enabled: true } }), 200);
     const listed = (await json(await h.request("GET", "/v1/audit-log?limit=2", { headers: admin }), 200)).entries;
