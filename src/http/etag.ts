@@ -1,6 +1,6 @@
 /**
  * Entity tags (RFC 9110 §8.8.3, §13.1.1-2): strong ETags of records, `If-Match` (edit conflicts:
- * docs/decisions.md, "Edit conflicts") and `If-None-Match` (a GET answered 304).
+ * docs/decisions.md, "Live audit log and edit conflicts") and `If-None-Match` (a GET answered 304).
  */
 import { createHash } from "node:crypto";
 import { validationError } from "./errors";

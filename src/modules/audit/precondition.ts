@@ -1,5 +1,5 @@
 /**
- * Edit conflicts (docs/decisions.md, "Edit conflicts"): a write sent with `If-Match` checks, in
+ * Edit conflicts (docs/decisions.md, "Live audit log and edit conflicts"): a write sent with `If-Match` checks, in
  * its own transaction, that the record is still the version the client loaded. When it is not,
  * the write is rolled back and answered 412 PRECONDITION_FAILED, with a message read from the
  * change log: who changed the record, when, and which fields.

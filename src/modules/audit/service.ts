@@ -12,7 +12,6 @@ import { LIMIT_DEFAULT } from "./model";
 import type { AuditFilter, AuditStore } from "./store";
 import type { Principal } from "../../http/access";
 import { positionOf } from "../streams/hub";
-import type { AuditStreamHub } from "./stream";
 
 /** The query of a list or an export, as the route passes it (model.ts AuditQuery, limit read; times as sent). */
 export type AuditQueryInput = Pick<AuditFilter, "resourceType" | "resourceKey" | "actorId" | "action" | "since" | "until"> & { limit?: number; cursor?: string };
@@ -94,8 +93,8 @@ function actorFilter(actorId: string | undefined): Pick<AuditFilter, "actorId" |
 export interface AuditServiceDeps {
   audit: AuditStore;
   projects: ProjectReader;
-  /** The open live streams (stream.ts). */
-  live: Pick<AuditStreamHub, "open">;
+  /** The open live streams (stream.ts AuditStreamHub): a stream of the entries passing `filter`, after `since` when given. */
+  live: { open(principal: Principal, filter: AuditFilter, since: number | null): ReadableStream<Uint8Array> };
 }
 
 export type AuditService = ReturnType<typeof auditService>;
@@ -117,7 +116,7 @@ export function auditService({ audit, projects, live }: AuditServiceDeps) {
     const since = instant(q.since, "since");
     const until = instant(q.until, "until");
     const before = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    return { ...(await scopeOf(slug, { ...q, since: undefined })), since, until, before };
+    return { ...(await scopeOf(slug, q)), since, until, before };
   };
 
   return {

@@ -73,7 +73,7 @@ export interface ListQuery {
   perPage?: number;
 }
 
-// ---- versions (ETag, If-Match: docs/decisions.md, "Edit conflicts") ---------------------
+// ---- versions (ETag, If-Match: docs/decisions.md, "Live audit log and edit conflicts") ---------------------
 
 /** A flag's ETag: a hash of its definition as answered (its staleness aside: not an edit). */
 export const flagEtag = (flag: Flag | FlagView): string => {

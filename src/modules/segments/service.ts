@@ -60,7 +60,7 @@ export interface SegmentServiceDeps {
   history: ResourceHistory;
 }
 
-/** A segment's ETag: a hash of it as answered (docs/decisions.md, "Edit conflicts"). */
+/** A segment's ETag: a hash of it as answered (docs/decisions.md, "Live audit log and edit conflicts"). */
 export const segmentEtag = (segment: Segment): string => strongEtag(segment);
 
 export type SegmentService = ReturnType<typeof segmentService>;
