@@ -1,0 +1,2 @@
+import { render } from "preact";
+render(<p>flagsvc</p>, document.getElementById("app")!);
