@@ -35,6 +35,7 @@ import { apiKeyService } from "./modules/api-keys/service";
 import { SqliteApiKeyStore } from "./modules/api-keys/store";
 import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
+import { consoleAssets, consoleRoutes } from "./modules/console/routes";
 import { evaluationRoutes } from "./modules/evaluation/routes";
 import { healthRoutes } from "./modules/health/routes";
 import { Readiness, type ThreadState } from "./modules/health/service";
@@ -190,6 +191,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(pipeline({ log, behindProxy, routes: () => app.routes, admit, admitHeaders: RATE_LIMIT_HEADERS, hot: hot.match, requests: ctx.requests }))
     .use(accessGuard())
     .use(docsRoutes(() => app))
+    .use(consoleRoutes())
     .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite, readiness: ctx.readiness, detail: healthDetailDeps(ctx, services, operations) }))
     .use(metricsRoutes(metricsOf(ctx, services, operations), config))
     .use(authRoutes({ ...services.login, behindProxy }))
@@ -456,6 +458,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     if (ctx.snapshot.flagCount() >= COLLECT_AFTER_LOADING_FLAGS) Bun.gc(true);
     const services = createServices(ctx);
     const app = createApp(ctx, services);
+    // The console's files, read and gzipped once now rather than on its first visitor's request.
+    void consoleAssets().catch((e) => ctx.log.error("the console's files could not be loaded", { error: String(e) }));
     deps.extend?.(app);
     try {
       // reusePort off: a second process on a taken port must fail, not share the traffic.

@@ -12,7 +12,8 @@ import type { RateLimitKind } from "../config";
 import type { AppContext } from "../context";
 import { actorOf, type Author } from "../changes/entry";
 import { decide, type AccessGroup, type Principal } from "./access";
-import type { Resolution } from "./credentials";
+import { SESSION_COOKIE, type Resolution } from "./credentials";
+import { sameSecret } from "../lib/secrets";
 import { ApiError, UnreadBody } from "./errors";
 
 /** What admission leaves on the request's context (src/http/pipeline.ts). */
@@ -79,14 +80,67 @@ export function admitter(ctx: AppContext) {
     const grant = streamTokens.grantOfUrl(request.url, now);
     return grant === null ? undefined : credentials.resolveStream(grant, now);
   };
-  /** `authorization`: the credential as an `Authorization` value, when a route takes it from elsewhere too (OFREP's `X-API-Key`). */
-  return (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, authorization = request.headers.get("authorization")): Resolution | Promise<Resolution> => {
+  /**
+   * `authorization`: the credential as an `Authorization` value, given by the hot routes
+   * (evaluation, OFREP: OFREP's `X-API-Key` too), which never read cookies. Left out (the
+   * pipeline), it is the request's header, and without one the session cookie (docs/console.md),
+   * except on the routes that take API keys only (`readsSessionCookie`).
+   */
+  return (request: Request, headers: Record<string, unknown>, server: Server<unknown> | null, authorization?: string | null): Resolution | Promise<Resolution> => {
     const now = clock.now();
+    if (authorization === undefined) {
+      authorization = request.headers.get("authorization");
+      const session = authorization === null ? sessionCookie(request) : null;
+      if (session !== null) return admitLater(credentials.resolveSession(session), request, headers, server, now);
+    }
     let auth = credentials.resolve(authorization, now);
     if (auth instanceof Promise) return admitLater(auth, request, headers, server, now);
     if (auth.failure === "missing") auth = streamKey(request, now) ?? auth;
     return admit(auth, request, headers, server, now);
   };
+}
+
+/** Paths whose routes take API keys only (evaluation, OFREP, definitions): the session cookie is never read there. */
+const KEYS_ONLY = /^\/(?:ofrep\/|v1\/evaluate(?:\/|$)|v1\/definitions(?:\/|$))/;
+
+/**
+ * The session cookie's value (a login token), or null: none sent, or the request goes to a
+ * route that takes API keys only. The `Cookie` header is scanned by hand: only requests that
+ * carry one pay anything.
+ */
+function sessionCookie(request: Request): string | null {
+  const header = request.headers.get("cookie");
+  if (header === null) return null;
+  const value = cookieValue(header, SESSION_COOKIE);
+  if (value === null || value === "") return null;
+  const url = request.url;
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  return KEYS_ONLY.test(start < 0 ? "/" : url.slice(start)) ? null : value;
+}
+
+/** The value of the cookie `name` in a `Cookie` header (`a=1; b=2`), or null. */
+export function cookieValue(header: string, name: string): string | null {
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+/** Methods that change something: a cookie's request must carry the CSRF token for them. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+export const CSRF_MESSAGE = "Missing or invalid X-CSRF-Token";
+
+/**
+ * A request signed in by the session cookie (`csrf` is set) with an unsafe method must carry
+ * `X-CSRF-Token: <csrfToken>`, compared in constant time; otherwise 403, before anything is read
+ * or written. A page of another origin can make the browser send the cookie (where SameSite
+ * allows), but cannot know the token. `Authorization` requests are not affected.
+ */
+export function checkCsrf(auth: Resolution, request: Request): void {
+  if (auth.principal === null || auth.csrf === undefined || SAFE_METHODS.has(request.method)) return;
+  const sent = request.headers.get("x-csrf-token");
+  if (sent === null || !sameSecret(sent, auth.csrf)) throw new ApiError(403, "FORBIDDEN", CSRF_MESSAGE);
 }
 
 /**
@@ -134,6 +188,7 @@ export const accessGuard = () =>
           const { auth } = c as unknown as AuthState;
           const slug = (c.params as Record<string, string> | undefined)?.slug;
           c.principal = authorize(auth, group, c.request.method, slug);
+          checkCsrf(auth, c.request);
           const body = (c as { body?: unknown }).body;
           if (body instanceof UnreadBody && !body.afterEdition) throw body.error;
         },

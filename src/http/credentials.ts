@@ -7,6 +7,7 @@
  * every second.
  * `lastUsedAt` is counted in memory and written by `flushLastUsed()` on a schedule.
  */
+import { createHmac } from "node:crypto";
 import { eq, gt, lt } from "drizzle-orm";
 import { jwtVerify, SignJWT } from "jose";
 import { transaction, type Store } from "../db/client";
@@ -49,10 +50,17 @@ class Usage extends Meter {
   }
 }
 
-/** Who is calling; `meter`: a key's own rate-limit counter (others are counted by id or address). */
+/**
+ * Who is calling; `meter`: a key's own rate-limit counter (others are counted by id or address).
+ * `csrf`: set when the login token came in the session cookie (never for `Authorization`): the
+ * `X-CSRF-Token` an unsafe request must carry (src/http/auth.ts checks it).
+ */
 export type Resolution =
-  | { principal: Principal; failure: null; meter: Meter | null }
+  | { principal: Principal; failure: null; meter: Meter | null; csrf?: string }
   | { principal: null; failure: Failure; meter: null };
+
+/** The console's session cookie (docs/console.md): the login token, `HttpOnly; Secure; SameSite=Strict`. */
+export const SESSION_COOKIE = "flagsvc_session";
 
 /**
  * A key's resolution, made once per reload (resolving a key allocates nothing); the record of a
@@ -313,6 +321,27 @@ export class CredentialRegistry {
     return BAD_KEY;
   }
 
+  /**
+   * The principal behind the session cookie's value (a login token, nothing else), with the
+   * CSRF token its unsafe requests must carry. An API key put in the cookie is refused as a
+   * token: the cookie is the console's, which signs in with a password only.
+   */
+  async resolveSession(token: string): Promise<Resolution> {
+    if (!jwtShaped(token)) return BAD_TOKEN;
+    const auth = await this.resolveToken(token);
+    if (auth.principal === null) return auth;
+    return { principal: auth.principal, failure: null, meter: null, csrf: this.csrfToken((auth.principal as Extract<Principal, { kind: "user" }>).jti) };
+  }
+
+  /**
+   * The CSRF token of a login token: the HMAC-SHA256 of its `jti` with the JWT secret (base64url).
+   * Nothing stored: it is valid exactly as long as its token, and a page of another origin
+   * cannot compute it or read it (it is only in `GET`/`POST /v1/auth/session` answers).
+   */
+  csrfToken(jti: string): string {
+    return createHmac("sha256", this.secret).update(jti).digest("base64url");
+  }
+
   private use(record: KeyRecord, now: number): Resolution {
     if (record.notAfter !== undefined && now >= record.notAfter) return BAD_KEY;
     record.meter.at = now;
@@ -345,17 +374,18 @@ export class CredentialRegistry {
    * A signed login token for `userId` (HS256, one hour, claims sub, role, exp, iat, jti); issued
    * in the same second as a password change, it is dated the next second (see `users`).
    */
-  async issueToken(userId: string, role: Role): Promise<{ token: string; expiresAt: number }> {
+  async issueToken(userId: string, role: Role): Promise<{ token: string; expiresAt: number; jti: string }> {
     const iat = Math.max(Math.floor(this.clock.now() / 1000), this.users.get(userId)?.validAfter ?? 0);
     const exp = iat + TOKEN_TTL_SECONDS;
+    const jti = randomBase62(22);
     const token = await new SignJWT({ role })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(userId)
       .setIssuedAt(iat)
       .setExpirationTime(exp)
-      .setJti(randomBase62(22))
+      .setJti(jti)
       .sign(this.secret);
-    return { token, expiresAt: exp * 1000 };
+    return { token, expiresAt: exp * 1000, jti };
   }
 
   /** Revokes a login token until it would have expired (logout). */

@@ -61,14 +61,17 @@ function raw(request: string): Promise<string> {
 }
 
 describe("ways in", () => {
-  test("GET / redirects to the reference page, with a request id", async () => {
+  test("GET / is the console's page, built into the binary, its chunks fingerprinted and cached; /v1/docs stays", async () => {
     const res = await fetch(`${srv.url}/`, { redirect: "manual", tls: { rejectUnauthorized: false } });
-    expect(res.status).toBe(302);
-    expect(res.headers.get("location")).toBe("/v1/docs");
+    expect(res.status).toBe(200);
     expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
-    const followed = await fetch(`${srv.url}/`, { tls: { rejectUnauthorized: false } });
-    expect([followed.status, followed.url]).toEqual([200, `${srv.url}/v1/docs`]);
-    expect(await followed.text()).toContain("<title>flagsvc API</title>");
+    const page = await res.text();
+    expect(page).toContain("<title>flagsvc</title>");
+    const script = /src="(\/assets\/chunk-[a-z0-9]+\.js)"/.exec(page)![1]!;
+    const chunk = await fetch(`${srv.url}${script}`, { tls: { rejectUnauthorized: false } });
+    expect([chunk.status, chunk.headers.get("cache-control"), chunk.headers.get("content-encoding")]).toEqual([200, "public, max-age=31536000, immutable", "gzip"]);
+    const docs = await fetch(`${srv.url}/v1/docs`, { tls: { rejectUnauthorized: false } });
+    expect([docs.status, (await docs.text()).includes("<title>flagsvc API</title>")]).toEqual([200, true]);
   }, T);
 
   test("the favicon is served from the binary, byte for byte the icon in the sources", async () => {

@@ -21,6 +21,8 @@ import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesA
 const EXCLUDED: Record<string, string> = {
   "POST /v1/auth/login": "authentication: issues a token, changes no resource",
   "POST /v1/auth/logout": "authentication: revokes the caller's own token, no resource",
+  "POST /v1/auth/session": "authentication: issues a token (in the session cookie), changes no resource",
+  "DELETE /v1/auth/session": "authentication: revokes the caller's own token and clears its cookie, no resource",
   "POST /v1/evaluate": "a read sent as POST (the context is the body)",
   "POST /v1/evaluate/batch": "a read sent as POST (the context is the body)",
   "POST /ofrep/v1/evaluate/flags/{key}": "a read sent as POST (OFREP: the context is the body)",

@@ -171,7 +171,7 @@ describe("error shapes", () => {
     expect(bodyless.length).toBeGreaterThanOrEqual(11); // the DELETEs, logout, redeliver
     // A caller each route lets through: the body is judged after the caller.
     const [admin, tester, user] = [bearer(seedAdminKey(h.ctx)), bearer(seedApiKey(h.ctx, "test").secret), await userToken(h.ctx, "viewer")];
-    const callerOf = (path: string) => (path.startsWith("/v1/testing/") ? tester : path === "/v1/auth/logout" ? user : admin);
+    const callerOf = (path: string) => (path.startsWith("/v1/testing/") ? tester : path === "/v1/auth/logout" || path === "/v1/auth/session" ? user : admin);
     for (const r of bodyless) {
       const res = await h.request(r.method, r.path.replace(/:[^/]+/g, "x"), { body: { x: 1 }, headers: callerOf(r.path) });
       // On CE a Pro-only route's 403 comes before the body too.

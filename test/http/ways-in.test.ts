@@ -1,5 +1,6 @@
 /**
- * The ways in a newcomer takes, through HTTP: `GET /` (a browser pointed at the server), the
+ * The ways in a newcomer takes, through HTTP: `GET /` (a browser pointed at the server: the
+ * console, test/http/console.test.ts), the
  * favicon, and the API document's `servers` entry (so that the reference page's examples run as
  * copied).
  */
@@ -21,11 +22,14 @@ function expectStandardHeaders(res: Response) {
 }
 
 describe("GET /", () => {
-  test("302 to the reference page, with no credential, a bad one or a good one; the usual headers", async () => {
+  test("the admin console's page (it replaced the redirect to /v1/docs), with no credential, a bad one or a good one; the usual headers and a strict CSP", async () => {
     for (const headers of [{}, bearer("svc_sk_eval_nope"), bearer(seedAdminKey(h.ctx))]) {
       for (const method of ["GET", "HEAD"]) {
         const res = await h.request(method, "/", { headers });
-        expect({ method, status: res.status, location: res.headers.get("location"), body: await res.text() }).toEqual({ method, status: 302, location: "/v1/docs", body: "" });
+        expect({ method, status: res.status, type: res.headers.get("content-type"), cache: res.headers.get("cache-control") }).toEqual({ method, status: 200, type: "text/html;charset=utf-8", cache: "no-cache" });
+        expect(res.headers.get("content-security-policy")).toContain("default-src 'self'");
+        expect(res.headers.get("location")).toBeNull();
+        if (method === "GET") expect(await res.text()).toContain("<title>flagsvc</title>");
         expectStandardHeaders(res);
       }
     }

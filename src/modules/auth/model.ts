@@ -18,3 +18,12 @@ export const LoginResult = t.Object(
   },
   { additionalProperties: false, title: "LoginResult" },
 );
+
+export const SessionResult = t.Object(
+  {
+    expiresAt: t.String({ format: "date-time", description: "When the session (its login token) expires" }),
+    user: User,
+    csrfToken: t.String({ description: "Send as `X-CSRF-Token` with every POST, PUT, PATCH and DELETE that the cookie signs in" }),
+  },
+  { additionalProperties: false, title: "Session" },
+);

@@ -127,7 +127,7 @@ export async function login(
   { throttle, gate, refused }: LoginLimits,
   client: string,
   input: { email: string; password: string },
-): Promise<{ token: string; expiresAt: number; user: UserRecord }> {
+): Promise<{ token: string; expiresAt: number; jti: string; user: UserRecord }> {
   const email = normalizeEmail(input.email);
   const retryAfter = throttle.lockout(email);
   if (retryAfter > 0) {
@@ -158,6 +158,6 @@ export async function login(
   // and a password just set by `reset-password` dates the token after the change (issued on the
   // tokens' cut-off as the registry knew it before, it would be refused).
   credentials.pollExternalChanges();
-  const { token, expiresAt } = await credentials.issueToken(user.id, user.role);
-  return { token, expiresAt, user: { id: user.id, email: user.email, role: user.role } };
+  const { token, expiresAt, jti } = await credentials.issueToken(user.id, user.role);
+  return { token, expiresAt, jti, user: { id: user.id, email: user.email, role: user.role } };
 }

@@ -1,7 +1,7 @@
 /**
  * The API document (`GET /v1/openapi.json`) and its reference page (`GET /v1/docs`), served
  * entirely from the binary: the page's script is vendored, so it works air-gapped. The ways in
- * a browser takes come here too: `GET /` redirects to the page, and `/favicon.ico` is ours.
+ * a browser takes come here too: `/favicon.ico` is ours (`GET /` is the console's: src/modules/console/).
  *
  * The document comes from @elysiajs/openapi's generator over every route of the app. One
  * thing is added here: request bodies. The generator lists a body's media types from named
@@ -18,12 +18,11 @@ import scalarScript from "./vendor/scalar-api-reference.js.asset" with { type: "
 const SPEC_PATH = "/v1/openapi.json";
 const PAGE_PATH = "/v1/docs";
 const SCRIPT_PATH = "/v1/docs/scalar.js";
-const ROOT_PATH = "/";
 const FAVICON_PATH = "/favicon.ico";
 /** Static files: a day in caches (the rest of the API is `no-store`). */
 const STATIC_CACHE = "public, max-age=86400";
 
-const DESCRIPTION = `Self-hosted feature-flag service. This reference is also at \`/v1/docs\` (where \`GET /\` redirects); its
+const DESCRIPTION = `Self-hosted feature-flag service. This reference is also at \`/v1/docs\` (linked from the admin console at \`/\`); its
 \`servers\` entry names the origin this document was fetched from (https and the request's \`Host\`).
 
 Every request carries \`Authorization: Bearer <credential>\` (an API key \`svc_sk_{scope}_...\`, an admin key
@@ -67,7 +66,7 @@ const ERROR_RESPONSE = {
 };
 
 function buildDocument(app: AnyElysia) {
-  const { paths, components } = toOpenAPISchema(app, { paths: [SPEC_PATH, PAGE_PATH, SCRIPT_PATH, ROOT_PATH, FAVICON_PATH] }, undefined, undefined, "3.1.2");
+  const { paths, components } = toOpenAPISchema(app, { paths: [SPEC_PATH, PAGE_PATH, SCRIPT_PATH, FAVICON_PATH] }, undefined, undefined, "3.1.2");
   for (const route of app.routes) {
     const operation = (paths as Record<string, Record<string, Operation>>)[route.path.replace(/:([^/]+)/g, "{$1}")]?.[route.method.toLowerCase()];
     if (operation === undefined) continue;
@@ -168,9 +167,6 @@ export const docsRoutes = (root: () => AnyElysia) => {
     )
     .get(PAGE_PATH, () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": PAGE_CSP } }), hidden)
     .get(SCRIPT_PATH, ({ set }) => staticFile(set.headers, scalarScript, "text/javascript; charset=utf-8"), hidden)
-    // Where a browser pointed at the server lands: the reference page, for now (302: a later
-    // version puts an admin console here).
-    .get(ROOT_PATH, ({ redirect }) => redirect(PAGE_PATH, 302), hidden)
     .get(FAVICON_PATH, ({ set }) => staticFile(set.headers, favicon, "image/x-icon"), hidden);
 };
 
