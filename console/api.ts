@@ -50,22 +50,29 @@ export function onExpired(handler: () => void): void {
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export async function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  return (await tagged<T>(method, path, body)).data;
+}
+
+/** As `api`, with the answer's `ETag`; `ifMatch` is sent as `If-Match` (a 412 is an ApiError saying who changed it). */
+export async function tagged<T = unknown>(method: string, path: string, body?: unknown, ifMatch?: string | null): Promise<{ data: T; etag: string | null }> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   if (UNSAFE.has(method) && csrf !== "") headers["x-csrf-token"] = csrf;
+  if (ifMatch) headers["if-match"] = ifMatch;
   let res: Response;
   try {
     res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });
   } catch {
     throw new ApiError(0, "NETWORK", "The server could not be reached");
   }
-  if (res.status === 204 || res.status === 304) return undefined as T;
+  const etag = res.headers.get("etag");
+  if (res.status === 204 || res.status === 304) return { data: undefined as T, etag };
   const data = (await res.json().catch(() => null)) as { error?: string; message?: string; details?: { path: string; message: string }[] } | null;
   if (!res.ok) {
     if (res.status === 401 && !path.startsWith("/v1/auth/session")) expired();
     throw new ApiError(res.status, data?.error ?? "ERROR", data?.message ?? `HTTP ${res.status}`, data?.details);
   }
-  return data as T;
+  return { data: data as T, etag };
 }
 
 /** What each role may change, as the server's access table says (src/http/access.ts). */

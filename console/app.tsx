@@ -10,6 +10,7 @@ import { Field, Loading } from "./ui";
 import { ProjectsPage } from "./pages/projects";
 import { FlagsPage } from "./pages/flags";
 import { NewFlagPage } from "./pages/new-flag";
+import { FlagPage } from "./pages/flag";
 import { HealthPage } from "./pages/health";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
@@ -138,6 +139,7 @@ function Page({ path, session }: { path: string; session: Session }) {
   if (path === "/" || path === "/projects") return <ProjectsPage role={role} />;
   if ((m = match("/projects/:slug/flags", path))) return <FlagsPage slug={m.slug!} role={role} />;
   if ((m = match("/projects/:slug/flags/new", path))) return <NewFlagPage slug={m.slug!} role={role} />;
+  if ((m = match("/projects/:slug/flags/:key", path))) return <FlagPage slug={m.slug!} flagKey={m.key!} role={role} />;
   if ((m = match("/projects/:slug", path))) return <FlagsPage slug={m.slug!} role={role} />;
   if (path === "/health") return <HealthPage />;
   const soon: [string, string][] = [

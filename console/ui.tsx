@@ -17,6 +17,7 @@ export function Field(props: {
   autocomplete?: string;
   hint?: string;
   pattern?: string;
+  readOnly?: boolean;
 }) {
   const id = useRef(nextId()).current;
   const described = [props.hint ? `${id}-hint` : "", props.error ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
@@ -31,6 +32,7 @@ export function Field(props: {
         required={props.required}
         autocomplete={props.autocomplete}
         pattern={props.pattern}
+        readOnly={props.readOnly}
         aria-invalid={props.error ? "true" : undefined}
         aria-describedby={described}
         onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
@@ -104,5 +106,43 @@ export function Loading() {
     <p class="muted" role="status">
       Loading…
     </p>
+  );
+}
+
+/** A label and one control (select, textarea) with its hint and error, as `Field` does for inputs. */
+export function Control(props: { label: string; error?: string; hint?: string; children: (id: string, describedBy?: string) => ComponentChildren }) {
+  const id = useRef(nextId()).current;
+  const described = [props.hint ? `${id}-hint` : "", props.error ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      {props.children(id, described)}
+      {props.hint && (
+        <p class="hint" id={`${id}-hint`}>
+          {props.hint}
+        </p>
+      )}
+      {props.error && (
+        <p class="error" id={`${id}-error`}>
+          {props.error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+export function Select(props: { label: string; value: string; options: [string, string][]; onChange: (v: string) => void; error?: string; hint?: string; disabled?: boolean }) {
+  return (
+    <Control label={props.label} error={props.error} hint={props.hint}>
+      {(id, describedBy) => (
+        <select id={id} value={props.value} disabled={props.disabled} aria-invalid={props.error ? "true" : undefined} aria-describedby={describedBy} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}>
+          {props.options.map(([v, label]) => (
+            <option key={v} value={v}>
+              {label}
+            </option>
+          ))}
+        </select>
+      )}
+    </Control>
   );
 }
