@@ -19,35 +19,24 @@ export function Field(props: {
   pattern?: string;
   readOnly?: boolean;
 }) {
-  const id = useRef(nextId()).current;
-  const described = [props.hint ? `${id}-hint` : "", props.error ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
   return (
-    <div class="field">
-      <label for={id}>{props.label}</label>
-      <input
-        id={id}
-        name={props.name}
-        type={(props.type ?? "text") as "text"}
-        value={props.value}
-        required={props.required}
-        autocomplete={props.autocomplete}
-        pattern={props.pattern}
-        readOnly={props.readOnly}
-        aria-invalid={props.error ? "true" : undefined}
-        aria-describedby={described}
-        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
-      />
-      {props.hint && (
-        <p class="hint" id={`${id}-hint`}>
-          {props.hint}
-        </p>
+    <Control label={props.label} error={props.error} hint={props.hint}>
+      {(id, described) => (
+        <input
+          id={id}
+          name={props.name}
+          type={(props.type ?? "text") as "text"}
+          value={props.value}
+          required={props.required}
+          autocomplete={props.autocomplete}
+          pattern={props.pattern}
+          readOnly={props.readOnly}
+          aria-invalid={props.error ? "true" : undefined}
+          aria-describedby={described}
+          onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
+        />
       )}
-      {props.error && (
-        <p class="error" id={`${id}-error`}>
-          {props.error}
-        </p>
-      )}
-    </div>
+    </Control>
   );
 }
 

@@ -11,7 +11,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, can, tagged, type Environment, type Project, type Role } from "../api";
 import { OPERATOR_VALUE_TYPES, OPERATORS, SEGMENT_OPERATORS, VALUE_OPTIONAL, type Operator } from "../../src/evaluation/types";
 import { Control, ErrorBanner, Field, Loading, Select } from "../ui";
-import { weightProblem } from "./new-flag";
+import { VariantsFieldset, weightProblem } from "./new-flag";
 import { Environments, toLocalInput } from "./flag-envs";
 
 type Scalar = string | number | boolean;
@@ -323,32 +323,7 @@ function Definition(props: { slug: string; flag: Flag; etag: string | null; writ
     <Wrap class="form wide" onSubmit={save} noValidate aria-label="Definition">
       <Field label="Name" value={d.name} onInput={(v) => set({ name: v })} error={errors.name} readOnly={readOnly} required />
       <Field label="Description" value={d.description} onInput={(v) => set({ description: v })} error={errors.description} readOnly={readOnly} />
-      <fieldset>
-        <legend>Variants</legend>
-        <p class="hint">None for an on/off flag. Weights: for none, or for all, adding up to 100.</p>
-        {d.variants.map((v, i) => (
-          <div class="variant" key={i}>
-            <Field label={`Variant ${i + 1} key`} value={v.key} onInput={(k) => set({ variants: replace(d.variants, i, { key: k }) })} error={errors[`variants[${i}].key`]} readOnly={readOnly} />
-            <Field label={`Variant ${i + 1} weight`} type="number" value={v.weight} onInput={(w) => set({ variants: replace(d.variants, i, { weight: w }) })} error={errors[`variants[${i}].weight`]} readOnly={readOnly} />
-            {writer && (
-              <button type="button" onClick={() => set({ variants: d.variants.filter((_, j) => j !== i) })}>
-                Remove<span class="sr-only"> variant {i + 1}</span>
-              </button>
-            )}
-          </div>
-        ))}
-        {writer && (
-          <button type="button" onClick={() => set({ variants: [...d.variants, { key: "", weight: "" }] })}>
-            Add variant
-          </button>
-        )}
-        {weights && (
-          <p class="error" role="alert">
-            {weights}
-          </p>
-        )}
-        {errors.variants && <p class="error">{errors.variants}</p>}
-      </fieldset>
+      <VariantsFieldset variants={d.variants} onChange={(variants) => set({ variants })} fields={errors} readOnly={readOnly} />
       <fieldset>
         <legend>Rules</legend>
         <p class="hint">Tried top to bottom; the first whose conditions all hold serves the flag.</p>

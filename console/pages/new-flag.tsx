@@ -8,7 +8,7 @@ import { api, ApiError, can, type Role } from "../api";
 import { navigate } from "../router";
 import { ErrorBanner, Field } from "../ui";
 
-interface Variant {
+export interface Variant {
   key: string;
   weight: string;
 }
@@ -40,7 +40,6 @@ export function NewFlagPage({ slug, role }: { slug: string; role: Role }) {
   }
   const fields = error instanceof ApiError ? error.fields() : {};
   const weights = weightProblem(variants);
-  const setVariant = (i: number, v: Partial<Variant>) => setVariants(variants.map((x, j) => (j === i ? { ...x, ...v } : x)));
   const submit = async (e: Event) => {
     e.preventDefault();
     if (weights) return;
@@ -65,28 +64,7 @@ export function NewFlagPage({ slug, role }: { slug: string; role: Role }) {
         <Field label="Key" value={key} onInput={setKey} error={fields.key} hint="kebab-case, unique in the project; cannot be changed later" required />
         <Field label="Name" value={name} onInput={setName} error={fields.name} required />
         <Field label="Description" value={description} onInput={setDescription} error={fields.description} />
-        <fieldset>
-          <legend>Variants</legend>
-          <p class="hint">None for an on/off flag. Weights: for none, or for all, adding up to 100.</p>
-          {variants.map((v, i) => (
-            <div class="variant" key={i}>
-              <Field label={`Variant ${i + 1} key`} value={v.key} onInput={(k) => setVariant(i, { key: k })} error={fields[`variants[${i}].key`]} />
-              <Field label={`Variant ${i + 1} weight`} type="number" value={v.weight} onInput={(w) => setVariant(i, { weight: w })} error={fields[`variants[${i}].weight`]} />
-              <button type="button" onClick={() => setVariants(variants.filter((_, j) => j !== i))}>
-                Remove<span class="sr-only"> variant {i + 1}</span>
-              </button>
-            </div>
-          ))}
-          <button type="button" onClick={() => setVariants([...variants, { key: "", weight: "" }])}>
-            Add variant
-          </button>
-          {weights && (
-            <p class="error" role="alert">
-              {weights}
-            </p>
-          )}
-          {fields.variants && <p class="error">{fields.variants}</p>}
-        </fieldset>
+        <VariantsFieldset variants={variants} onChange={setVariants} fields={fields} />
         <ErrorBanner error={error} shown={Object.keys(fields)} />
         <div class="actions">
           <button type="submit" class="primary" disabled={busy || weights !== ""}>
@@ -98,5 +76,39 @@ export function NewFlagPage({ slug, role }: { slug: string; role: Role }) {
         </div>
       </form>
     </>
+  );
+}
+
+/** Variants with their weights, the weights' problem said as they are typed; read-only: no button. */
+export function VariantsFieldset<V extends Variant>({ variants, onChange, fields, readOnly = false }: { variants: V[]; onChange: (vs: V[]) => void; fields: Record<string, string>; readOnly?: boolean }) {
+  const weights = weightProblem(variants);
+  const setVariant = (i: number, v: Partial<Variant>) => onChange(variants.map((x, j) => (j === i ? { ...x, ...v } : x)));
+  return (
+    <fieldset>
+      <legend>Variants</legend>
+      <p class="hint">None for an on/off flag. Weights: for none, or for all, adding up to 100.</p>
+      {variants.map((v, i) => (
+        <div class="variant" key={i}>
+          <Field label={`Variant ${i + 1} key`} value={v.key} onInput={(k) => setVariant(i, { key: k })} error={fields[`variants[${i}].key`]} readOnly={readOnly} />
+          <Field label={`Variant ${i + 1} weight`} type="number" value={v.weight} onInput={(w) => setVariant(i, { weight: w })} error={fields[`variants[${i}].weight`]} readOnly={readOnly} />
+          {!readOnly && (
+            <button type="button" onClick={() => onChange(variants.filter((_, j) => j !== i))}>
+              Remove<span class="sr-only"> variant {i + 1}</span>
+            </button>
+          )}
+        </div>
+      ))}
+      {!readOnly && (
+        <button type="button" onClick={() => onChange([...variants, { key: "", weight: "" } as V])}>
+          Add variant
+        </button>
+      )}
+      {weights && (
+        <p class="error" role="alert">
+          {weights}
+        </p>
+      )}
+      {fields.variants && <p class="error">{fields.variants}</p>}
+    </fieldset>
   );
 }
