@@ -50,8 +50,18 @@ export function onExpired(handler: () => void): void {
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export async function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  return (await tagged<T>(method, path, body)).data;
+}
+
+/**
+ * `api` with edit conflicts (docs/decisions.md): `ifMatch` (the ETag of the version loaded) goes
+ * as `If-Match`, so a change made meanwhile by someone else is refused (412, its message says
+ * who changed what) instead of overwritten; the answer comes with its new `ETag`.
+ */
+export async function tagged<T = unknown>(method: string, path: string, body?: unknown, ifMatch?: string): Promise<{ data: T; etag: string | null }> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
+  if (ifMatch) headers["if-match"] = ifMatch;
   if (UNSAFE.has(method) && csrf !== "") headers["x-csrf-token"] = csrf;
   let res: Response;
   try {
@@ -59,13 +69,14 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
   } catch {
     throw new ApiError(0, "NETWORK", "The server could not be reached");
   }
-  if (res.status === 204 || res.status === 304) return undefined as T;
+  const etag = res.headers.get("etag");
+  if (res.status === 204 || res.status === 304) return { data: undefined as T, etag };
   const data = (await res.json().catch(() => null)) as { error?: string; message?: string; details?: { path: string; message: string }[] } | null;
   if (!res.ok) {
     if (res.status === 401 && !path.startsWith("/v1/auth/session")) expired();
     throw new ApiError(res.status, data?.error ?? "ERROR", data?.message ?? `HTTP ${res.status}`, data?.details);
   }
-  return data as T;
+  return { data: data as T, etag };
 }
 
 /** What each role may change, as the server's access table says (src/http/access.ts). */
