@@ -136,7 +136,8 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
           {LIVE_TEXT[live]}
         </span>
       </div>
-      <ErrorBanner error={error} />
+      {/* A 412 says it all in its message; its detail (the If-Match header) means nothing to the user. */}
+      <ErrorBanner error={error} shown={["headers.if-match"]} />
       {rows === null || envs === null ? (
         <Loading />
       ) : rows.length === 0 ? (
