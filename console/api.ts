@@ -53,12 +53,16 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
   return (await tagged<T>(method, path, body)).data;
 }
 
-/** As `api`, with the answer's `ETag`; `ifMatch` is sent as `If-Match` (a 412 is an ApiError saying who changed it). */
+/**
+ * `api` with edit conflicts (docs/decisions.md): `ifMatch` (the ETag of the version loaded) goes
+ * as `If-Match`, so a change made meanwhile by someone else is refused (412, its message says
+ * who changed what) instead of overwritten; the answer comes with its new `ETag`.
+ */
 export async function tagged<T = unknown>(method: string, path: string, body?: unknown, ifMatch?: string | null): Promise<{ data: T; etag: string | null }> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
-  if (UNSAFE.has(method) && csrf !== "") headers["x-csrf-token"] = csrf;
   if (ifMatch) headers["if-match"] = ifMatch;
+  if (UNSAFE.has(method) && csrf !== "") headers["x-csrf-token"] = csrf;
   let res: Response;
   try {
     res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });

@@ -1,20 +1,38 @@
 /**
  * The flags of a project: search and paging (the API's `q`, `page`, `perPage`), each row with
- * every environment's on/off and rollout, toggled in place by those who may (editor, admin),
- * and the stale badge. A row's states come from `GET …/flags/{key}/states`.
+ * every environment's on/off and rollout, changed in place by those who may (editor, admin),
+ * and the stale badge. One request a page: `GET …/flags?include=states` gives each flag's states
+ * with their ETags. Live: the project's change stream (live.ts) reads the page again when a flag,
+ * a state or an environment changes, whoever changed it. Edit conflicts: a toggle or rollout
+ * change sends `If-Match` with the ETag of the state shown; a 412 (someone changed it meanwhile)
+ * shows the server's message, saying who changed what, and the page is read again.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, can, type Environment, type FlagItem, type FlagState, type Project, type Role } from "../api";
+import { ApiError, api, can, tagged, type Environment, type FlagItem, type FlagState, type Project, type Role } from "../api";
+import { useProjectChanges, type ChangeEntry } from "../live";
 import { ErrorBanner, Loading } from "../ui";
 
 const PER_PAGE = 20;
+/** Changes arriving together (a burst of writes) are read once. */
+const SETTLE_MS = 100;
 
+type ListedState = FlagState & { etag: string };
 interface Row extends FlagItem {
-  states: Record<string, FlagState>;
+  states: Record<string, ListedState>;
 }
+
+const LIVE_TEXT = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" } as const;
+const TOUCHES_LIST = new Set(["flag", "flag_state", "environment"]);
 
 function staleText(stale: NonNullable<FlagItem["stale"]>): string {
   return stale.reason === "fully_rolled_out" ? "Stale: fully rolled out" : "Stale: not evaluated";
+}
+
+/** The percentage typed in a rollout field: null for empty (everyone), undefined when not one. */
+function percentage(text: string): number | null | undefined {
+  if (text.trim() === "") return null;
+  const n = Number(text);
+  return Number.isFinite(n) && n >= 0 && n <= 100 ? n : undefined;
 }
 
 export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
@@ -25,46 +43,64 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
   const [page, setPage] = useState(1);
   const [error, setError] = useState<unknown>(null);
   const [pending, setPending] = useState<string | null>(null);
+  const [reads, setReads] = useState(0);
   const generation = useRef(0);
+  const settle = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const writer = can(role, "flags");
   const base = `/v1/projects/${encodeURIComponent(slug)}`;
 
-  useEffect(() => {
+  const loadEnvironments = () =>
     api<Project>("GET", base).then(
       (p) => setEnvs(p.environments),
       (e) => setError(e),
     );
+  useEffect(() => {
+    void loadEnvironments();
   }, [slug]);
+
+  /** Reads the page again (live changes, a conflict); changes arriving together are read once. */
+  const reload = () => {
+    clearTimeout(settle.current);
+    settle.current = setTimeout(() => setReads((n) => n + 1), SETTLE_MS);
+  };
+  useEffect(() => () => clearTimeout(settle.current), []);
+
+  const live = useProjectChanges(slug, (entry: ChangeEntry | null) => {
+    if (entry === null || TOUCHES_LIST.has(entry.resource.type)) reload();
+    if (entry === null || entry.resource.type === "environment") void loadEnvironments();
+  });
 
   useEffect(() => {
     const mine = ++generation.current;
     const timer = setTimeout(async () => {
       try {
-        const query = new URLSearchParams({ page: String(page), perPage: String(PER_PAGE) });
+        const query = new URLSearchParams({ page: String(page), perPage: String(PER_PAGE), include: "states" });
         if (q.trim()) query.set("q", q.trim());
-        const list = await api<{ flags: FlagItem[]; total: number }>("GET", `${base}/flags?${query}`);
-        const states = await Promise.all(list.flags.map((f) => api<{ states: FlagState[] }>("GET", `${base}/flags/${encodeURIComponent(f.key)}/states`)));
+        const list = await api<{ flags: (FlagItem & { states: ListedState[] })[]; total: number }>("GET", `${base}/flags?${query}`);
         if (mine !== generation.current) return;
-        setRows(list.flags.map((f, i) => ({ ...f, states: Object.fromEntries(states[i]!.states.map((s) => [s.environment, s])) })));
+        setRows(list.flags.map((f) => ({ ...f, states: Object.fromEntries(f.states.map((s) => [s.environment, s])) })));
         setTotal(list.total);
-        setError(null);
+        // A conflict's message stays while the page is read again: it says what changed.
+        setError((e: unknown) => (e instanceof ApiError && e.status === 412 ? e : null));
       } catch (e) {
         if (mine === generation.current) setError(e);
       }
     }, q ? 200 : 0);
     return () => clearTimeout(timer);
-  }, [slug, q, page]);
+  }, [slug, q, page, reads]);
 
-  const toggle = async (row: Row, env: Environment) => {
-    const id = `${row.key}/${env.slug}`;
+  /** A state PUT on the version shown (If-Match): the row takes the answer, or the 412's message is shown and the page read again. */
+  const change = async (row: Row, env: Environment, body: { enabled: boolean; rolloutPercentage?: number | null }) => {
     const current = row.states[env.slug];
-    setPending(id);
+    setPending(`${row.key}/${env.slug}`);
     try {
-      const next = await api<FlagState>("PUT", `${base}/flags/${encodeURIComponent(row.key)}/states/${env.slug}`, { enabled: !current?.enabled });
+      const { data, etag } = await tagged<FlagState>("PUT", `${base}/flags/${encodeURIComponent(row.key)}/states/${env.slug}`, body, current?.etag);
+      const next: ListedState = { ...data, etag: etag ?? "" };
       setRows((rs) => rs && rs.map((r) => (r.key === row.key ? { ...r, states: { ...r.states, [env.slug]: next } } : r)));
       setError(null);
     } catch (e) {
       setError(e);
+      if (e instanceof ApiError && e.status === 412) reload();
     } finally {
       setPending(null);
     }
@@ -96,8 +132,12 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
         <span class="muted" role="status">
           {rows === null ? "" : `${total} flag${total === 1 ? "" : "s"}`}
         </span>
+        <span class={`live-status ${live}`} data-live={live} title="Changes made by anyone show here as they are saved">
+          {LIVE_TEXT[live]}
+        </span>
       </div>
-      <ErrorBanner error={error} />
+      {/* A 412 says it all in its message; its detail (the If-Match header) means nothing to the user. */}
+      <ErrorBanner error={error} shown={["headers.if-match"]} />
       {rows === null || envs === null ? (
         <Loading />
       ) : rows.length === 0 ? (
@@ -119,7 +159,7 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
               {rows.map((row) => (
                 <tr key={row.key} data-flag={row.key}>
                   <th scope="row">
-                    <span class="flag-name">{row.name}</span> <code>{row.key}</code>
+                    <a class="flag-name" href={`/projects/${encodeURIComponent(slug)}/flags/${encodeURIComponent(row.key)}`}>{row.name}</a> <code>{row.key}</code>
                     {row.stale && (
                       <span class="badge stale" title={`Since ${row.stale.since}`}>
                         {staleText(row.stale)}
@@ -141,7 +181,7 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
                             aria-checked={on}
                             aria-label={label}
                             disabled={pending === `${row.key}/${env.slug}`}
-                            onClick={() => toggle(row, env)}
+                            onClick={() => change(row, env, { enabled: !on })}
                           >
                             <span aria-hidden="true">{on ? "On" : "Off"}</span>
                           </button>
@@ -150,7 +190,11 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
                             {on ? "On" : "Off"}
                           </span>
                         )}
-                        {rollout !== null && rollout !== undefined && <span class="rollout">{rollout} %</span>}
+                        {writer ? (
+                          <Rollout key={`${s?.etag}`} label={`Rollout of ${label} (%)`} value={rollout ?? null} disabled={pending === `${row.key}/${env.slug}`} onSave={(v) => change(row, env, { enabled: on, rolloutPercentage: v })} />
+                        ) : (
+                          rollout !== null && rollout !== undefined && <span class="rollout">{rollout} %</span>
+                        )}
                       </td>
                     );
                   })}
@@ -174,5 +218,35 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
         </nav>
       )}
     </>
+  );
+}
+
+/** A state's rollout, typed in place: saved on Enter or when leaving the field, if changed (empty: everyone). */
+function Rollout({ label, value, disabled, onSave }: { label: string; value: number | null; disabled: boolean; onSave: (v: number | null) => void }) {
+  const [text, setText] = useState(value === null ? "" : String(value));
+  const parsed = percentage(text);
+  const save = () => {
+    if (parsed !== undefined && parsed !== value) onSave(parsed);
+  };
+  return (
+    <input
+      class="rollout-input"
+      type="number"
+      min={0}
+      max={100}
+      step="any"
+      inputMode="decimal"
+      placeholder="100"
+      aria-label={label}
+      aria-invalid={parsed === undefined}
+      title="Rollout in % (empty: everyone)"
+      value={text}
+      disabled={disabled}
+      onInput={(e) => setText((e.target as HTMLInputElement).value)}
+      onBlur={save}
+      onKeyDown={(e) => {
+        if (e.key === "Enter") save();
+      }}
+    />
   );
 }

@@ -2,7 +2,9 @@
  * The admin console in headless Chromium (Debian's `chromium`, puppeteer-core) against the
  * compiled binary: sign in, create a project and a flag, toggle the flag in production, a
  * viewer sees no control that changes anything, a cross-site request with the session cookie
- * is refused, no console errors, axe-core on each page (the CSP bypassed in this test only,
+ * is refused, a change made through the API by another user shows on an open flag list without
+ * a reload (the live change stream), two concurrent edits of one state: the second is refused
+ * with a message (If-Match), no console errors, axe-core on each page (the CSP bypassed in this test only,
  * to inject axe), screenshots at 1280 and 390 px in test/browser/screenshots/ (git-ignored).
  * Run by `npm run test:browser`.
  */
@@ -17,6 +19,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const ADMIN_KEY = `svc_admin_${"cns".repeat(12)}`;
 const ADMIN = { email: "admin@example.com", password: "correct horse battery" };
 const VIEWER = { email: "viewer@example.com", password: "viewer horse battery" };
+const EDITOR = { email: "editor@example.com", password: "editor horse battery" };
 const SHOTS = join(import.meta.dir, "screenshots");
 const AXE = readFileSync(join(import.meta.dir, "..", "..", "node_modules", "axe-core", "axe.min.js"), "utf8");
 
@@ -33,6 +36,7 @@ beforeAll(async () => {
   await binaryPath();
   srv = await startBinary({ env: { SVC_ADMIN_KEY: ADMIN_KEY, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password } });
   expect((await admin("POST", "/v1/users", { ...VIEWER, role: "viewer" })).status).toBe(201);
+  expect((await admin("POST", "/v1/users", { ...EDITOR, role: "editor" })).status).toBe(201);
   expect((await admin("POST", "/v1/projects/default/flags", { key: "checkout", name: "Checkout" })).status).toBe(201);
   expect((await admin("PUT", "/v1/projects/default/flags/checkout/states/staging", { enabled: true, rolloutPercentage: 30 })).status).toBe(200);
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, acceptInsecureCerts: true, args: ["--no-sandbox"] });
@@ -165,7 +169,11 @@ test("flags: create a flag with two variants, find it, toggle it on in productio
 
   await tab.goto(`${srv.url}/projects/default/flags`);
   await tab.waitForSelector("table.flags tr[data-flag=checkout]");
-  expect(await tab.$eval("tr[data-flag=checkout] td[data-env=staging]", (e) => e.textContent)).toBe("On30 %");
+  expect(await tab.$eval("tr[data-flag=checkout] td[data-env=staging] [role=switch]", (e) => e.textContent)).toBe("On");
+  expect(await tab.$eval("tr[data-flag=checkout] td[data-env=staging] input", (e) => [(e as HTMLInputElement).value, e.getAttribute("aria-label")])).toEqual([
+    "30",
+    "Rollout of Checkout in Staging (%)",
+  ]);
   await axe(tab, "flags");
   await shots(tab, "flags");
   const sw = "tr[data-flag=checkout] td[data-env=production] [role=switch]";
@@ -247,6 +255,97 @@ test("sign-out clears the session; expiry sends the user back to sign-in with a 
   await tab.waitForSelector("input[name=email]");
   expect(await tab.$eval("[role=status]", (e) => e.textContent)).toContain("Your session expired");
   await tab.close();
+}, 60_000);
+
+/** The editor's API calls, as another person's (a login token, not the admin key). */
+async function editorCalls() {
+  const login = await callServer(srv.url, "POST", "/v1/auth/login", { body: EDITOR });
+  expect(login.status).toBe(200);
+  return (method: string, path: string, body?: unknown) => callServer(srv.url, method, path, { key: login.body.token, body });
+}
+
+const cell = (flag: string, env: string) => `tr[data-flag=${flag}] td[data-env=${env}]`;
+
+test("live: changes made through the API by another user show on an open flag list, without a reload", async () => {
+  const editor = await editorCalls();
+  const tab = await newTab();
+  await signIn(tab, ADMIN);
+  await tab.goto(`${srv.url}/projects/default/flags`);
+  await tab.waitForSelector("table.flags[data-ready]");
+  await tab.waitForSelector("[data-live=live]");
+  // Gone if the page were loaded again.
+  await tab.evaluate(() => ((window as any).stillThisPage = true));
+  const shows = (check: string, arg: unknown = null) => tab.waitForFunction(check, { timeout: 5_000 }, arg);
+  const started = performance.now();
+  expect((await editor("POST", "/v1/projects/default/flags", { key: "live-flag", name: "Live flag" })).status).toBe(201);
+  await tab.waitForSelector("tr[data-flag=live-flag]", { timeout: 5_000 });
+  const created = performance.now() - started;
+  expect((await editor("PUT", "/v1/projects/default/flags/live-flag/states/production", { enabled: true })).status).toBe(200);
+  await shows(`document.querySelector("${cell("live-flag", "production")} [role=switch]")?.getAttribute("aria-checked") === "true"`);
+  expect((await editor("PUT", "/v1/projects/default/flags/live-flag/states/production", { enabled: true, rolloutPercentage: 40 })).status).toBe(200);
+  await shows(`document.querySelector("${cell("live-flag", "production")} input")?.value === "40"`);
+  expect((await editor("DELETE", "/v1/projects/default/flags/live-flag")).status).toBe(204);
+  await shows(`!document.querySelector("tr[data-flag=live-flag]")`);
+  expect(await tab.evaluate(() => (window as any).stillThisPage)).toBe(true);
+  console.log(`a flag created by another user showed on the open list after ${created.toFixed(0)} ms`);
+  // Leaving the page closes the stream.
+  const metrics = () => fetch(`${srv.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` }, tls: { rejectUnauthorized: false } } as RequestInit).then((r) => r.text());
+  const streams = async () => Number(/flagsvc_streams_connected\{kind="audit"\} (\d+)/.exec(await metrics())?.[1] ?? -1);
+  expect(await streams()).toBeGreaterThanOrEqual(1);
+  await clickText(tab, "Health");
+  await tab.waitForSelector("dl.facts");
+  for (let i = 0; i < 50 && (await streams()) > 0; i++) await Bun.sleep(100);
+  expect(await streams()).toBe(0);
+  await tab.close();
+}, 60_000);
+
+test("two concurrent edits of one state: the second is refused (If-Match), its message shown and the row refreshed", async () => {
+  await admin("POST", "/v1/projects/default/flags", { key: "contested", name: "Contested" });
+  const first = await newTab();
+  await signIn(first, ADMIN);
+  // The second person's tab hears no live change (its stream is cut), so it still shows what it loaded when it saves.
+  const ctx = await browser.createBrowserContext();
+  const second = await ctx.newPage();
+  second.on("pageerror", (e) => problems.push(String(e)));
+  await second.setBypassCSP(true); // only to inject axe
+  await second.setRequestInterception(true);
+  second.on("request", (r) => void (r.url().includes("/audit-log/stream") ? r.abort() : r.continue()));
+  await signIn(second, EDITOR);
+  for (const tab of [first, second]) {
+    await tab.goto(`${srv.url}/projects/default/flags`);
+    await tab.waitForSelector(`${cell("contested", "production")} [role=switch]`);
+  }
+  const sw = `${cell("contested", "production")} [role=switch]`;
+  // The first saves: on.
+  await first.click(sw);
+  await first.waitForFunction((s) => document.querySelector(s)?.getAttribute("aria-checked") === "true", {}, sw);
+  // The second, on the version it loaded, sets a rollout: refused, the message says who changed what.
+  const rollout = `${cell("contested", "production")} input`;
+  await second.click(rollout);
+  await second.type(rollout, "55");
+  await second.keyboard.press("Enter");
+  await second.waitForSelector("[role=alert]");
+  const message = await second.$eval("[role=alert]", (e) => e.textContent!);
+  // (Its first write: both fields set.)
+  expect(message).toMatch(/^Flag contested's state in production changed by admin@example\.com at \S+ \(enabled, rolloutPercentage\) since you loaded it: reload it and apply your change again$/);
+  // Nothing overwritten; the row now shows the state as it is.
+  expect((await admin("GET", "/v1/projects/default/flags/contested/states/production")).body).toMatchObject({ enabled: true, rolloutPercentage: null });
+  await second.waitForFunction((s) => document.querySelector(s)?.getAttribute("aria-checked") === "true", {}, sw);
+  await axe(second, "flags: edit conflict");
+  await shots(second, "flags-conflict");
+  // Again with a toggle: the first turns it off, the second (still showing on) toggles: refused too.
+  await first.click(sw);
+  await first.waitForFunction((s) => document.querySelector(s)?.getAttribute("aria-checked") === "false", {}, sw);
+  await second.click(sw);
+  await second.waitForFunction((s) => document.querySelector(s)?.getAttribute("aria-checked") === "false", {}, sw);
+  expect(await second.$eval("[role=alert]", (e) => e.textContent!)).toContain("(enabled) since you loaded it");
+  expect((await admin("GET", "/v1/projects/default/flags/contested/states/production")).body.enabled).toBe(false);
+  // On the refreshed row the second's change goes through.
+  await second.click(sw);
+  await second.waitForFunction(() => !document.querySelector("[role=alert]"));
+  expect((await admin("GET", "/v1/projects/default/flags/contested/states/production")).body.enabled).toBe(true);
+  await first.close();
+  await ctx.close();
 }, 60_000);
 
 test("no console errors and no request to anything but the server", () => {

@@ -154,21 +154,6 @@ export const Flag = t.Object(
   { title: "Flag" },
 );
 
-export const FlagListItem = t.Object(
-  { id: t.String(), key: t.String(), name: t.String(), createdAt: Timestamp(), updatedAt: Timestamp(), stale: StaleSchema },
-  { title: "FlagListItem" },
-);
-
-export const FlagList = t.Object(
-  {
-    flags: t.Array(FlagListItem),
-    total: ResponseInt({ description: "Flags matching the filters, over all pages" }),
-    page: ResponseInt(),
-    perPage: ResponseInt(),
-  },
-  { title: "FlagList" },
-);
-
 export const FlagListQuery = t.Object(
   {
     environment: t.Optional(Slug("Keep flags that have a state in this environment (malformed: 400; unknown: 404)")),
@@ -177,6 +162,7 @@ export const FlagListQuery = t.Object(
     stale: t.Optional(t.Boolean({ description: "true: only stale flags; false: only the others (docs/insights.md, Stale flags)", error: "Must be true or false" })),
     page: t.Optional(QueryInt(ONE_OR_MORE, "Default 1, at most 999999999", "Must be an integer from 1 to 999999999")),
     perPage: t.Optional(QueryInt(ONE_TO_100, `Default 20, at most ${PER_PAGE_MAX}`, `Must be an integer from 1 to ${PER_PAGE_MAX}`)),
+    include: t.Optional(t.UnionEnum(["states"], { description: "states: each flag with its states (as GET .../flags/{key}/states items)", error: "Must be states", default: undefined })),
   },
   { additionalProperties: false },
 );
@@ -217,4 +203,31 @@ export const FlagStates = t.Object(
     states: t.Array(FlagState, { description: "One per environment of the project, in the order the environments were added" }),
   },
   { title: "FlagStates" },
+);
+
+export const FlagListItem = t.Object(
+  {
+    id: t.String(),
+    key: t.String(),
+    name: t.String(),
+    createdAt: Timestamp(),
+    updatedAt: Timestamp(),
+    stale: StaleSchema,
+    states: t.Optional(
+      t.Array(t.Composite([FlagState, t.Object({ etag: t.String({ description: "The state's ETag, as GET .../states/{environment} answers it in its header: what a PUT of the state sends as If-Match" }) })]), {
+        description: "With include=states only: one per environment of the project, in the order the environments were added",
+      }),
+    ),
+  },
+  { title: "FlagListItem" },
+);
+
+export const FlagList = t.Object(
+  {
+    flags: t.Array(FlagListItem),
+    total: ResponseInt({ description: "Flags matching the filters, over all pages" }),
+    page: ResponseInt(),
+    perPage: ResponseInt(),
+  },
+  { title: "FlagList" },
 );

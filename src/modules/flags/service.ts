@@ -16,7 +16,7 @@ import type { Environment, Project, ProjectReader } from "../projects/store";
 import type { FlagInsights, Stale } from "../insights/service";
 import { checkedWrite, requireVersion, type ResourceHistory } from "../audit/precondition";
 import { LIMITS } from "./model";
-import { flagOf, type Flag, type FlagLink, type FlagStore, type FlagWriteReads } from "./store";
+import { flagOf, type Flag, type FlagLink, type FlagStore, type FlagSummary, type FlagWriteReads } from "./store";
 
 export type { Flag } from "./store";
 
@@ -71,6 +71,8 @@ export interface ListQuery {
   stale?: boolean;
   page?: number;
   perPage?: number;
+  /** `states`: each listed flag with its state in every environment. */
+  include?: "states";
 }
 
 // ---- versions (ETag, If-Match: docs/decisions.md, "Live audit log and edit conflicts") ---------------------
@@ -361,6 +363,20 @@ export function flagService({ flags, projects, clock, insights, history }: FlagS
     return { flagKey: flag.key, environment: env.slug, ...(row ?? { ...UNSET, updatedAt: flag.createdAt }), lastEvaluatedAt: evaluated.get(env.id) ?? null };
   };
   const evaluatedIn = (flag: { id: string; key: string }, envs: readonly Environment[]) => insights.lastEvaluated(flag.id, flag.key, envs.map((e) => e.id));
+  /** A list page's flags with their states, as `getStates` answers them: two queries for the page (states, last evaluations), whatever its size. */
+  const withStates = async <F extends FlagSummary>(project: Project, page: F[]): Promise<(F & { states: (FlagState & { etag: string })[] })[]> => {
+    const ids = page.map((f) => f.id);
+    const [rows, evaluated] = await Promise.all([flags.statesOf(ids), insights.lastEvaluatedOf(page, project.environments.map((e) => e.id))]);
+    const stored = new Map(rows.map(({ flagId, environmentId, ...row }) => [`${flagId} ${environmentId}`, row]));
+    return page.map((f) => ({
+      ...f,
+      states: project.environments.map((env) => {
+        const state = { flagKey: f.key, environment: env.slug, ...(stored.get(`${f.id} ${env.id}`) ?? { ...UNSET, updatedAt: f.createdAt }), lastEvaluatedAt: evaluated.get(f.id)?.get(env.id) ?? null };
+        // Its ETag too: what a PUT of it sends as If-Match (a list has no header per state).
+        return { ...state, etag: stateEtag(state) };
+      }),
+    }));
+  };
   const viewOf = async (flag: Flag): Promise<FlagView> => ({ ...flag, stale: await insights.staleOf(flag.id) });
 
   return {
@@ -385,7 +401,8 @@ export function flagService({ flags, projects, clock, insights, history }: FlagS
         rows = rows.filter((f) => f.key.includes(q) || foldCase(f.name).includes(q));
       }
       if (query.stale !== undefined) rows = rows.filter((f) => (f.stale !== null) === query.stale);
-      return { flags: rows.slice((page - 1) * perPage, page * perPage), total: rows.length, page, perPage };
+      const listed = rows.slice((page - 1) * perPage, page * perPage);
+      return { flags: query.include === "states" ? await withStates(project, listed) : listed, total: rows.length, page, perPage };
     },
 
     async createFlag(author: Author, slug: string, input: NewFlagInput): Promise<FlagView> {

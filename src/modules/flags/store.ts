@@ -62,6 +62,8 @@ export interface FlagStore {
   /** Ordered by key; `environmentId`: only flags with a state row there (`enabled`: with that value). */
   list(projectId: string, filter: { environmentId?: string; enabled?: boolean }): Promise<FlagSummary[]>;
   state(flagId: string, environmentId: string): Promise<StateRow | undefined>;
+  /** The state rows of these flags, in every environment where one was set: one query (a list page's states). */
+  statesOf(flagIds: readonly string[]): Promise<(StateRow & { flagId: string; environmentId: string })[]>;
   /**
    * The new flag, unless its key is taken in the project (false). `check`, when given, runs in
    * the write's transaction first and throws to refuse.
@@ -183,6 +185,9 @@ export function flagOf(
 const UPDATE_FLAG_SQL =
   "UPDATE flags SET name = ?1, description = ?2, variants = ?3, rules = ?4, bucket_by = ?5, prerequisites = ?6, updated_at = ?7 WHERE id = ?8";
 
+const STATES_OF_SQL = `SELECT flag_id AS flagId, environment_id AS environmentId, enabled, rollout_percentage AS rolloutPercentage, updated_at AS updatedAt
+  FROM flag_states WHERE flag_id IN (SELECT value FROM json_each(?1))`;
+
 const STATE_IN_SQL = `SELECT e.id AS environmentId, s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage
   FROM environments e LEFT JOIN flag_states s ON s.environment_id = e.id AND s.flag_id = ?1
   WHERE e.project_id = ?2 AND e.slug = ?3`;
@@ -221,6 +226,13 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
 
   async state(flagId: string, environmentId: string): Promise<StateRow | undefined> {
     return this.q.state.get({ flagId, environmentId });
+  }
+
+  async statesOf(flagIds: readonly string[]): Promise<(StateRow & { flagId: string; environmentId: string })[]> {
+    return this.log.store.sqlite
+      .query<Omit<StateRow, "enabled"> & { flagId: string; environmentId: string; enabled: number }, [string]>(STATES_OF_SQL)
+      .all(JSON.stringify(flagIds))
+      .map((r) => ({ ...r, enabled: r.enabled === 1 }));
   }
 
   /** What a write of the project's flags checks against, read in its transaction when asked. */

@@ -61,6 +61,8 @@ export interface Insights {
 export interface FlagInsights {
   /** Environment id -> last production evaluation (ISO) of the flag, flushed or not; absent: never. */
   lastEvaluated(flagId: string, flagKey: string, environmentIds: readonly string[]): Promise<Map<string, string>>;
+  /** The same for many flags at once (one query): flag id -> environment id -> ISO. */
+  lastEvaluatedOf(flags: readonly { id: string; key: string }[], environmentIds: readonly string[]): Promise<Map<string, Map<string, string>>>;
   /** Flag id -> staleness, for the project's stale flags. */
   staleFlags(projectId: string): Promise<Map<string, Stale>>;
   /** One flag's staleness (null: not stale). */
@@ -147,11 +149,19 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
 
   const flagInsights: FlagInsights = {
     async lastEvaluated(flagId, flagKey, environmentIds) {
-      const stored = await store.lastEvaluated(flagId);
-      const out = new Map<string, string>();
-      for (const id of environmentIds) {
-        const at = Math.max(stored.get(id) ?? 0, unflushed(id, flagKey).lastAt);
-        if (at > 0) out.set(id, iso(at));
+      return (await flagInsights.lastEvaluatedOf([{ id: flagId, key: flagKey }], environmentIds)).get(flagId)!;
+    },
+    async lastEvaluatedOf(flags, environmentIds) {
+      const stored = new Map<string, number>();
+      for (const r of await store.lastEvaluated(flags.map((f) => f.id))) stored.set(`${r.flagId} ${r.environmentId}`, r.at);
+      const out = new Map<string, Map<string, string>>();
+      for (const flag of flags) {
+        const byEnv = new Map<string, string>();
+        for (const id of environmentIds) {
+          const at = Math.max(stored.get(`${flag.id} ${id}`) ?? 0, unflushed(id, flag.key).lastAt);
+          if (at > 0) byEnv.set(id, iso(at));
+        }
+        out.set(flag.id, byEnv);
       }
       return out;
     },

@@ -83,8 +83,8 @@ export interface InsightsStore {
   rollup(hourlyBefore: number, dailyBefore: number): Promise<{ rolled: number; deleted: number }>;
   /** Counts of a flag in an environment from `from` (included) to `to` (excluded), summed by hour (hourly rows only) or by day (both). */
   counts(flagId: string, environmentId: string, interval: "hour" | "day", from: number, to: number): Promise<BucketCount[]>;
-  /** Environment id -> last production evaluation (ms) of a flag. */
-  lastEvaluated(flagId: string): Promise<Map<string, number>>;
+  /** The last production evaluations (ms) of these flags, one row per flag and environment evaluated there: one query. */
+  lastEvaluated(flagIds: readonly string[]): Promise<{ flagId: string; environmentId: string; at: number }[]>;
   /** Flag id -> staleness, for a project's stale flags. */
   staleFlags(projectId: string): Promise<Map<string, Stale>>;
   /** One flag's staleness (null: not stale). */
@@ -120,7 +120,7 @@ const HOUR_COUNTS_SQL = `SELECT bucket, variant, reason, count FROM flag_insight
 const DAY_COUNTS_SQL = `SELECT bucket - bucket % ${DAY_MS} AS bucket, variant, reason, sum(count) AS count FROM flag_insights
   WHERE flag_id = ?1 AND environment_id = ?2 AND bucket >= ?3 AND bucket < ?4
   GROUP BY bucket - bucket % ${DAY_MS}, variant, reason`;
-const LAST_SQL = "SELECT environment_id AS environmentId, at FROM flag_last_evaluated WHERE flag_id = ?1";
+const LAST_SQL = "SELECT flag_id AS flagId, environment_id AS environmentId, at FROM flag_last_evaluated WHERE flag_id IN (SELECT value FROM json_each(?1))";
 const STALE_OF_PROJECT_SQL = "SELECT s.flag_id AS flagId, s.reason, s.since FROM flag_stale s JOIN flags f ON f.id = s.flag_id WHERE f.project_id = ?1";
 const STALE_OF_FLAG_SQL = "SELECT reason, since FROM flag_stale WHERE flag_id = ?1";
 const CANDIDATES_SQL = `SELECT p.id AS projectId, p.slug AS projectSlug, p.stale_after_days AS staleAfterDays,
@@ -180,9 +180,8 @@ export class SqliteInsightsStore implements InsightsStore {
     return this.sqlite.query<BucketCount, [string, string, number, number]>(interval === "hour" ? HOUR_COUNTS_SQL : DAY_COUNTS_SQL).all(flagId, environmentId, from, to);
   }
 
-  async lastEvaluated(flagId: string): Promise<Map<string, number>> {
-    const rows = this.sqlite.query<{ environmentId: string; at: number }, [string]>(LAST_SQL).all(flagId);
-    return new Map(rows.map((r) => [r.environmentId, r.at]));
+  async lastEvaluated(flagIds: readonly string[]): Promise<{ flagId: string; environmentId: string; at: number }[]> {
+    return this.sqlite.query<{ flagId: string; environmentId: string; at: number }, [string]>(LAST_SQL).all(JSON.stringify(flagIds));
   }
 
   async staleFlags(projectId: string): Promise<Map<string, Stale>> {
