@@ -12,6 +12,8 @@ import { FlagsPage } from "./pages/flags";
 import { NewFlagPage } from "./pages/new-flag";
 import { FlagPage } from "./pages/flag";
 import { HealthPage } from "./pages/health";
+import { PlaygroundPage } from "./pages/playground";
+import { HistoryPage } from "./pages/history";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -142,10 +144,10 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/flags/:key", path))) return <FlagPage slug={m.slug!} flagKey={m.key!} role={role} />;
   if ((m = match("/projects/:slug", path))) return <FlagsPage slug={m.slug!} role={role} />;
   if (path === "/health") return <HealthPage />;
+  if ((m = match("/projects/:slug/playground", path))) return <PlaygroundPage key={m.slug} slug={m.slug!} user={session.user} csrf={session.csrfToken} />;
+  if ((m = match("/projects/:slug/history", path))) return <HistoryPage key={m.slug} slug={m.slug!} />;
   const soon: [string, string][] = [
     ["/projects/:slug/segments", "Segments"],
-    ["/projects/:slug/playground", "Playground"],
-    ["/projects/:slug/history", "History"],
     ["/projects/:slug/keys", "API keys"],
     ["/projects/:slug/webhooks", "Webhooks"],
     ["/plugins", "Plugins"],

@@ -432,7 +432,7 @@ export function FlagPage({ slug, flagKey, role }: { slug: string; flagKey: strin
   return (
     <>
       <p class="crumbs">
-        <a href={`/projects/${slug}/flags`}>Flags</a> / <code>{flagKey}</code>
+        <a href={`/projects/${slug}/flags`}>Flags</a> / <code>{flagKey}</code> · <a href={`/projects/${slug}/history?resourceKey=${encodeURIComponent(flagKey)}`}>History</a>
       </p>
       <h1>{flag ? flag.data.name : flagKey}</h1>
       <ErrorBanner error={error} />
