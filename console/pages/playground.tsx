@@ -172,6 +172,11 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
       await nameRules(rs);
     } catch (err) {
       // A 400 about the context belongs to the context's field.
+      if (err instanceof ApiError && err.status === 401) {
+        // The key was deleted meanwhile (the API keys page, another tab): offer a new one.
+        keys.current.delete(env);
+        setKeyCount(keys.current.size);
+      }
       if (err instanceof ApiError && err.details.some((d) => d.path.startsWith("body.context"))) setJsonError(err.details.filter((d) => d.path.startsWith("body.context")).map((d) => `${d.path.replace(/^body\./, "")}: ${d.message}`).join("; "));
       else setError(err);
     } finally {

@@ -149,6 +149,20 @@ test("the history: a change made in the console with the signed-in user as actor
   await tab.close();
 }, 90_000);
 
+test("the history pages with nextCursor: older entries are added below", async () => {
+  for (let i = 0; i < 55; i++) expect((await admin("POST", FLAGS, { key: `bulk-${i}`, name: `Bulk ${i}` })).status).toBe(201);
+  const tab = await signedIn(ADMIN);
+  await tab.goto(`${url()}${HISTORY}?resourceType=flag&action=created`);
+  await tab.waitForSelector("ol.history[data-ready] li");
+  expect(await tab.$$eval("ol.history li", (es) => es.length)).toBe(50);
+  await clickText(tab, "Older entries");
+  await tab.waitForFunction(() => document.querySelectorAll("ol.history li").length === 57);
+  const keys = await tab.$$eval("ol.history li code", (es) => es.map((e) => e.textContent));
+  expect([keys[0], keys.at(-2), keys.at(-1), new Set(keys).size]).toEqual(["bulk-54", "other", "promo", 57]);
+  expect(await tab.$$eval("main button", (bs) => bs.some((b) => b.textContent === "Older entries"))).toBe(false);
+  await tab.close();
+}, 60_000);
+
 test("a viewer reads the history and cannot evaluate: no key offered, no control that changes anything", async () => {
   const tab = await signedIn(VIEWER);
   await tab.goto(`${url()}${PLAYGROUND}`);
