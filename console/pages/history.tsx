@@ -62,6 +62,8 @@ export function HistoryPage({ slug }: { slug: string }) {
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const generation = useRef(0);
+  /** Live entries received while a first page is read (it may have been read before they committed). */
+  const arrived = useRef<Entry[] | null>(null);
   const base = `/v1/projects/${encodeURIComponent(slug)}`;
 
   const query = (f: Filters, after: string | null) => {
@@ -76,15 +78,23 @@ export function HistoryPage({ slug }: { slug: string }) {
 
   const load = async (f: Filters, after: string | null) => {
     const mine = ++generation.current;
+    if (!after) arrived.current = [];
     setBusy(true);
     try {
       const r = await api<{ entries: Entry[]; nextCursor: string | null }>("GET", `${base}/audit-log?${query(f, after)}`);
       if (mine !== generation.current) return;
-      setEntries((es) => (after && es ? [...es, ...r.entries] : r.entries));
+      // A first page: live entries that arrived while it was read and are newer than it go on top.
+      const top = r.entries[0]?.position ?? 0;
+      const early = (after ? null : arrived.current)?.filter((e) => e.position > top && passes(e, f)).reverse() ?? [];
+      if (!after) arrived.current = null;
+      setEntries((es) => (after && es ? [...es, ...r.entries] : [...early, ...r.entries]));
       setCursor(r.nextCursor);
       setError(null);
     } catch (e) {
-      if (mine === generation.current) setError(e);
+      if (mine === generation.current) {
+        setError(e);
+        arrived.current = null;
+      }
     } finally {
       if (mine === generation.current) setBusy(false);
     }
@@ -97,6 +107,7 @@ export function HistoryPage({ slug }: { slug: string }) {
     if (entry === null) return void load(filters, null);
     const e = entry as Entry;
     if (!passes(e, filters)) return;
+    if (arrived.current) arrived.current.push(e); // a first page is being read: kept for it
     setEntries((es) => (es === null || es.some((x) => x.position === e.position) ? es : [e, ...es]));
   });
 
