@@ -86,6 +86,7 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
   const [, setKeyCount] = useState(0);
 
   useEffect(() => {
+    if (!mayCreateKey) return; // a viewer only reads why
     api<Project>("GET", base).then((p) => {
       setEnvs(p.environments);
       setEnv((e) => e || p.environments.find((x) => x.slug === "production")?.slug || p.environments[0]?.slug || "");
