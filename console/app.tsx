@@ -12,6 +12,8 @@ import { FlagsPage } from "./pages/flags";
 import { NewFlagPage } from "./pages/new-flag";
 import { FlagPage } from "./pages/flag";
 import { HealthPage } from "./pages/health";
+import { AdminKeysPage, ApiKeysPage } from "./pages/keys";
+import { UsersPage } from "./pages/users";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -80,6 +82,7 @@ function Layout({ session, path, onSignOut, children }: { session: Session; path
     [`${p}/webhooks`, "Webhooks"],
     ["/plugins", "Plugins"],
     ["/health", "Health"],
+    ...(session.user.role === "admin" ? ([["/admin/keys", "Admin keys"], ["/admin/users", "Users"]] as [string, string][]) : []),
   ];
   const current = (href: string) => (href === "/projects" ? path === "/projects" : path.startsWith(href));
   return (
@@ -142,11 +145,13 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/flags/:key", path))) return <FlagPage slug={m.slug!} flagKey={m.key!} role={role} />;
   if ((m = match("/projects/:slug", path))) return <FlagsPage slug={m.slug!} role={role} />;
   if (path === "/health") return <HealthPage />;
+  if ((m = match("/projects/:slug/keys", path))) return <ApiKeysPage slug={m.slug!} role={role} />;
+  if (path === "/admin/keys") return <AdminKeysPage role={role} />;
+  if (path === "/admin/users") return <UsersPage role={role} me={session.user.id} />;
   const soon: [string, string][] = [
     ["/projects/:slug/segments", "Segments"],
     ["/projects/:slug/playground", "Playground"],
     ["/projects/:slug/history", "History"],
-    ["/projects/:slug/keys", "API keys"],
     ["/projects/:slug/webhooks", "Webhooks"],
     ["/plugins", "Plugins"],
   ];
