@@ -7,7 +7,7 @@
  * `DELETE /v1/api-keys/{id}` allow. Admin keys: admins only (`/v1/admin-keys`).
  */
 import type { ComponentChildren } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, type Project, type Role } from "../api";
 import { Confirm, ErrorBanner, Field, Loading, Select } from "../ui";
 
@@ -42,6 +42,9 @@ export const when = (iso: string | null, never = "Never") => (iso === null ? nev
 /** A secret shown once: read-only, selectable, copied with a button ("Copied"). */
 export function SecretOnce({ title, secret, onClose }: { title: string; secret: string; onClose: () => void }) {
   const [copied, setCopied] = useState("");
+  const box = useRef<HTMLElement>(null);
+  // The form that made it is gone: focus moves to the secret, so keyboard users land on it.
+  useEffect(() => box.current?.focus(), [secret]);
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(secret);
@@ -51,7 +54,7 @@ export function SecretOnce({ title, secret, onClose }: { title: string; secret: 
     }
   };
   return (
-    <section class="banner info secret" aria-labelledby="secret-title" data-secret="">
+    <section ref={box} tabIndex={-1} class="banner info secret" aria-labelledby="secret-title" data-secret="">
       <h2 id="secret-title">{title}</h2>
       <p>Copy it now: it is shown only this once and cannot be read again.</p>
       <div class="secret-row">
@@ -153,7 +156,7 @@ export function ApiKeysPage({ slug, role }: { slug: string; role: Role }) {
     void load();
     api<Project>("GET", `/v1/projects/${slug}`).then((p) => {
       setProject(p);
-      setForm((f) => ({ ...f, environment: f.environment || (p.environments[0]?.slug ?? "") }));
+      setForm((f) => ({ ...f, environment: p.environments[0]?.slug ?? "" }));
     }, setError);
   }, [slug]);
   const del = useDeletion<ApiKey>((id) => `/v1/api-keys/${id}`, load, setError);
