@@ -14,6 +14,8 @@ import { FlagPage } from "./pages/flag";
 import { HealthPage } from "./pages/health";
 import { PlaygroundPage } from "./pages/playground";
 import { HistoryPage } from "./pages/history";
+import { AdminKeysPage, ApiKeysPage } from "./pages/keys";
+import { UsersPage } from "./pages/users";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -82,6 +84,7 @@ function Layout({ session, path, onSignOut, children }: { session: Session; path
     [`${p}/webhooks`, "Webhooks"],
     ["/plugins", "Plugins"],
     ["/health", "Health"],
+    ...(session.user.role === "admin" ? ([["/admin/keys", "Admin keys"], ["/admin/users", "Users"]] as [string, string][]) : []),
   ];
   const current = (href: string) => (href === "/projects" ? path === "/projects" : path.startsWith(href));
   return (
@@ -146,9 +149,11 @@ function Page({ path, session }: { path: string; session: Session }) {
   if (path === "/health") return <HealthPage />;
   if ((m = match("/projects/:slug/playground", path))) return <PlaygroundPage key={m.slug} slug={m.slug!} user={session.user} csrf={session.csrfToken} />;
   if ((m = match("/projects/:slug/history", path))) return <HistoryPage key={m.slug} slug={m.slug!} />;
+  if ((m = match("/projects/:slug/keys", path))) return <ApiKeysPage slug={m.slug!} role={role} />;
+  if (path === "/admin/keys") return <AdminKeysPage role={role} />;
+  if (path === "/admin/users") return <UsersPage role={role} me={session.user.id} />;
   const soon: [string, string][] = [
     ["/projects/:slug/segments", "Segments"],
-    ["/projects/:slug/keys", "API keys"],
     ["/projects/:slug/webhooks", "Webhooks"],
     ["/plugins", "Plugins"],
   ];

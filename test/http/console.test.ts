@@ -20,7 +20,7 @@ const chunks = () => [...page.matchAll(/(?:src|href)="(\/assets\/chunk-[a-z0-9]+
 
 describe("the page", () => {
   test("at / and at each of the console's paths: the same page, no-cache, with the CSP and the security headers", async () => {
-    for (const path of ["/", "/sign-in", "/projects", "/projects/default/flags", "/projects/default/flags/new", "/plugins", "/health"]) {
+    for (const path of ["/", "/sign-in", "/projects", "/projects/default/flags", "/projects/default/flags/new", "/plugins", "/health", "/admin/users"]) {
       const res = await h.request("GET", path);
       expect({ path, status: res.status }).toEqual({ path, status: 200 });
       expect(await res.text()).toBe(page);

@@ -16,7 +16,7 @@ import { ApiError } from "../../http/errors";
 import { ASSET_PREFIX, loadAssets, type Asset } from "./assets";
 
 /** Where the page is served: the console's own paths (console/router.ts knows the same ones). */
-export const PAGE_PATHS = ["/", "/sign-in", "/projects", "/projects/*", "/plugins", "/health"] as const;
+export const PAGE_PATHS = ["/", "/sign-in", "/projects", "/projects/*", "/plugins", "/health", "/admin/*"] as const;
 
 /**
  * Only this origin, for everything; no inline script or style (`'self'` alone); images may be

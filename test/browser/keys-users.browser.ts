@@ -1,0 +1,249 @@
+/**
+ * API keys, admin keys and users in headless Chromium against the compiled binary: create an eval
+ * key, read its secret from the page (shown once, copied), evaluate with it over plain HTTP;
+ * rotate with a grace period (old and new secrets both work), delete (both refused); a viewer
+ * sees the keys read-only; viewers and editors see no admin page in the navigation; an admin
+ * creates an admin key and a user, who then signs in; axe-core with no serious or critical
+ * violation; screenshots at 1280 and 390 px. Run by `npm run test:browser`.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import puppeteer, { type Browser, type ElementHandle, type Page } from "puppeteer-core";
+import { callServer } from "../helpers";
+import { binaryPath, cleanup, startBinary, type RunningBinary } from "../e2e/binary";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const ADMIN_KEY = `svc_admin_${"kyu".repeat(12)}`;
+const ADMIN = { email: "admin@example.com", password: "correct horse battery" };
+const VIEWER = { email: "viewer@example.com", password: "viewer horse battery" };
+const EDITOR = { email: "editor@example.com", password: "editor horse battery" };
+const SHOTS = join(import.meta.dir, "screenshots");
+const AXE = readFileSync(join(import.meta.dir, "..", "..", "node_modules", "axe-core", "axe.min.js"), "utf8");
+
+let srv: RunningBinary;
+let browser: Browser;
+const problems: string[] = [];
+const admin = (method: string, path: string, body?: unknown) => callServer(srv.url, method, path, { key: ADMIN_KEY, body });
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  mkdirSync(SHOTS, { recursive: true });
+  await binaryPath();
+  srv = await startBinary({ env: { SVC_ADMIN_KEY: ADMIN_KEY, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password } });
+  for (const [who, role] of [[VIEWER, "viewer"], [EDITOR, "editor"]] as const) expect((await admin("POST", "/v1/users", { ...who, role })).status).toBe(201);
+  expect((await admin("POST", "/v1/projects/default/flags", { key: "hello", name: "Hello" })).status).toBe(201);
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, acceptInsecureCerts: true, args: ["--no-sandbox"] });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await srv?.stop();
+  cleanup();
+});
+
+async function signedIn(who: { email: string; password: string }): Promise<Page> {
+  const tab = await (await browser.createBrowserContext()).newPage();
+  await tab.setBypassCSP(true); // only to inject axe
+  tab.on("pageerror", (e) => problems.push(String(e)));
+  tab.on("console", (m) => m.type() === "error" && problems.push(`${tab.url()}: ${m.text()}`));
+  await tab.goto(`${srv.url}/`);
+  await tab.waitForSelector("input[name=email]");
+  await tab.type("input[name=email]", who.email);
+  await tab.type("input[name=password]", who.password);
+  await tab.click("button[type=submit]");
+  await tab.waitForSelector("nav[aria-label=Main]");
+  return tab;
+}
+
+/** The form control labelled `name` (its `<label>`'s text). */
+async function control(tab: Page, name: string): Promise<ElementHandle<HTMLInputElement>> {
+  const handle = await tab.waitForFunction(
+    (n) => {
+      const label = Array.from(document.querySelectorAll("main label")).find((l) => l.textContent!.trim() === n) as HTMLLabelElement | undefined;
+      return label?.control ?? null;
+    },
+    {},
+    name,
+  );
+  return handle as unknown as ElementHandle<HTMLInputElement>;
+}
+
+async function fill(tab: Page, name: string, text: string) {
+  const el = await control(tab, name);
+  await el.click({ count: 3 });
+  await el.type(text);
+}
+
+const pick = async (tab: Page, name: string, v: string) => (await control(tab, name)).select(v);
+
+async function clickText(tab: Page, text: string) {
+  const handle = await tab.waitForFunction(
+    (t) => Array.from(document.querySelectorAll("button, a")).find((e) => e.textContent!.trim() === t && !(e as HTMLButtonElement).disabled),
+    {},
+    text,
+  );
+  await (handle as any).click();
+}
+
+async function axe(tab: Page, name: string) {
+  await tab.addScriptTag({ content: AXE });
+  const result = await tab.evaluate(async () => (await (window as any).axe.run()).violations.map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n: any) => n.target.join(" ")).slice(0, 3) })));
+  expect({ name, violations: result.filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical") }).toEqual({ name, violations: [] });
+}
+
+async function shots(tab: Page, name: string) {
+  for (const width of [1280, 390]) {
+    await tab.setViewport({ width, height: 900 });
+    await tab.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+    if (width === 390) expect(await tab.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  }
+  await tab.setViewport({ width: 1280, height: 900 });
+}
+
+const evaluate = (key: string) => callServer(srv.url, "POST", "/v1/evaluate", { key, body: { flagKey: "hello", context: { userId: "u1" } } });
+const secretOnPage = (tab: Page) => tab.$eval("[data-secret] input[name=secret]", (e) => (e as HTMLInputElement).value);
+const navLabels = (tab: Page) => tab.$$eval("nav[aria-label=Main] a", (as) => as.map((a) => a.textContent));
+
+test("create an eval key, copy its secret from the page, evaluate with it; rotate with a grace period; delete", async () => {
+  const tab = await signedIn(ADMIN);
+  await tab.browserContext().overridePermissions(srv.url, ["clipboard-read", "clipboard-write", "clipboard-sanitized-write"]);
+  await tab.goto(`${srv.url}/projects/default/keys`);
+  await clickText(tab, "New API key");
+  await fill(tab, "Name", "console eval");
+  await pick(tab, "Scope", "eval");
+  await pick(tab, "Environment", "production");
+  await clickText(tab, "Create key");
+  await tab.waitForSelector("[data-secret]");
+  const secret = await secretOnPage(tab);
+  expect(secret).toMatch(/^svc_sk_eval_[0-9A-Za-z]{32}$/);
+  await clickText(tab, "Copy the secret key");
+  await tab.waitForFunction(() => document.querySelector("[data-secret] [role=status]")?.textContent === "Copied.");
+  expect(await tab.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+
+  // A real HTTP request with the secret read from the page.
+  expect((await evaluate(secret)).status).toBe(200);
+  const [key] = (await admin("GET", "/v1/projects/default/api-keys")).body.apiKeys;
+  expect([key.name, key.scope, key.environment]).toEqual(["console eval", "eval", "production"]);
+  await tab.waitForSelector(`tr[data-key=${key.id}]`);
+  await axe(tab, "API keys, secret shown");
+  await shots(tab, "api-keys");
+
+  // Hidden on "Done": never shown again.
+  await clickText(tab, "Done, hide the key");
+  expect(await tab.$("[data-secret]")).toBeNull();
+  await tab.reload();
+  await tab.waitForSelector(`tr[data-key=${key.id}]`);
+  expect(await tab.$eval("main", (m) => m.textContent)).not.toContain(secret);
+
+  // Rotate, the old secret kept for an hour: both work.
+  await clickText(tab, "Rotate key console eval");
+  await pick(tab, "Old secret keeps working for", "3600");
+  await axe(tab, "API keys, rotate dialog");
+  await clickText(tab, "Rotate");
+  await tab.waitForSelector("[data-secret]");
+  const rotated = await secretOnPage(tab);
+  expect(rotated).not.toBe(secret);
+  expect(await tab.$eval("#secret-title", (e) => e.textContent)).toContain("The old secret works until");
+  expect([(await evaluate(secret)).status, (await evaluate(rotated)).status]).toEqual([200, 200]);
+
+  // Delete, confirmed: both secrets refused.
+  await clickText(tab, "Delete key console eval");
+  await tab.waitForSelector("dialog[open]");
+  await clickText(tab, "Delete");
+  await tab.waitForFunction((id) => !document.querySelector(`tr[data-key=${id}]`), {}, key.id);
+  expect([(await evaluate(secret)).status, (await evaluate(rotated)).status]).toEqual([401, 401]);
+  expect((await admin("GET", "/v1/projects/default/api-keys")).body.apiKeys).toEqual([]);
+  await tab.close();
+}, 90_000);
+
+test("a viewer reads the keys and changes nothing; viewers and editors see no admin page", async () => {
+  expect((await admin("POST", "/v1/projects/default/api-keys", { name: "sdk", scope: "client", environment: "development" })).status).toBe(201);
+  const viewer = await signedIn(VIEWER);
+  expect(await navLabels(viewer)).not.toContain("Users");
+  expect(await navLabels(viewer)).not.toContain("Admin keys");
+  await viewer.goto(`${srv.url}/projects/default/keys`);
+  await viewer.waitForSelector("table.keys[data-ready]");
+  expect(await viewer.$$eval("main button, main form, main input", (els) => els.map((e) => e.outerHTML))).toEqual([]);
+  expect(await viewer.$$eval("table.keys tbody th", (els) => els.map((e) => e.textContent))).toContain("sdk");
+  await axe(viewer, "API keys, viewer");
+  await shots(viewer, "api-keys-viewer");
+  await viewer.goto(`${srv.url}/admin/users`);
+  await viewer.waitForFunction(() => document.querySelector("main p")?.textContent === "Only admins see this page.");
+  expect(await viewer.$$eval("main button", (els) => els.length)).toBe(0);
+  await viewer.close();
+
+  const editor = await signedIn(EDITOR);
+  expect(await navLabels(editor)).not.toContain("Users");
+  expect(await navLabels(editor)).not.toContain("Admin keys");
+  await editor.goto(`${srv.url}/projects/default/keys`);
+  await editor.waitForSelector("table.keys[data-ready]");
+  expect(await editor.$$eval("main button", (els) => els.map((e) => e.textContent))).toContain("New API key");
+  await editor.close();
+}, 60_000);
+
+test("an admin creates an admin key (shown once, works) and deletes it", async () => {
+  const tab = await signedIn(ADMIN);
+  expect(await navLabels(tab)).toEqual(expect.arrayContaining(["Admin keys", "Users"]));
+  await clickText(tab, "Admin keys");
+  await clickText(tab, "New admin key");
+  await fill(tab, "Name", "ci");
+  await clickText(tab, "Create admin key");
+  await tab.waitForSelector("[data-secret]");
+  const secret = await secretOnPage(tab);
+  expect(secret).toMatch(/^svc_admin_[0-9A-Za-z]{32}$/);
+  expect((await callServer(srv.url, "GET", "/v1/users", { key: secret })).status).toBe(200);
+  await axe(tab, "admin keys");
+  await shots(tab, "admin-keys");
+  await clickText(tab, "Delete admin key ci");
+  await tab.waitForSelector("dialog[open]");
+  await clickText(tab, "Delete");
+  await tab.waitForFunction(() => !Array.from(document.querySelectorAll("table.keys tbody th")).some((t) => t.textContent === "ci"));
+  expect((await callServer(srv.url, "GET", "/v1/users", { key: secret })).status).toBe(401);
+  await tab.close();
+}, 60_000);
+
+test("an admin creates a user, who signs in; changes the role, resets the password, deletes the user", async () => {
+  const tab = await signedIn(ADMIN);
+  await clickText(tab, "Users");
+  await clickText(tab, "New user");
+  await fill(tab, "E-mail", "new@example.com");
+  await fill(tab, "Password", "short");
+  await clickText(tab, "Create user");
+  await tab.waitForSelector("[aria-invalid=true]"); // the API's message at its field
+  await fill(tab, "Password", "new user horse battery");
+  await pick(tab, "Role", "editor");
+  await clickText(tab, "Create user");
+  await tab.waitForSelector("[data-user='new@example.com']");
+  await axe(tab, "users");
+  await shots(tab, "users");
+
+  const user = await signedIn({ email: "new@example.com", password: "new user horse battery" });
+  expect(await user.$eval(".who .role", (e) => e.textContent)).toBe("editor");
+  await user.close();
+
+  await clickText(tab, "Change role of new@example.com");
+  await pick(tab, "Role", "viewer");
+  await clickText(tab, "Save role");
+  await tab.waitForFunction(() => document.querySelector("main [role=status]")?.textContent === "Role of new@example.com changed.");
+  await clickText(tab, "Reset password of new@example.com");
+  await fill(tab, "New password", "another horse battery");
+  await axe(tab, "users, reset password");
+  await clickText(tab, "Set password");
+  await tab.waitForFunction(() => document.querySelector("main [role=status]")?.textContent?.startsWith("Password of new@example.com changed"));
+  const users = (await admin("GET", "/v1/users")).body.users;
+  const created = users.find((u: { email: string }) => u.email === "new@example.com");
+  expect(created.role).toBe("viewer");
+  expect((await callServer(srv.url, "POST", "/v1/auth/login", { body: { email: "new@example.com", password: "another horse battery" } })).status).toBe(200);
+
+  await clickText(tab, "Delete user new@example.com");
+  await tab.waitForSelector("dialog[open]");
+  await clickText(tab, "Delete");
+  await tab.waitForFunction(() => !document.querySelector("[data-user='new@example.com']"));
+  expect((await admin("GET", "/v1/users")).body.users.map((u: { email: string }) => u.email)).not.toContain("new@example.com");
+  await tab.close();
+}, 90_000);
+
+test("no console errors on these pages", () => {
+  expect(problems.filter((p) => !/\b(400|401)\b/.test(p))).toEqual([]);
+});
