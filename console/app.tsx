@@ -12,6 +12,8 @@ import { FlagsPage } from "./pages/flags";
 import { NewFlagPage } from "./pages/new-flag";
 import { FlagPage } from "./pages/flag";
 import { HealthPage } from "./pages/health";
+import { SegmentPage, SegmentsPage } from "./pages/segments";
+import { WebhooksPage } from "./pages/webhooks";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -142,12 +144,13 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/flags/:key", path))) return <FlagPage slug={m.slug!} flagKey={m.key!} role={role} />;
   if ((m = match("/projects/:slug", path))) return <FlagsPage slug={m.slug!} role={role} />;
   if (path === "/health") return <HealthPage />;
+  if ((m = match("/projects/:slug/segments", path))) return <SegmentsPage slug={m.slug!} role={role} />;
+  if ((m = match("/projects/:slug/segments/:key", path))) return <SegmentPage slug={m.slug!} segmentKey={m.key!} role={role} />;
+  if ((m = match("/projects/:slug/webhooks", path))) return <WebhooksPage slug={m.slug!} role={role} />;
   const soon: [string, string][] = [
-    ["/projects/:slug/segments", "Segments"],
     ["/projects/:slug/playground", "Playground"],
     ["/projects/:slug/history", "History"],
     ["/projects/:slug/keys", "API keys"],
-    ["/projects/:slug/webhooks", "Webhooks"],
     ["/plugins", "Plugins"],
   ];
   for (const [pattern, title] of soon) if (match(pattern, path)) return <ComingSoon title={title} />;
