@@ -84,6 +84,8 @@ const WRITERS = {
   projects: ["admin"],
   environments: ["admin"],
   flags: ["admin", "editor"],
+  /** read and write: viewers do not see webhooks */
+  webhooks: ["admin", "editor"],
 } as const satisfies Record<string, readonly Role[]>;
 
 export const can = (role: Role, group: keyof typeof WRITERS): boolean => (WRITERS[group] as readonly Role[]).includes(role);

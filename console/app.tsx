@@ -16,6 +16,8 @@ import { PlaygroundPage } from "./pages/playground";
 import { HistoryPage } from "./pages/history";
 import { AdminKeysPage, ApiKeysPage } from "./pages/keys";
 import { UsersPage } from "./pages/users";
+import { SegmentPage, SegmentsPage } from "./pages/segments";
+import { WebhooksPage } from "./pages/webhooks";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -152,9 +154,10 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/keys", path))) return <ApiKeysPage slug={m.slug!} role={role} />;
   if (path === "/admin/keys") return <AdminKeysPage role={role} />;
   if (path === "/admin/users") return <UsersPage role={role} me={session.user.id} />;
+  if ((m = match("/projects/:slug/segments", path))) return <SegmentsPage slug={m.slug!} role={role} />;
+  if ((m = match("/projects/:slug/segments/:key", path))) return <SegmentPage slug={m.slug!} segmentKey={m.key!} role={role} />;
+  if ((m = match("/projects/:slug/webhooks", path))) return <WebhooksPage slug={m.slug!} role={role} />;
   const soon: [string, string][] = [
-    ["/projects/:slug/segments", "Segments"],
-    ["/projects/:slug/webhooks", "Webhooks"],
     ["/plugins", "Plugins"],
   ];
   for (const [pattern, title] of soon) if (match(pattern, path)) return <ComingSoon title={title} />;

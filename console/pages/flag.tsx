@@ -15,7 +15,7 @@ import { VariantsFieldset, weightProblem } from "./new-flag";
 import { Environments, toLocalInput } from "./flag-envs";
 
 type Scalar = string | number | boolean;
-interface Condition {
+export interface Condition {
   attribute: string;
   operator: Operator;
   value?: Scalar | Scalar[];
@@ -48,7 +48,7 @@ export interface Flag {
 
 type Kind = "string" | "number" | "boolean";
 /** A condition as edited: its value as typed, and the type it is sent as. */
-interface CondDraft {
+export interface CondDraft {
   attribute: string;
   operator: Operator;
   kind: Kind;
@@ -76,7 +76,7 @@ const HINTS: Partial<Record<Operator, string>> = {
 const kindsOf = (op: Operator): Kind[] => (LIST_OPERATORS.has(op) ? ["string", "number", "boolean"] : (OPERATOR_VALUE_TYPES[op] as readonly string[]).filter((k): k is Kind => k !== "array"));
 const KIND_LABEL: Record<Kind, string> = { string: "Text", number: "Number", boolean: "Boolean" };
 
-function draftOf(c: Condition): CondDraft {
+export function draftOf(c: Condition): CondDraft {
   const v = c.value;
   if (Array.isArray(v)) return { attribute: c.attribute, operator: c.operator, kind: v.length === 0 ? "string" : (typeof v[0] as Kind), text: v.join("\n") };
   if (TIME_OPERATORS.has(c.operator) && typeof v === "string") return { attribute: c.attribute, operator: c.operator, kind: "string", text: toLocalInput(v) };
@@ -90,7 +90,7 @@ const scalar = (text: string, kind: Kind): Scalar | undefined => {
 };
 
 /** A drafted condition as the API takes it; a problem the page can see goes to `errors[path]`. */
-function conditionOf(d: CondDraft, path: string, errors: Record<string, string>): Condition {
+export function conditionOf(d: CondDraft, path: string, errors: Record<string, string>): Condition {
   const c: Condition = { attribute: d.attribute, operator: d.operator };
   if (VALUE_OPTIONAL.has(d.operator)) return c;
   if (LIST_OPERATORS.has(d.operator)) {
@@ -120,7 +120,7 @@ const move = <T,>(xs: T[], i: number, by: number): T[] => {
 };
 const replace = <T,>(xs: T[], i: number, patch: Partial<T>): T[] => xs.map((x, j) => (j === i ? { ...x, ...patch } : x));
 
-function ConditionEditor(props: { c: CondDraft; label: string; path: string; errors: Record<string, string>; segments: [string, string][]; readOnly: boolean; onChange: (c: CondDraft) => void; onRemove: () => void }) {
+export function ConditionEditor(props: { c: CondDraft; label: string; path: string; errors: Record<string, string>; segments: [string, string][]; readOnly: boolean; onChange: (c: CondDraft) => void; onRemove: () => void }) {
   const { c, label, path, errors, readOnly } = props;
   const set = (patch: Partial<CondDraft>) => props.onChange({ ...c, ...patch });
   const setOperator = (op: Operator) => {

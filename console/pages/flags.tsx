@@ -41,6 +41,7 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
   const [total, setTotal] = useState(0);
   const [q, setQ] = useState(() => new URL(location.href).searchParams.get("q") ?? "");
   const [page, setPage] = useState(1);
+  const [staleOnly, setStaleOnly] = useState(() => new URL(location.href).searchParams.get("stale") === "true");
   const [error, setError] = useState<unknown>(null);
   const [pending, setPending] = useState<string | null>(null);
   const [reads, setReads] = useState(0);
@@ -76,6 +77,7 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
       try {
         const query = new URLSearchParams({ page: String(page), perPage: String(PER_PAGE), include: "states" });
         if (q.trim()) query.set("q", q.trim());
+        if (staleOnly) query.set("stale", "true");
         const list = await api<{ flags: (FlagItem & { states: ListedState[] })[]; total: number }>("GET", `${base}/flags?${query}`);
         if (mine !== generation.current) return;
         setRows(list.flags.map((f) => ({ ...f, states: Object.fromEntries(f.states.map((s) => [s.environment, s])) })));
@@ -87,7 +89,7 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
       }
     }, q ? 200 : 0);
     return () => clearTimeout(timer);
-  }, [slug, q, page, reads]);
+  }, [slug, q, page, reads, staleOnly]);
 
   /** A state PUT on the version shown (If-Match): the row takes the answer, or the 412's message is shown and the page read again. */
   const change = async (row: Row, env: Environment, body: { enabled: boolean; rolloutPercentage?: number | null }) => {
@@ -129,6 +131,18 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
             setPage(1);
           }}
         />
+        <label class="check">
+          <input
+            type="checkbox"
+            name="stale"
+            checked={staleOnly}
+            onChange={(e) => {
+              setStaleOnly((e.target as HTMLInputElement).checked);
+              setPage(1);
+            }}
+          />
+          Stale only
+        </label>
         <span class="muted" role="status">
           {rows === null ? "" : `${total} flag${total === 1 ? "" : "s"}`}
         </span>
@@ -141,7 +155,7 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
       {rows === null || envs === null ? (
         <Loading />
       ) : rows.length === 0 ? (
-        <p class="muted">{q ? "No flag matches." : "No flags yet."}</p>
+        <p class="muted">{q || staleOnly ? "No flag matches." : "No flags yet."}</p>
       ) : (
         <div class="table-wrap" role="region" aria-label="Flags" tabIndex={0}>
           <table class="flags" data-ready="">

@@ -188,7 +188,7 @@ test("flags: create a flag with two variants, find it, toggle it on in productio
   await tab.goto(`${srv.url}/health`);
   await tab.waitForSelector("dl.facts");
   await axe(tab, "health");
-  await tab.goto(`${srv.url}/projects/default/segments`);
+  await tab.goto(`${srv.url}/plugins`);
   await tab.waitForSelector("main h1");
   await axe(tab, "coming soon");
   await tab.close();
