@@ -6,110 +6,21 @@
  * axe-core with no serious or critical violation; screenshots at 1280 and 390 px.
  * Run by `npm run test:browser`.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import puppeteer, { type Browser, type ElementHandle, type Page } from "puppeteer-core";
-import { callServer } from "../helpers";
-import { binaryPath, cleanup, startBinary, type RunningBinary } from "../e2e/binary";
+import { expect, test } from "bun:test";
+import { ADMIN, VIEWER, axe, clickText, consoleHarness, control, fill, pick, shots, value } from "./harness";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ADMIN_KEY = `svc_admin_${"flp".repeat(12)}`;
-const ADMIN = { email: "admin@example.com", password: "correct horse battery" };
-const VIEWER = { email: "viewer@example.com", password: "viewer horse battery" };
-const SHOTS = join(import.meta.dir, "screenshots");
-const AXE = readFileSync(join(import.meta.dir, "..", "..", "node_modules", "axe-core", "axe.min.js"), "utf8");
+const { admin, signedIn, problems, url } = consoleHarness("flp");
 const PAGE = "/projects/default/flags/promo";
-
-let srv: RunningBinary;
-let browser: Browser;
-const problems: string[] = [];
-const admin = (method: string, path: string, body?: unknown) => callServer(srv.url, method, path, { key: ADMIN_KEY, body });
-
-beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
-  mkdirSync(SHOTS, { recursive: true });
-  await binaryPath();
-  srv = await startBinary({ env: { SVC_ADMIN_KEY: ADMIN_KEY, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password } });
-  expect((await admin("POST", "/v1/users", { ...VIEWER, role: "viewer" })).status).toBe(201);
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, acceptInsecureCerts: true, args: ["--no-sandbox"] });
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await srv?.stop();
-  cleanup();
-});
-
-async function signedIn(who: { email: string; password: string }): Promise<Page> {
-  const tab = await (await browser.createBrowserContext()).newPage();
-  await tab.setBypassCSP(true); // only to inject axe
-  tab.on("pageerror", (e) => problems.push(String(e)));
-  tab.on("console", (m) => m.type() === "error" && problems.push(`${tab.url()}: ${m.text()}`));
-  await tab.goto(`${srv.url}/`);
-  await tab.waitForSelector("input[name=email]");
-  await tab.type("input[name=email]", who.email);
-  await tab.type("input[name=password]", who.password);
-  await tab.click("button[type=submit]");
-  await tab.waitForSelector("nav[aria-label=Main]");
-  return tab;
-}
-
-/** The form control labelled `name` (its `<label>`'s text). */
-async function control(tab: Page, name: string): Promise<ElementHandle<HTMLInputElement>> {
-  const handle = await tab.waitForFunction(
-    (n) => {
-      const label = Array.from(document.querySelectorAll("main label")).find((l) => l.textContent!.trim() === n) as HTMLLabelElement | undefined;
-      return label?.control ?? null;
-    },
-    {},
-    name,
-  );
-  return handle as unknown as ElementHandle<HTMLInputElement>;
-}
-
-async function fill(tab: Page, name: string, text: string) {
-  const el = await control(tab, name);
-  await el.click({ count: 3 });
-  await el.type(text);
-}
-
-const value = async (tab: Page, name: string) => (await control(tab, name)).evaluate((e) => e.value);
-const pick = async (tab: Page, name: string, v: string) => (await control(tab, name)).select(v);
-
-async function clickText(tab: Page, text: string) {
-  const handle = await tab.waitForFunction(
-    (t) => Array.from(document.querySelectorAll("button, a")).find((e) => e.textContent!.trim() === t && !(e as HTMLButtonElement).disabled),
-    {},
-    text,
-  );
-  await (handle as any).click();
-}
-
-async function axe(tab: Page, name: string) {
-  await tab.addScriptTag({ content: AXE });
-  const result = await tab.evaluate(async () => (await (window as any).axe.run()).violations.map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n: any) => n.target.join(" ")).slice(0, 3) })));
-  expect({ name, violations: result.filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical") }).toEqual({ name, violations: [] });
-}
-
-async function shots(tab: Page, name: string) {
-  for (const width of [1280, 390]) {
-    await tab.setViewport({ width, height: 900 });
-    await tab.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
-    if (width === 390) expect(await tab.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-  }
-  await tab.setViewport({ width: 1280, height: 900 });
-}
 
 test("create a flag, give it two variants and a rule, enable it in production at 30 %: stored, shown after a reload", async () => {
   const tab = await signedIn(ADMIN);
-  await tab.goto(`${srv.url}/projects/default/flags/new`);
+  await tab.goto(`${url()}/projects/default/flags/new`);
   await fill(tab, "Key", "promo");
   await fill(tab, "Name", "Promo banner");
   await clickText(tab, "Create flag");
   await tab.waitForSelector("table.flags tr[data-flag=promo]");
 
-  await tab.goto(`${srv.url}${PAGE}`);
+  await tab.goto(`${url()}${PAGE}`);
   await tab.waitForSelector(".flag-page[data-ready]");
   await fill(tab, "Description", "Spring campaign");
   await clickText(tab, "Add variant");
@@ -166,7 +77,7 @@ test("create a flag, give it two variants and a rule, enable it in production at
 
 test("a validation error shows at its field; a change made meanwhile by someone else is refused with who made it", async () => {
   const tab = await signedIn(ADMIN);
-  await tab.goto(`${srv.url}${PAGE}`);
+  await tab.goto(`${url()}${PAGE}`);
   await tab.waitForSelector(".flag-page[data-ready]");
   await pick(tab, "Rule 1 condition 2 operator", "semver_greater_than");
   await fill(tab, "Rule 1 condition 2 value", "1.2");
@@ -199,7 +110,7 @@ test("a validation error shows at its field; a change made meanwhile by someone 
 
 test("a viewer sees the flag read-only: no button, form or switch", async () => {
   const tab = await signedIn(VIEWER);
-  await tab.goto(`${srv.url}${PAGE}`);
+  await tab.goto(`${url()}${PAGE}`);
   await tab.waitForSelector(".flag-page[data-ready]");
   await tab.waitForSelector("[data-env=production] [data-state=on]");
   const controls = await tab.$$eval("main button, main form, main [role=switch], main a.button", (els) => els.map((e) => e.textContent));

@@ -8,11 +8,12 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import puppeteer, { type Browser, type ElementHandle, type Page } from "puppeteer-core";
 import { callServer } from "../helpers";
-import { binaryPath, cleanup, startBinary, type RunningBinary } from "../e2e/binary";
+import { binaryPath, cleanup, startBinary, tempDir, type RunningBinary } from "../e2e/binary";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const ADMIN = { email: "admin@example.com", password: "correct horse battery" };
 export const VIEWER = { email: "viewer@example.com", password: "viewer horse battery" };
+export const EDITOR = { email: "editor@example.com", password: "editor horse battery" };
 const SHOTS = join(import.meta.dir, "screenshots");
 const AXE = readFileSync(join(import.meta.dir, "..", "..", "node_modules", "axe-core", "axe.min.js"), "utf8");
 
@@ -29,21 +30,24 @@ export async function control(tab: Page, name: string): Promise<ElementHandle<HT
   return handle as unknown as ElementHandle<HTMLInputElement>;
 }
 
-export async function fill(tab: Page, name: string, text: string) {
+/** Types `text` into the control labelled `name`, over what it holds (`clear`: emptied first too). */
+export async function fill(tab: Page, name: string, text: string, clear = false) {
   const el = await control(tab, name);
   await el.click({ count: 3 });
+  if (clear) await el.evaluate((e) => ((e as HTMLInputElement).value = ""));
   await el.type(text);
 }
 
 export const value = async (tab: Page, name: string) => (await control(tab, name)).evaluate((e) => e.value);
 export const pick = async (tab: Page, name: string, v: string) => (await control(tab, name)).select(v);
 
-/** Clicks the first enabled button or link whose text is `text`. */
-export async function clickText(tab: Page, text: string) {
+/** Clicks the first enabled button or link whose text is `text` (inside `scope`, a selector, if given). */
+export async function clickText(tab: Page, text: string, scope = "") {
   const handle = await tab.waitForFunction(
-    (t) => Array.from(document.querySelectorAll("button, a")).find((e) => e.textContent!.trim() === t && !(e as HTMLButtonElement).disabled),
+    (t, s) => Array.from(document.querySelectorAll(`${s} button, ${s} a`)).find((e) => e.textContent!.trim() === t && !(e as HTMLButtonElement).disabled),
     {},
     text,
+    scope,
   );
   await (handle as any).click();
 }
@@ -75,8 +79,20 @@ export interface Harness {
   problems: string[];
 }
 
+export interface HarnessOptions {
+  /** Added to the binary's environment. */
+  env?: Record<string, string>;
+  /** Users made after the viewer. */
+  users?: { email: string; password: string; role: string }[];
+  /**
+   * Runs once the binary is up, before the users are made; the binary then has its own data
+   * directory, and `offline(fn)` stops it, runs `fn(dataDir)` and starts it again.
+   */
+  prepare?: (h: { admin: Harness["admin"]; offline: (fn: (dataDir: string) => void | Promise<void>) => Promise<void> }) => Promise<void>;
+}
+
 /** Starts the binary (admin key `svc_admin_<tag × 12>`, the admin, a viewer) and Chromium for this test file. */
-export function consoleHarness(tag: string): Harness {
+export function consoleHarness(tag: string, opts: HarnessOptions = {}): Harness {
   const key = `svc_admin_${tag.repeat(12)}`;
   let srv: RunningBinary;
   let browser: Browser;
@@ -86,8 +102,20 @@ export function consoleHarness(tag: string): Harness {
     if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
     mkdirSync(SHOTS, { recursive: true });
     await binaryPath();
-    srv = await startBinary({ env: { SVC_ADMIN_KEY: key, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password } });
-    expect((await admin("POST", "/v1/users", { ...VIEWER, role: "viewer" })).status).toBe(201);
+    const env = { SVC_ADMIN_KEY: key, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password, ...opts.env };
+    if (opts.prepare) {
+      const dataDir = tempDir();
+      srv = await startBinary({ dataDir, env });
+      const offline = async (fn: (dataDir: string) => void | Promise<void>) => {
+        await srv.stop();
+        await fn(dataDir);
+        srv = await startBinary({ dataDir, env });
+      };
+      await opts.prepare({ admin, offline });
+    } else {
+      srv = await startBinary({ env });
+    }
+    for (const user of [{ ...VIEWER, role: "viewer" }, ...(opts.users ?? [])]) expect((await admin("POST", "/v1/users", user)).status).toBe(201);
     browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, acceptInsecureCerts: true, args: ["--no-sandbox"] });
   }, 120_000);
   afterAll(async () => {

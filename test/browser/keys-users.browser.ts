@@ -6,109 +6,25 @@
  * creates an admin key and a user, who then signs in; axe-core with no serious or critical
  * violation; screenshots at 1280 and 390 px. Run by `npm run test:browser`.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import puppeteer, { type Browser, type ElementHandle, type Page } from "puppeteer-core";
+import { beforeAll, expect, test } from "bun:test";
+import type { Page } from "puppeteer-core";
 import { callServer } from "../helpers";
-import { binaryPath, cleanup, startBinary, type RunningBinary } from "../e2e/binary";
+import { ADMIN, EDITOR, VIEWER, axe, clickText, consoleHarness, fill, pick, shots } from "./harness";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ADMIN_KEY = `svc_admin_${"kyu".repeat(12)}`;
-const ADMIN = { email: "admin@example.com", password: "correct horse battery" };
-const VIEWER = { email: "viewer@example.com", password: "viewer horse battery" };
-const EDITOR = { email: "editor@example.com", password: "editor horse battery" };
-const SHOTS = join(import.meta.dir, "screenshots");
-const AXE = readFileSync(join(import.meta.dir, "..", "..", "node_modules", "axe-core", "axe.min.js"), "utf8");
-
-let srv: RunningBinary;
-let browser: Browser;
-const problems: string[] = [];
-const admin = (method: string, path: string, body?: unknown) => callServer(srv.url, method, path, { key: ADMIN_KEY, body });
+const { admin, signedIn, problems, url } = consoleHarness("kyu", { users: [{ ...EDITOR, role: "editor" }] });
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
-  mkdirSync(SHOTS, { recursive: true });
-  await binaryPath();
-  srv = await startBinary({ env: { SVC_ADMIN_KEY: ADMIN_KEY, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password } });
-  for (const [who, role] of [[VIEWER, "viewer"], [EDITOR, "editor"]] as const) expect((await admin("POST", "/v1/users", { ...who, role })).status).toBe(201);
   expect((await admin("POST", "/v1/projects/default/flags", { key: "hello", name: "Hello" })).status).toBe(201);
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, acceptInsecureCerts: true, args: ["--no-sandbox"] });
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await srv?.stop();
-  cleanup();
 });
 
-async function signedIn(who: { email: string; password: string }): Promise<Page> {
-  const tab = await (await browser.createBrowserContext()).newPage();
-  await tab.setBypassCSP(true); // only to inject axe
-  tab.on("pageerror", (e) => problems.push(String(e)));
-  tab.on("console", (m) => m.type() === "error" && problems.push(`${tab.url()}: ${m.text()}`));
-  await tab.goto(`${srv.url}/`);
-  await tab.waitForSelector("input[name=email]");
-  await tab.type("input[name=email]", who.email);
-  await tab.type("input[name=password]", who.password);
-  await tab.click("button[type=submit]");
-  await tab.waitForSelector("nav[aria-label=Main]");
-  return tab;
-}
-
-/** The form control labelled `name` (its `<label>`'s text). */
-async function control(tab: Page, name: string): Promise<ElementHandle<HTMLInputElement>> {
-  const handle = await tab.waitForFunction(
-    (n) => {
-      const label = Array.from(document.querySelectorAll("main label")).find((l) => l.textContent!.trim() === n) as HTMLLabelElement | undefined;
-      return label?.control ?? null;
-    },
-    {},
-    name,
-  );
-  return handle as unknown as ElementHandle<HTMLInputElement>;
-}
-
-async function fill(tab: Page, name: string, text: string) {
-  const el = await control(tab, name);
-  await el.click({ count: 3 });
-  await el.type(text);
-}
-
-const pick = async (tab: Page, name: string, v: string) => (await control(tab, name)).select(v);
-
-async function clickText(tab: Page, text: string) {
-  const handle = await tab.waitForFunction(
-    (t) => Array.from(document.querySelectorAll("button, a")).find((e) => e.textContent!.trim() === t && !(e as HTMLButtonElement).disabled),
-    {},
-    text,
-  );
-  await (handle as any).click();
-}
-
-async function axe(tab: Page, name: string) {
-  await tab.addScriptTag({ content: AXE });
-  const result = await tab.evaluate(async () => (await (window as any).axe.run()).violations.map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n: any) => n.target.join(" ")).slice(0, 3) })));
-  expect({ name, violations: result.filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical") }).toEqual({ name, violations: [] });
-}
-
-async function shots(tab: Page, name: string) {
-  for (const width of [1280, 390]) {
-    await tab.setViewport({ width, height: 900 });
-    await tab.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
-    if (width === 390) expect(await tab.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-  }
-  await tab.setViewport({ width: 1280, height: 900 });
-}
-
-const evaluate = (key: string) => callServer(srv.url, "POST", "/v1/evaluate", { key, body: { flagKey: "hello", context: { userId: "u1" } } });
+const evaluate = (key: string) => callServer(url(), "POST", "/v1/evaluate", { key, body: { flagKey: "hello", context: { userId: "u1" } } });
 const secretOnPage = (tab: Page) => tab.$eval("[data-secret] input[name=secret]", (e) => (e as HTMLInputElement).value);
 const navLabels = (tab: Page) => tab.$$eval("nav[aria-label=Main] a", (as) => as.map((a) => a.textContent));
 
 test("create an eval key, copy its secret from the page, evaluate with it; rotate with a grace period; delete", async () => {
   const tab = await signedIn(ADMIN);
-  await tab.browserContext().overridePermissions(srv.url, ["clipboard-read", "clipboard-write", "clipboard-sanitized-write"]);
-  await tab.goto(`${srv.url}/projects/default/keys`);
+  await tab.browserContext().overridePermissions(url(), ["clipboard-read", "clipboard-write", "clipboard-sanitized-write"]);
+  await tab.goto(`${url()}/projects/default/keys`);
   await clickText(tab, "New API key");
   await fill(tab, "Name", "console eval");
   await pick(tab, "Scope", "eval");
@@ -162,13 +78,13 @@ test("a viewer reads the keys and changes nothing; viewers and editors see no ad
   const viewer = await signedIn(VIEWER);
   expect(await navLabels(viewer)).not.toContain("Users");
   expect(await navLabels(viewer)).not.toContain("Admin keys");
-  await viewer.goto(`${srv.url}/projects/default/keys`);
+  await viewer.goto(`${url()}/projects/default/keys`);
   await viewer.waitForSelector("table.keys[data-ready]");
   expect(await viewer.$$eval("main button, main form, main input", (els) => els.map((e) => e.outerHTML))).toEqual([]);
   expect(await viewer.$$eval("table.keys tbody th", (els) => els.map((e) => e.textContent))).toContain("sdk");
   await axe(viewer, "API keys, viewer");
   await shots(viewer, "api-keys-viewer");
-  await viewer.goto(`${srv.url}/admin/users`);
+  await viewer.goto(`${url()}/admin/users`);
   await viewer.waitForFunction(() => document.querySelector("main p")?.textContent === "Only admins see this page.");
   expect(await viewer.$$eval("main button", (els) => els.length)).toBe(0);
   await viewer.close();
@@ -176,7 +92,7 @@ test("a viewer reads the keys and changes nothing; viewers and editors see no ad
   const editor = await signedIn(EDITOR);
   expect(await navLabels(editor)).not.toContain("Users");
   expect(await navLabels(editor)).not.toContain("Admin keys");
-  await editor.goto(`${srv.url}/projects/default/keys`);
+  await editor.goto(`${url()}/projects/default/keys`);
   await editor.waitForSelector("table.keys[data-ready]");
   expect(await editor.$$eval("main button", (els) => els.map((e) => e.textContent))).toContain("New API key");
   await editor.close();
@@ -192,14 +108,14 @@ test("an admin creates an admin key (shown once, works) and deletes it", async (
   await tab.waitForSelector("[data-secret]");
   const secret = await secretOnPage(tab);
   expect(secret).toMatch(/^svc_admin_[0-9A-Za-z]{32}$/);
-  expect((await callServer(srv.url, "GET", "/v1/users", { key: secret })).status).toBe(200);
+  expect((await callServer(url(), "GET", "/v1/users", { key: secret })).status).toBe(200);
   await axe(tab, "admin keys");
   await shots(tab, "admin-keys");
   await clickText(tab, "Delete admin key ci");
   await tab.waitForSelector("dialog[open]");
   await clickText(tab, "Delete");
   await tab.waitForFunction(() => !Array.from(document.querySelectorAll("table.keys tbody th")).some((t) => t.textContent === "ci"));
-  expect((await callServer(srv.url, "GET", "/v1/users", { key: secret })).status).toBe(401);
+  expect((await callServer(url(), "GET", "/v1/users", { key: secret })).status).toBe(401);
   await tab.close();
 }, 60_000);
 
@@ -234,7 +150,7 @@ test("an admin creates a user, who signs in; changes the role, resets the passwo
   const users = (await admin("GET", "/v1/users")).body.users;
   const created = users.find((u: { email: string }) => u.email === "new@example.com");
   expect(created.role).toBe("viewer");
-  expect((await callServer(srv.url, "POST", "/v1/auth/login", { body: { email: "new@example.com", password: "another horse battery" } })).status).toBe(200);
+  expect((await callServer(url(), "POST", "/v1/auth/login", { body: { email: "new@example.com", password: "another horse battery" } })).status).toBe(200);
 
   await clickText(tab, "Delete user new@example.com");
   await tab.waitForSelector("dialog[open]");

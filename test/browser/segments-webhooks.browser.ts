@@ -10,87 +10,41 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import puppeteer, { type Browser, type ElementHandle, type Page } from "puppeteer-core";
-import { callServer } from "../helpers";
+import type { Page } from "puppeteer-core";
 import { startReceiver, type Receiver } from "../webhook-receiver";
-import { binaryPath, cleanup, startBinary, tempDir, type RunningBinary } from "../e2e/binary";
+import { ADMIN, VIEWER, axe, clickText, consoleHarness, control, fill as fillOver, shots } from "./harness";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ADMIN_KEY = `svc_admin_${"swh".repeat(12)}`;
-const ADMIN = { email: "admin@example.com", password: "correct horse battery" };
-const VIEWER = { email: "viewer@example.com", password: "viewer horse battery" };
-const SHOTS = join(import.meta.dir, "screenshots");
-const AXE = readFileSync(join(import.meta.dir, "..", "..", "node_modules", "axe-core", "axe.min.js"), "utf8");
 const P = "/v1/projects/default";
 const LONG_AGO = "2020-01-01T00:00:00.000Z";
 
-let srv: RunningBinary;
-let browser: Browser;
-let receiver: Receiver;
-const problems: string[] = [];
-const admin = (method: string, path: string, body?: unknown) => callServer(srv.url, method, path, { key: ADMIN_KEY, body });
-
-beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
-  mkdirSync(SHOTS, { recursive: true });
-  await binaryPath();
-  const dataDir = tempDir();
-  const env = { SVC_ADMIN_KEY: ADMIN_KEY, SVC_ADMIN_EMAIL: ADMIN.email, SVC_ADMIN_PASSWORD: ADMIN.password, SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" };
+const { admin, signedIn, problems, url } = consoleHarness("swh", {
+  env: { SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" },
   // A flag made stale: created, then (server stopped) back-dated with the insights' observation
   // start, so that the detection run at start finds it never evaluated for 30 days.
-  srv = await startBinary({ dataDir, env });
-  expect((await admin("POST", `${P}/flags`, { key: "old-flag", name: "Old flag" })).status).toBe(201);
-  await srv.stop();
-  const db = new Database(join(dataDir, "flagsvc.db"));
-  db.run("UPDATE flags SET created_at = ?1, updated_at = ?1 WHERE key = 'old-flag'", [LONG_AGO]);
-  db.run("UPDATE settings SET value = ?1 WHERE key = 'insights_observed_since'", [LONG_AGO]);
-  db.close();
-  srv = await startBinary({ dataDir, env });
-  expect((await admin("POST", "/v1/users", { ...VIEWER, role: "viewer" })).status).toBe(201);
+  prepare: async ({ admin, offline }) => {
+    expect((await admin("POST", `${P}/flags`, { key: "old-flag", name: "Old flag" })).status).toBe(201);
+    await offline((dataDir) => {
+      const db = new Database(join(dataDir, "flagsvc.db"));
+      db.run("UPDATE flags SET created_at = ?1, updated_at = ?1 WHERE key = 'old-flag'", [LONG_AGO]);
+      db.run("UPDATE settings SET value = ?1 WHERE key = 'insights_observed_since'", [LONG_AGO]);
+      db.close();
+    });
+  },
+});
+let receiver: Receiver;
+
+beforeAll(async () => {
   expect((await admin("POST", `${P}/flags`, { key: "checkout", name: "Checkout" })).status).toBe(201);
   receiver = startReceiver({ answer: (_req, n) => new Response(n === 1 ? "busy" : "ok", { status: n === 1 ? 503 : 200 }) });
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, acceptInsecureCerts: true, args: ["--no-sandbox"] });
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await srv?.stop();
-  receiver?.stop?.();
-  cleanup();
 });
 
-async function signedIn(who: { email: string; password: string }): Promise<Page> {
-  const tab = await (await browser.createBrowserContext()).newPage();
-  await tab.setBypassCSP(true); // only to inject axe
-  tab.on("pageerror", (e) => problems.push(String(e)));
-  tab.on("console", (m) => m.type() === "error" && problems.push(`${tab.url()}: ${m.text()}`));
-  await tab.goto(`${srv.url}/`);
-  await tab.waitForSelector("input[name=email]");
-  await tab.type("input[name=email]", who.email);
-  await tab.type("input[name=password]", who.password);
-  await tab.click("button[type=submit]");
-  await tab.waitForSelector("nav[aria-label=Main]");
-  return tab;
-}
+afterAll(() => {
+  receiver?.stop?.();
+});
 
-/** The form control labelled `name` (its `<label>`'s text). */
-async function control(tab: Page, name: string): Promise<ElementHandle<HTMLInputElement>> {
-  const handle = await tab.waitForFunction(
-    (n) => (Array.from(document.querySelectorAll("main label")).find((l) => l.textContent!.trim() === n) as HTMLLabelElement | undefined)?.control ?? null,
-    {},
-    name,
-  );
-  return handle as unknown as ElementHandle<HTMLInputElement>;
-}
-
-async function fill(tab: Page, name: string, text: string) {
-  const el = await control(tab, name);
-  await el.click({ count: 3 });
-  await el.evaluate((e) => ((e as HTMLInputElement).value = ""));
-  await el.type(text);
-}
+/** Fills the control, emptied first. */
+const fill = (tab: Page, name: string, text: string) => fillOver(tab, name, text, true);
 
 /** Pastes `text` into the control at once (an input event with the whole text), as a paste does. */
 async function paste(tab: Page, name: string, text: string) {
@@ -100,38 +54,13 @@ async function paste(tab: Page, name: string, text: string) {
   }, text);
 }
 
-async function clickText(tab: Page, text: string, scope = "") {
-  const handle = await tab.waitForFunction(
-    (t, s) => Array.from(document.querySelectorAll(`${s} button, ${s} a`)).find((e) => e.textContent!.trim() === t && !(e as HTMLButtonElement).disabled),
-    {},
-    text,
-    scope,
-  );
-  await (handle as any).click();
-}
-
 const textOf = (tab: Page, selector: string) => tab.$eval(selector, (e) => e.textContent!.trim());
 const waitText = (tab: Page, selector: string, part: string) =>
   tab.waitForFunction((s, p) => Array.from(document.querySelectorAll(s)).some((e) => e.textContent!.includes(p)), {}, selector, part);
 
-async function axe(tab: Page, name: string) {
-  await tab.addScriptTag({ content: AXE });
-  const result = await tab.evaluate(async () => (await (window as any).axe.run()).violations.map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n: any) => n.target.join(" ")).slice(0, 3) })));
-  expect({ name, violations: result.filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical") }).toEqual({ name, violations: [] });
-}
-
-async function shots(tab: Page, name: string) {
-  for (const width of [1280, 390]) {
-    await tab.setViewport({ width, height: 900 });
-    await tab.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
-    if (width === 390) expect(await tab.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-  }
-  await tab.setViewport({ width: 1280, height: 900 });
-}
-
 test("a segment with pasted ids and a condition; used by a flag: its delete is refused with the flag; a concurrent save is refused", async () => {
   const tab = await signedIn(ADMIN);
-  await tab.goto(`${srv.url}/projects/default/segments`);
+  await tab.goto(`${url()}/projects/default/segments`);
   await tab.waitForSelector("form[aria-label='New segment']");
   await fill(tab, "Key", "beta-testers");
   await fill(tab, "Name", "Beta testers");
@@ -182,7 +111,7 @@ test("a segment with pasted ids and a condition; used by a flag: its delete is r
   await clickText(tab, "Reload the segment");
   await tab.waitForFunction(() => document.querySelector("h1")?.textContent === "Beta (renamed)");
 
-  await tab.goto(`${srv.url}/projects/default/segments`);
+  await tab.goto(`${url()}/projects/default/segments`);
   await tab.waitForSelector(".segment-list [data-segment=beta-testers]");
   await axe(tab, "segments list");
   await shots(tab, "segments");
@@ -191,7 +120,7 @@ test("a segment with pasted ids and a condition; used by a flag: its delete is r
 
 test("a webhook registered to a local receiver: a flag change shows in its delivery log; attempt-now and redeliver", async () => {
   const tab = await signedIn(ADMIN);
-  await tab.goto(`${srv.url}/projects/default/webhooks`);
+  await tab.goto(`${url()}/projects/default/webhooks`);
   await tab.waitForSelector("form[aria-label='Register a webhook']");
   await fill(tab, "URL", receiver.url);
   const secret = await (await control(tab, "Signing secret")).evaluate((e) => e.value);
@@ -235,7 +164,7 @@ test("a webhook registered to a local receiver: a flag change shows in its deliv
 test("the flag list's Stale only filter shows the stale flag only", async () => {
   expect((await admin("GET", `${P}/flags/old-flag`)).body.stale).toEqual({ reason: "not_evaluated", since: expect.any(String) });
   const tab = await signedIn(ADMIN);
-  await tab.goto(`${srv.url}/projects/default/flags`);
+  await tab.goto(`${url()}/projects/default/flags`);
   await tab.waitForSelector("table.flags tr[data-flag=checkout]");
   await (await control(tab, "Stale only")).click();
   await tab.waitForFunction(() => !document.querySelector("tr[data-flag=checkout]") && document.querySelector("tr[data-flag=old-flag]"));
@@ -248,16 +177,16 @@ test("the flag list's Stale only filter shows the stale flag only", async () => 
 
 test("a viewer sees segments read-only, and no webhooks", async () => {
   const tab = await signedIn(VIEWER);
-  await tab.goto(`${srv.url}/projects/default/segments/beta-testers`);
+  await tab.goto(`${url()}/projects/default/segments/beta-testers`);
   await tab.waitForSelector(".segment-page[data-ready]");
   const controls = await tab.$$eval("main button, main form[aria-label='New segment']", (els) => els.map((e) => e.textContent!.trim()));
   expect(controls).toEqual(["Find the flags that use it"]); // reading, not changing
   expect(await (await control(tab, "Included user ids")).evaluate((e) => e.readOnly)).toBe(true);
   await axe(tab, "segment page, viewer");
-  await tab.goto(`${srv.url}/projects/default/segments`);
+  await tab.goto(`${url()}/projects/default/segments`);
   await tab.waitForSelector(".segment-list");
   expect(await tab.$("form[aria-label='New segment']")).toBeNull();
-  await tab.goto(`${srv.url}/projects/default/webhooks`);
+  await tab.goto(`${url()}/projects/default/webhooks`);
   await waitText(tab, "main", "editors and admins");
   expect(await tab.$$("main button, main form")).toEqual([]);
   await tab.close();
