@@ -135,3 +135,21 @@ export function Select(props: { label: string; value: string; options: [string, 
     </Control>
   );
 }
+
+/** Previous / next over `pages` pages (nothing when there is one). */
+export function Pager({ page, pages, setPage }: { page: number; pages: number; setPage: (page: number) => void }) {
+  if (pages <= 1) return null;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>
+        Previous
+      </button>
+      <span>
+        Page {page} of {pages}
+      </span>
+      <button type="button" disabled={page >= pages} onClick={() => setPage(page + 1)}>
+        Next
+      </button>
+    </nav>
+  );
+}

@@ -10,7 +10,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api, can, tagged, type Environment, type FlagItem, type FlagState, type Project, type Role } from "../api";
 import { useProjectChanges, type ChangeEntry } from "../live";
-import { ErrorBanner, Loading } from "../ui";
+import { ErrorBanner, Loading, Pager } from "../ui";
 
 const PER_PAGE = 20;
 /** Changes arriving together (a burst of writes) are read once. */
@@ -218,19 +218,7 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
           </table>
         </div>
       )}
-      {pages > 1 && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>
-            Previous
-          </button>
-          <span>
-            Page {page} of {pages}
-          </span>
-          <button type="button" disabled={page >= pages} onClick={() => setPage(page + 1)}>
-            Next
-          </button>
-        </nav>
-      )}
+      <Pager page={page} pages={pages} setPage={setPage} />
     </>
   );
 }

@@ -9,7 +9,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, can, tagged, type Role } from "../api";
 import { navigate } from "../router";
-import { Confirm, Control, ErrorBanner, Field, Loading } from "../ui";
+import { Confirm, Control, ErrorBanner, Field, Loading, Pager } from "../ui";
 import { ConditionEditor, conditionOf, draftOf, type CondDraft, type Condition, type Flag } from "./flag";
 
 const PER_PAGE = 20;
@@ -91,19 +91,7 @@ export function SegmentsPage({ slug, role }: { slug: string; role: Role }) {
           ))}
         </ul>
       )}
-      {pages > 1 && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>
-            Previous
-          </button>
-          <span>
-            Page {page} of {pages}
-          </span>
-          <button type="button" disabled={page >= pages} onClick={() => setPage(page + 1)}>
-            Next
-          </button>
-        </nav>
-      )}
+      <Pager page={page} pages={pages} setPage={setPage} />
       {writer && (
         <form class="form inline-form" onSubmit={create} aria-label="New segment">
           <fieldset>
