@@ -89,7 +89,7 @@ export interface BootstrapResult {
  * transaction runs before this returns: the caller's turn is not left before it is stored.
  */
 export function bootstrap(ctx: AppContext, steps: readonly BootstrapStep[] = BOOTSTRAP_STEPS): Promise<BootstrapResult> {
-  return ctx.changeLog.commit(SYSTEM, () => {
+  return ctx.changeLog.commit(SYSTEM, async () => {
     const marker = ctx.db.select().from(settings).where(eq(settings.key, BOOTSTRAPPED_AT)).get();
     const firstStart = marker === undefined;
     const results = steps.map((step) => step.run(ctx, firstStart));

@@ -9,7 +9,7 @@ import { BackgroundThread } from "./background/thread";
 import { bootstrap } from "./bootstrap";
 import { ConfigError, type Config } from "./config";
 import type { AppContext, Stores } from "./context";
-import { DB_FILE, openDatabase } from "./db/client";
+import { DB_FILE, openDatabase, type Store } from "./db/client";
 import { lockDataDir } from "./db/lock";
 import { migrate } from "./db/migrate";
 import { OperatorError } from "./lib/errors";
@@ -348,7 +348,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   credentials.onReload(() => auditStreams.revalidate());
   const testSessions = loadSessions(stores.testSessions, clock.now());
   const insightsFlusher = new InsightsFlusher({ snapshot, store: stores.insights, clock, log });
-  const outbox = new Outbox(stores.webhooks, deliveries);
+  const outbox = new Outbox((tx: Store) => stores.webhooks.outboxRows(tx), deliveries);
   const records = new EvaluationRecords((e) => log.error("evaluation records: a reader failed", { error: e instanceof Error ? e.message : String(e) }), deps.recordsBusy);
   const catalog = new Catalog({ dataDir: config.dataDir, log }).watch();
   const plugins = new PluginHost({
@@ -364,7 +364,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     ? new IntegrationThread({ file: join(config.dataDir, DB_FILE), config, log })
     : new IntegrationSender({ sqlite: store.sqlite, clock, log, config, connectors: CONNECTORS });
   const integrations = new IntegrationFeed({ sqlite: store.sqlite, records, sink: sender, connectors: CONNECTORS });
-  const changeEvents = new ChangeEventQueue(new ChangeEventRows(store.sqlite), stores.webhooks, [plugins, integrations]);
+  const changeEvents = new ChangeEventQueue((tx: Store) => ({ events: new ChangeEventRows(tx.sqlite), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
   changeLog.participate(outbox.participant);
   changeLog.participate(changeEvents.participant);
   // A scheduled change's own flag-state write marks it applied, in that write's transaction.
@@ -375,7 +375,6 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   bus.subscribe("credentials", credentials.subscriber);
   bus.subscribe("test sessions", testSessions.subscriber);
   bus.subscribe("webhook sender", outbox.subscriber);
-  bus.subscribe("change events", changeEvents.subscriber);
   bus.subscribe("integrations", integrations.subscriber);
   bus.subscribe("plugins", (entries) => {
     for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") plugins.stopProject(e.resource.id);

@@ -53,14 +53,14 @@ export interface TestApp {
 
 /** A bootstrapped app on a fresh data dir. `env` holds SVC_* variables. */
 /** `deps`: what else the context is given (`recordsBusy`, say). */
-export function testApp(env: Record<string, string> = {}, extend?: (app: App) => Handler, deps: Pick<ContextDeps, "recordsBusy"> = {}): TestApp {
+export async function testApp(env: Record<string, string> = {}, extend?: (app: App) => Handler, deps: Pick<ContextDeps, "recordsBusy"> = {}): Promise<TestApp> {
   const dir = tempDir();
   const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "info", SVC_LOG_FORMAT: "json", ...env });
   let written = "";
   const log = createLogger({ level: config.logLevel, format: "json", write: (chunk) => (written += chunk) });
   const clock = new TestClock();
   const ctx = createContext(config, { log, clock, ...deps });
-  void bootstrap(ctx); // its transaction has run; its entries' subscribers finish before the first request
+  await bootstrap(ctx);
   const services = createServices(ctx);
   const base = createApp(ctx, services);
   // As the listening server dispatches: Bun's native routes first, then the app.
@@ -117,8 +117,8 @@ export function seedApiKey(ctx: AppContext, scope: Scope, projectSlug = "default
 }
 
 /** A Pro app whose integrations may send to loopback (a local receiver), with an admin key and a `full` key of production. */
-export function integrationsApp(adminName?: string): { h: TestApp; admin: Record<string, string>; sdk: Record<string, string> } {
-  const h = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+export async function integrationsApp(adminName?: string): Promise<{ h: TestApp; admin: Record<string, string>; sdk: Record<string, string> }> {
+  const h = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
   return { h, admin: bearer(seedAdminKey(h.ctx, adminName)), sdk: bearer(seedApiKey(h.ctx, "full", "default", "production").secret) };
 }
 

@@ -1,34 +1,28 @@
 /**
- * The change log on SQLite: every store's writes go through `commit`, which runs the write and
- * appends its entries in one transaction (never a change without its entry, nor the reverse),
- * lets the in-transaction participants (the webhook outbox) derive their rows from the entries
- * in that same transaction, and publishes the entries once committed (bus.ts).
- *
- * SQLite serialises writers (`BEGIN IMMEDIATE`), so the order of `position` is the order of
- * commit, and publishing right after the commit, in the same synchronous turn, keeps that order.
+ * The change log on SQLite (log.ts). Writers are serialised twice: in this process by a queue
+ * (one write transaction at a time on the connection, whatever its callback awaits), and
+ * between processes by `BEGIN IMMEDIATE` (the CLI and the background thread write the same
+ * file). So the order of `position` is the order of commit, and publishing in the queue's
+ * order keeps it.
  */
 import type { Database } from "bun:sqlite";
-import { isUniqueViolation, transaction, type Store } from "../db/client";
+import { isUniqueViolation, type Store } from "../db/client";
 import { iso, type Clock } from "../lib/clock";
 import { sortableId } from "../lib/ids";
 import type { ChangeBus } from "./bus";
 import type { Author, ChangeDraft, ChangeEntry } from "./entry";
+import type { ChangeLog, Effect, Participant, Written } from "./log";
 
-/** What a write returns to `commit`: its result and the changes it made (none: nothing is appended). */
-export interface Written<T> {
-  result: T;
-  changes: readonly ChangeDraft[];
-}
-
-/** Runs inside the write's transaction with its entries (the outbox: events and deliveries). */
-export type Participant = (entries: readonly ChangeEntry[]) => void;
+export type { Participant, Written } from "./log";
 
 const INSERT_SQL = `INSERT INTO change_log
   (id, at, actor_type, actor_id, actor_label, request_id, project_id, project_slug, environment, resource_type, resource_id, resource_key, action, changes)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)`;
 
-export class SqliteChangeLog {
-  private readonly participants: Participant[] = [];
+export class SqliteChangeLog implements ChangeLog<Store> {
+  private readonly participants: Participant<Store>[] = [];
+  /** The write under way (or the last one): the next waits for it. */
+  private tail: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly store: Store,
@@ -40,39 +34,51 @@ export class SqliteChangeLog {
     return this.store.sqlite;
   }
 
-  participate(p: Participant): void {
+  participate(p: Participant<Store>): void {
     this.participants.push(p);
   }
 
-  /**
-   * Runs `write` in a transaction, appends the changes it returns, then publishes them. `write`
-   * throws to refuse (nothing is stored, nothing appended). Not inside another transaction:
-   * its entries would be published before that one commits.
-   */
-  async commit<T>(author: Author, write: () => Written<T>): Promise<T> {
-    if (this.store.sqlite.inTransaction) throw new Error("change log: commit() inside a transaction");
-    const { result, entries } = transaction(this.store, () => {
-      const { result, changes } = write();
-      const entries = this.append(author, changes);
-      if (entries.length > 0) for (const p of this.participants) p(entries);
-      return { result, entries };
+  commit<T>(author: Author, write: (tx: Store) => Promise<Written<T>>): Promise<T> {
+    const run = this.tail.then(() => this.transact(author, write));
+    this.tail = run.catch(() => undefined);
+    return run.then(async ({ result, entries, effects }) => {
+      if (entries.length > 0) await this.bus.publish(entries);
+      for (const effect of effects) await effect();
+      return result;
     });
-    if (entries.length > 0) await this.bus.publish(entries);
-    return result;
   }
 
-  /**
-   * A create: `insert` and its entry in one commit, unless a unique constraint refuses the row
-   * (a taken key, slug, email or name): then false, and nothing is stored.
-   */
-  async create(author: Author, insert: () => void, change: ChangeDraft): Promise<boolean> {
+  async create(author: Author, insert: (tx: Store) => Promise<void>, change: ChangeDraft): Promise<boolean> {
     try {
-      return await this.commit(author, () => {
-        insert();
+      return await this.commit(author, async (tx) => {
+        await insert(tx);
         return { result: true, changes: [change] };
       });
     } catch (e) {
       if (isUniqueViolation(e)) return false;
+      throw e;
+    }
+  }
+
+  /** One transaction: the write, its entries, the participants; committed, or rolled back on any throw. */
+  private async transact<T>(author: Author, write: (tx: Store) => Promise<Written<T>>): Promise<{ result: T; entries: ChangeEntry[]; effects: Effect[] }> {
+    const { sqlite } = this.store;
+    if (sqlite.inTransaction) throw new Error("change log: commit() inside a transaction");
+    sqlite.run("BEGIN IMMEDIATE");
+    try {
+      const { result, changes } = await write(this.store);
+      const entries = this.append(author, changes);
+      const effects: Effect[] = [];
+      if (entries.length > 0) {
+        for (const p of this.participants) {
+          const effect = await p(this.store, entries);
+          if (effect) effects.push(effect);
+        }
+      }
+      sqlite.run("COMMIT");
+      return { result, entries, effects };
+    } catch (e) {
+      if (sqlite.inTransaction) sqlite.run("ROLLBACK");
       throw e;
     }
   }

@@ -194,18 +194,23 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   const hook = { url: "http://localhost:9/hook", events: ["flag.created" as const], secret: WEBHOOK_SECRET };
   const webhookId = (await h.services.webhooks.create(SYSTEM, slug, hook)).id;
   const doomedWebhookId = (await h.services.webhooks.create(SYSTEM, slug, { ...hook, enabled: false })).id;
-  h.ctx.stores.webhooks.recordEventsNow(project, [{ event: "flag.created", environment: "production", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
+  const recordEvent = async (environment: string) => {
+    const rows = h.ctx.stores.webhooks.outboxRows(h.ctx);
+    const change = { event: "flag.created" as const, environment, flagKey: "kept", previous: false, current: false };
+    await rows.recordEvents(project, [change], new Date(h.clock.now()).toISOString(), await rows.takers(project.id));
+  };
+  await recordEvent("production");
   h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
   const deliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId) as { id: string }).id;
-  h.ctx.stores.webhooks.recordEventsNow(project, [{ event: "flag.created", environment: "staging", flagKey: "kept", previous: false, current: false }], new Date(h.clock.now()).toISOString());
+  await recordEvent("staging");
   h.ctx.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE webhook_id = ? AND status = 'pending'", [webhookId]);
   const pendingDeliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'").get(webhookId) as { id: string }).id;
   const integrationId = (await h.services.integrations.create(SYSTEM, slug, { type: "braze", config: { apiKey: "braze-key" }, enabled: false })).id;
   return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId, pendingDeliveryId, integrationId };
 }
 
-beforeAll(() => {
-  h = testApp({ SVC_EDITION: "pro", SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
+beforeAll(async () => {
+  h = await testApp({ SVC_EDITION: "pro", SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
   insertUser("admin", "keeper@example.com"); // so that no user delete or demotion hits "the last admin"
   h.ctx.credentials.reload();
 });

@@ -9,8 +9,8 @@ const INVALID_KEY = { error: "UNAUTHORIZED", message: "Invalid or expired API ke
 
 let h: TestApp;
 let admin: string;
-beforeAll(() => {
-  h = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+beforeAll(async () => {
+  h = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
   admin = seedAdminKey(h.ctx);
 });
 afterAll(() => h.close());
@@ -141,7 +141,7 @@ describe("validation and access", () => {
 
 describe("the last admin key", () => {
   test("may be deleted while an admin user exists", async () => {
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       const t = await adminJwt(app);
       const keys = await listKeys(app, t);
@@ -154,7 +154,7 @@ describe("the last admin key", () => {
   });
 
   test("is refused (409) when no admin user exists; another key may go", async () => {
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       const key = seedAdminKey(app.ctx);
       app.ctx.sqlite.run("DELETE FROM users");

@@ -14,7 +14,7 @@ let h: TestApp;
 let admin: Record<string, string>;
 
 beforeEach(async () => {
-  h = testApp();
+  h = await testApp();
   h.clock.ms = Date.now();
   admin = bearer(seedAdminKey(h.ctx));
   await json(await h.request("POST", "/v1/users", { headers: admin, body: { email: "ops@example.com", password: OLD, role: "editor" } }), 201);

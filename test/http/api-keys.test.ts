@@ -8,8 +8,8 @@ import { bearer, seedAdminKey, testApp, type TestApp, userToken, json, ISO_TIMES
 
 let h: TestApp;
 let admin: Record<string, string>;
-beforeEach(() => {
-  h = testApp();
+beforeEach(async () => {
+  h = await testApp();
   admin = bearer(seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());

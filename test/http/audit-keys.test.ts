@@ -71,7 +71,9 @@ async function callers() {
 }
 
 describe("API keys", () => {
-  beforeEach(() => (h = testApp()));
+  beforeEach(async () => {
+    h = await testApp();
+  });
 
   test("create, rotate (with a grace period) and delete: one entry each, for every credential that may, with no secret in it", async () => {
     for (const [who, { headers, actor }] of Object.entries(await callers())) {
@@ -149,7 +151,9 @@ describe("API keys", () => {
 });
 
 describe("admin keys", () => {
-  beforeEach(() => (h = testApp()));
+  beforeEach(async () => {
+    h = await testApp();
+  });
 
   test("create and delete by an admin key and an admin JWT: one entry each, instance-level, no secret", async () => {
     const all = await callers();
@@ -194,7 +198,9 @@ describe("admin keys", () => {
 });
 
 describe("users", () => {
-  beforeEach(() => (h = testApp()));
+  beforeEach(async () => {
+    h = await testApp();
+  });
 
   test("create, role change, password change and delete by an admin key and an admin JWT: one entry each, no password or hash", async () => {
     const all = await callers();
@@ -256,8 +262,8 @@ describe("users", () => {
 });
 
 describe("flagsvc admin (the CLI, beside the running app)", () => {
-  beforeEach(() => {
-    h = testApp();
+  beforeEach(async () => {
+    h = await testApp();
     h.clock.ms = Date.now();
   });
 
@@ -314,10 +320,10 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
 });
 
 describe("bootstrap", () => {
-  test("the first start is one commit by the system actor: the default project, the first admin user and admin key, no secret", () => {
+  test("the first start is one commit by the system actor: the default project, the first admin user and admin key, no secret", async () => {
     const password = "the configured admin password";
     const key = `svc_admin_${"K".repeat(32)}`;
-    h = testApp({ SVC_ADMIN_PASSWORD: password, SVC_ADMIN_KEY: key, SVC_ADMIN_EMAIL: "root@example.com" });
+    h = await testApp({ SVC_ADMIN_PASSWORD: password, SVC_ADMIN_KEY: key, SVC_ADMIN_EMAIL: "root@example.com" });
     const rows = since(0);
     expect(rows.map((r) => [r.actor_type, r.actor_id, r.resource_type, r.resource_key, r.action])).toEqual([
       ["system", "system", "project", "default", "created"],

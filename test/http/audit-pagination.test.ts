@@ -17,7 +17,7 @@ let h: TestApp;
 let admin: Record<string, string>;
 
 beforeAll(async () => {
-  h = testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:1000000,user:100000,anonymous:100000" });
+  h = await testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:1000000,user:100000,anonymous:100000" });
   admin = bearer(seedAdminKey(h.ctx));
   for (let f = 0; f < FLAGS; f++) await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: `page-${f}`, name: `Page ${f}` } }), 201);
   // A history to page through before the writers start: 12 entries a flag (about 30 pages of the project's log).

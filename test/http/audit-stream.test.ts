@@ -13,8 +13,8 @@ import { SseReader, type SseEvent } from "../sse";
 let h: TestApp;
 afterEach(() => h?.close());
 
-function setup() {
-  h = testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000,mgmt:100000,full:100000" });
+async function setup() {
+  h = await testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000,mgmt:100000,full:100000" });
   return bearer(seedAdminKey(h.ctx, "ops"));
 }
 
@@ -43,7 +43,7 @@ const rename = (key: string, name: string) => h.services.flags.updateFlag(SYSTEM
 
 describe("live entries", () => {
   test("each entry as it commits, exactly as the list's item; id is its position", async () => {
-    const admin = setup();
+    const admin = await setup();
     const r = await open(INSTANCE, admin);
     expect(h.ctx.auditStreams.size()).toBe(1);
     const metrics = await (await h.request("GET", "/metrics", { headers: admin })).text();
@@ -62,7 +62,7 @@ describe("live entries", () => {
   });
 
   test("filters as the list: resourceType, resourceKey, actorId, action", async () => {
-    const admin = setup();
+    const admin = await setup();
     const editor = await userToken(h.ctx, "editor");
     const me = await json(await h.request("GET", "/v1/auth/me", { headers: editor }), 200);
     const byKey = await open(`${PROJECT}?resourceKey=a`, admin);
@@ -89,7 +89,7 @@ describe("live entries", () => {
   });
 
   test("a project's stream sees only its project; the instance's sees every project and instance-level entries", async () => {
-    const admin = setup();
+    const admin = await setup();
     await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "O" }, headers: admin }), 201);
     const project = await open(PROJECT, admin);
     const other = await open("/v1/projects/other/audit-log/stream", admin);
@@ -103,7 +103,7 @@ describe("live entries", () => {
   });
 
   test("a project's stream ends after the project's deleted entry", async () => {
-    const admin = setup();
+    const admin = await setup();
     await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "O" }, headers: admin }), 201);
     const r = await open("/v1/projects/other/audit-log/stream", admin);
     expect((await h.request("DELETE", "/v1/projects/other", { headers: admin })).status).toBe(204);
@@ -114,7 +114,7 @@ describe("live entries", () => {
 
 describe("access: as the audit list", () => {
   test("the project's stream: every role, mgmt and full keys of the project, admin keys; others 403, none 401", async () => {
-    const admin = setup();
+    const admin = await setup();
     await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "O" }, headers: admin }), 201);
     const allowed = {
       viewer: await userToken(h.ctx, "viewer"),
@@ -137,7 +137,7 @@ describe("access: as the audit list", () => {
   });
 
   test("the instance's stream: admin keys and admins only", async () => {
-    const admin = setup();
+    const admin = await setup();
     await open(INSTANCE, admin);
     await open(INSTANCE, await userToken(h.ctx, "admin"));
     for (const role of ["viewer", "editor"] as const) expect((await h.request("GET", INSTANCE, { headers: await userToken(h.ctx, role) })).status).toBe(403);
@@ -146,7 +146,7 @@ describe("access: as the audit list", () => {
   });
 
   test("a stream ends when its caller is no longer accepted: token revoked (logout), key deleted", async () => {
-    const admin = setup();
+    const admin = await setup();
     const viewer = await userToken(h.ctx, "viewer");
     const key = await json(await h.request("POST", "/v1/projects/default/api-keys", { headers: admin, body: { name: "k", scope: "mgmt", environment: "production" } }), 201);
     const byUser = await open(PROJECT, viewer);
@@ -162,7 +162,7 @@ describe("access: as the audit list", () => {
   });
 
   test("bad query: unknown parameters, a time as since, until: 400 and no stream", async () => {
-    const admin = setup();
+    const admin = await setup();
     for (const q of ["since=2026-01-01T00:00:00Z", "until=2026-01-01T00:00:00Z", "cursor=abc", "limit=5", "resourceType=nope"]) {
       const body = await json(await h.request("GET", `${PROJECT}?${q}`, { headers: admin }), 400);
       expect(body.error).toBe("VALIDATION_ERROR");
@@ -173,7 +173,7 @@ describe("access: as the audit list", () => {
 
 describe("resume", () => {
   test("Last-Event-ID: the entries after it, then live ones; ?since= the same; Last-Event-ID wins", async () => {
-    const admin = setup();
+    const admin = await setup();
     await createFlag("a");
     const from = lastPosition(h.ctx);
     await rename("a", "1");
@@ -188,7 +188,7 @@ describe("resume", () => {
   });
 
   test("under concurrent writes: no gap and no repeat at the seam, with filters; a position ahead of the log counts as its end", async () => {
-    const admin = setup();
+    const admin = await setup();
     for (let i = 0; i < 450; i++) await rename(i % 2 ? "x" : "a", `before ${i}`).catch(() => createFlag(i % 2 ? "x" : "a"));
     const from = lastPosition(h.ctx) - 440;
     const r = await open(`${PROJECT}?resourceKey=a`, admin, String(from));
@@ -210,7 +210,7 @@ describe("resume", () => {
 });
 
 test(`a client that does not read is dropped past ${MAX_QUEUED_CHUNKS} unread events; the others go on`, async () => {
-  const admin = setup();
+  const admin = await setup();
   await createFlag("a");
   const slow = await open(PROJECT, admin);
   const reader = await open(PROJECT, admin);

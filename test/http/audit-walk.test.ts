@@ -549,8 +549,8 @@ function sentSecrets(body: unknown, answer: Record<string, any>): string[] {
   return found;
 }
 
-beforeAll(() => {
-  h = testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
+beforeAll(async () => {
+  h = await testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
   setup = bearer(seedAdminKey(h.ctx, "walk setup"));
 });
 afterAll(async () => {

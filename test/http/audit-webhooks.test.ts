@@ -16,8 +16,8 @@ const URL = "http://127.0.0.1:9/hook";
 let h: TestApp;
 let admin: Record<string, string>;
 
-beforeEach(() => {
-  h = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+beforeEach(async () => {
+  h = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
   admin = bearer(seedAdminKey(h.ctx, "ops key"));
 });
 afterEach(() => h.close());

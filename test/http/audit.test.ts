@@ -22,8 +22,8 @@ let h: TestApp;
 let admin: Record<string, string>;
 let defaultId: string;
 
-beforeAll(() => {
-  h = testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000,mgmt:100000,full:100000" });
+beforeAll(async () => {
+  h = await testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000,mgmt:100000,full:100000" });
   admin = bearer(seedAdminKey(h.ctx, "auditor"));
   defaultId = h.ctx.sqlite.query<{ id: string }, []>("SELECT id FROM projects WHERE slug = 'default'").get()!.id;
 });

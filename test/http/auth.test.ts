@@ -14,8 +14,8 @@ const INVALID_TOKEN = { error: "UNAUTHORIZED", message: "Invalid or expired toke
 const ARGON_TESTS_MS = 30_000;
 
 let h: TestApp;
-beforeAll(() => {
-  h = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+beforeAll(async () => {
+  h = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
 });
 afterAll(() => h.close());
 
@@ -151,7 +151,7 @@ describe("me and logout", () => {
 
 describe("token validity", () => {
   test("a token expires after one hour", async () => {
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       const t = await token(app);
       app.clock.advance(3600_000 - 1000);
@@ -211,8 +211,8 @@ describe("token validity", () => {
 
   test("SVC_JWT_SECRET signs the tokens when set; tokens of another instance are 401", async () => {
     const secret = "s".repeat(40);
-    const a = testApp({ SVC_ADMIN_PASSWORD: PASSWORD, SVC_JWT_SECRET: secret });
-    const b = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const a = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD, SVC_JWT_SECRET: secret });
+    const b = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       const t = await token(a);
       const claims = decode(t.split(".")[1]!);
@@ -228,7 +228,7 @@ describe("token validity", () => {
 
 describe("failed-login lockout", () => {
   test("10 failures within 15 minutes lock that email (429 + Retry-After) until 15 minutes after the first", async () => {
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       expect((await login(app, EMAIL, "wrong password 0")).status).toBe(401);
       app.clock.advance(10 * 60_000); // the window runs from the first failure
@@ -261,7 +261,7 @@ describe("failed-login lockout", () => {
     // Through the service with a gate that admits all 30 (the app's lets one address run
     // HASH_SHARE checks at once, and all addresses at most three per core): checks waiting in
     // the gate count as failures too.
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       const limits = { throttle: new LoginThrottle(app.clock), gate: new HashGate(2, 30, 30), refused: app.ctx.loginRefused };
       const attempt = (i: number) =>
@@ -278,7 +278,7 @@ describe("failed-login lockout", () => {
   }, ARGON_TESTS_MS);
 
   test("after 15 minutes locked out, login works", async () => {
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       for (let i = 0; i < 10; i++) expect((await login(app, EMAIL, "wrong password")).status).toBe(401);
       const locked = await login(app, EMAIL, PASSWORD);
@@ -295,7 +295,7 @@ describe("failed-login lockout", () => {
   }, ARGON_TESTS_MS);
 
   test("failures older than 15 minutes do not count; a successful login clears the count", async () => {
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       for (let i = 0; i < 9; i++) expect((await login(app, EMAIL, "wrong password")).status).toBe(401);
       app.clock.advance(15 * 60_000);
@@ -309,7 +309,7 @@ describe("failed-login lockout", () => {
   }, ARGON_TESTS_MS);
 
   test("unknown emails lock the same way (nothing tells them apart)", async () => {
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       for (let i = 0; i < 10; i++) expect((await login(app, "ghost@example.com", "wrong password")).status).toBe(401);
       expect((await login(app, "ghost@example.com", "wrong password")).status).toBe(429);

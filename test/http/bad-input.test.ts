@@ -15,7 +15,7 @@ let tester: Record<string, string>;
 let viewer: Record<string, string>;
 let rotated: { id: string; secret: string };
 beforeAll(async () => {
-  h = testApp({ SVC_EDITION: "pro" });
+  h = await testApp({ SVC_EDITION: "pro" });
   admin = bearer(seedAdminKey(h.ctx));
   full = bearer(seedApiKey(h.ctx, "full").secret);
   tester = bearer(seedApiKey(h.ctx, "test").secret);

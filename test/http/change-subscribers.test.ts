@@ -13,8 +13,8 @@ import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp } from ".
 let h: TestApp;
 let admin: Record<string, string>;
 
-beforeEach(() => {
-  h = testApp({ SVC_RATE_LIMITS: "eval:1000000,test:100000,mgmt:100000,full:100000,admin:1000000,user:100000,anonymous:100000" });
+beforeEach(async () => {
+  h = await testApp({ SVC_RATE_LIMITS: "eval:1000000,test:100000,mgmt:100000,full:100000,admin:1000000,user:100000,anonymous:100000" });
   admin = bearer(seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());

@@ -11,7 +11,7 @@ import { json, testApp, type TestApp } from "../helpers";
 let h: TestApp;
 let page: string;
 beforeAll(async () => {
-  h = testApp();
+  h = await testApp();
   page = await (await h.request("GET", "/")).text();
 });
 afterAll(() => h.close());

@@ -11,7 +11,7 @@ let h: TestApp;
 afterEach(() => h?.close());
 
 async function setup() {
-  h = testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000" });
+  h = await testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000" });
   const admin = bearer(seedAdminKey(h.ctx, "alice's key"));
   await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "checkout", name: "Checkout", variants: [{ key: "a" }, { key: "b" }] } }), 201);
   return admin;

@@ -7,8 +7,8 @@ import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestAp
 
 let h: TestApp;
 let admin: Record<string, string>;
-beforeEach(() => {
-  h = testApp();
+beforeEach(async () => {
+  h = await testApp();
   admin = bearer(seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());

@@ -49,8 +49,8 @@ function withTwins(app: App, services: () => Services): App {
   return app;
 }
 
-beforeEach(() => {
-  h = testApp({}, (app) => (base = withTwins(app, () => h.services)));
+beforeEach(async () => {
+  h = await testApp({}, (app) => (base = withTwins(app, () => h.services)));
   admin = bearer(seedAdminKey(h.ctx));
   evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
 });
@@ -528,7 +528,7 @@ describe("read-your-writes", () => {
 
 describe("rate limits", () => {
   test("X-RateLimit-* on 200s and on errors; the eval limit; 429 with Retry-After and retryAfter", async () => {
-    const r = testApp({ SVC_RATE_LIMITS: "eval:3" });
+    const r = await testApp({ SVC_RATE_LIMITS: "eval:3" });
     try {
       const key = bearer(seedApiKey(r.ctx, "eval").secret);
       r.clock.ms = Date.parse("2026-11-22T10:00:30.000Z");
@@ -619,7 +619,7 @@ describe("the pipeline's behaviour on the native path", () => {
   });
 
   test("behind a proxy: 403 HTTPS_REQUIRED without X-Forwarded-Proto https (no HSTS); served with it (HSTS)", async () => {
-    const p = testApp({ SVC_BEHIND_PROXY: "true" });
+    const p = await testApp({ SVC_BEHIND_PROXY: "true" });
     try {
       const key = bearer(seedApiKey(p.ctx, "eval").secret);
       for (const extra of [{}, { "x-forwarded-proto": "http" }] as Record<string, string>[]) {
@@ -748,7 +748,7 @@ describe("native handlers answer as the pipeline does for the same routes declar
   test("429 and HTTPS_REQUIRED alike", async () => {
     for (const env of [{ SVC_RATE_LIMITS: "eval:1" }, { SVC_BEHIND_PROXY: "true" }] as Record<string, string>[]) {
       let twinApp!: App;
-      const p: TestApp = testApp(env, (app) => (twinApp = withTwins(app, () => p.services)));
+      const p: TestApp = await testApp(env, (app) => (twinApp = withTwins(app, () => p.services)));
       try {
         const key = bearer(seedApiKey(p.ctx, "eval").secret);
         const req = (prefix = "") =>

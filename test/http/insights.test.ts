@@ -23,7 +23,7 @@ let admin: Record<string, string>;
 let evalKey: Record<string, string>;
 
 beforeEach(async () => {
-  h = testApp();
+  h = await testApp();
   admin = bearer(seedAdminKey(h.ctx));
   evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "production").secret);
   // theme: variants a and b; plan=beta gets b by a rule, everyone else a (no weights: the first).

@@ -18,7 +18,9 @@ const ENDPOINTS: [string, string, unknown?][] = [
 
 describe("CE", () => {
   let h: TestApp;
-  beforeAll(() => (h = testApp()));
+  beforeAll(async () => {
+    h = await testApp();
+  });
   afterAll(() => h.close());
 
   test("an admin key or an admin login: 403 PRO_EDITION_REQUIRED on every endpoint, whatever the body", async () => {
@@ -71,8 +73,8 @@ describe("Pro", () => {
   let h: TestApp;
   let admin: Record<string, string>;
   const base = "/v1/projects/default/integrations";
-  beforeAll(() => {
-    h = testApp({ SVC_EDITION: "pro" });
+  beforeAll(async () => {
+    h = await testApp({ SVC_EDITION: "pro" });
     admin = bearer(seedAdminKey(h.ctx));
   });
   afterAll(() => h.close());

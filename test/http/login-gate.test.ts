@@ -52,7 +52,7 @@ async function heldFor<T>(ms: number, work: () => Promise<T>): Promise<T> {
   return result;
 }
 
-const proxied = () => (h = testApp({ SVC_ADMIN_PASSWORD: PASSWORD, SVC_BEHIND_PROXY: "true" }));
+const proxied = async () => (h = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD, SVC_BEHIND_PROXY: "true" }));
 
 /** A login from `address` (as the proxy saw it), with the time its answer took. */
 async function login(address: string | null, email = EMAIL, password = "wrong password") {
@@ -78,7 +78,7 @@ function stored(): string {
 
 describe("login: a share of the password checks per client address", () => {
   test("past its share, an address gets a fast 429 with Retry-After, and no check runs", async () => {
-    proxied();
+    await proxied();
     const before = stored();
     const answers = await heldFor(100, () => burst(HASH_SHARE + 4, "203.0.113.1"));
     const checked = answers.filter((a) => a.status === 401);
@@ -98,7 +98,7 @@ describe("login: a share of the password checks per client address", () => {
   }, ARGON_TESTS_MS);
 
   test("another address is checked while one holds its share; the share is free again afterwards", async () => {
-    proxied();
+    await proxied();
     holdChecks();
     const hammering = burst(HASH_SHARE + 4, "203.0.113.1");
     await Bun.sleep(50);
@@ -116,14 +116,14 @@ describe("login: a share of the password checks per client address", () => {
   }, ARGON_TESTS_MS);
 
   test("requests without an address (app.handle, no proxy) are one client: `unknown`", async () => {
-    h = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    h = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     const answers = await heldFor(100, () => burst(HASH_SHARE + 2, null));
     expect(answers.map((a) => a.status).sort()).toEqual([...Array(HASH_SHARE).fill(401), 429, 429]);
     expect(answers.find((a) => a.status === 429)!.body).toEqual(SHARE_REFUSAL);
   }, ARGON_TESTS_MS);
 
   test("with every slot and queue place taken, a new address gets a fast 429 too; the queue drains", async () => {
-    proxied();
+    await proxied();
     const places = HASH_SLOTS + HASH_QUEUE;
     const addresses = Math.ceil(places / HASH_SHARE);
     holdChecks();
@@ -147,7 +147,7 @@ describe("login: a share of the password checks per client address", () => {
 
 describe("login: the gate and the failed-login lockout", () => {
   test("a 429 for a full share is not a failed password: the lockout comes after 10 checked failures", async () => {
-    proxied();
+    await proxied();
     const first = await heldFor(100, () => burst(HASH_SHARE + 6, "203.0.113.1"));
     expect(first.filter((a) => a.status === 429)).toHaveLength(6);
     h.clock.advance(1_000); // as the 429s said
@@ -159,7 +159,7 @@ describe("login: the gate and the failed-login lockout", () => {
   }, ARGON_TESTS_MS);
 
   test("a locked email is refused before the gate: the lockout's 429, no check, even past the share", async () => {
-    proxied();
+    await proxied();
     for (let i = 0; i < 10; i++) expect((await login("203.0.113.1")).status).toBe(401);
     verify.mockClear();
     const answers = await burst(HASH_SHARE + 3, "203.0.113.1");

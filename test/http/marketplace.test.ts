@@ -35,7 +35,7 @@ describe("Pro", () => {
   let h: TestApp;
   let admin: Record<string, string>;
   beforeAll(async () => {
-    h = testApp({ SVC_EDITION: "pro" });
+    h = await testApp({ SVC_EDITION: "pro" });
     admin = bearer(seedAdminKey(h.ctx));
     await dropFixtures(h);
     // Installs counted by the plugins module: rows of the real table.
@@ -204,7 +204,7 @@ describe("Pro", () => {
 describe("CE", () => {
   let h: TestApp;
   beforeAll(async () => {
-    h = testApp();
+    h = await testApp();
     await dropFixtures(h);
   });
   afterAll(() => h.close());
@@ -231,8 +231,8 @@ describe("a package never reaches outside its folder (links are skipped, never f
   let admin: Record<string, string>;
   let market: string;
   const secrets: string[] = [];
-  beforeAll(() => {
-    h = testApp({ SVC_EDITION: "pro" });
+  beforeAll(async () => {
+    h = await testApp({ SVC_EDITION: "pro" });
     admin = bearer(seedAdminKey(h.ctx));
     market = join(h.dir, "marketplace");
   });

@@ -21,8 +21,8 @@ afterEach(() => {
   for (const r of receivers.splice(0)) r.stop();
 });
 
-function app(env: Record<string, string> = {}) {
-  const h = testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", ...env });
+async function app(env: Record<string, string> = {}) {
+  const h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", ...env });
   apps.push(h);
   return { h, admin: bearer(seedAdminKey(h.ctx)) };
 }
@@ -49,7 +49,7 @@ const DOCUMENTED = [...readFileSync(join(import.meta.dir, "../../docs/metrics.md
 
 describe("GET /metrics", () => {
   test("every documented metric is there, with the process defaults and the build info", async () => {
-    const { h, admin } = app();
+    const { h, admin } = await app();
     const { families } = await scrape(h, admin);
     // The issue's list, all documented.
     expect(DOCUMENTED.sort()).toEqual([
@@ -67,7 +67,7 @@ describe("GET /metrics", () => {
   });
 
   test("evaluations by flag, variant and reason; requests by route template; a deleted flag's series go", async () => {
-    const { h, admin } = app();
+    const { h, admin } = await app();
     const evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "development").secret);
     json(await h.request("POST", FLAGS, { body: { key: "checkout", name: "Checkout" }, headers: admin }), 201);
     json(await h.request("POST", FLAGS, { body: { key: "banner", name: "Banner" }, headers: admin }), 201);
@@ -104,7 +104,7 @@ describe("GET /metrics", () => {
   });
 
   test("webhook deliveries to a real receiver, login refusals, streams connected, schedules pending", async () => {
-    const { h, admin } = app();
+    const { h, admin } = await app();
     const rx = startReceiver();
     receivers.push(rx);
     json(await h.request("POST", "/v1/projects/default/webhooks", { body: { url: rx.url, events: ["flag.created"], secret: "a-webhook-secret-of-some-length" }, headers: admin }), 201);
@@ -145,7 +145,7 @@ test("the Grafana dashboard (docs/grafana-dashboard.json) is JSON whose queries 
 
 describe("access", () => {
   test("an admin key; without credential 401, an API key or a login token 403, in the documented shape", async () => {
-    const { h, admin } = app();
+    const { h, admin } = await app();
     await scrape(h, admin);
     const none = await h.request("GET", "/metrics");
     expect(none.status).toBe(401);
@@ -163,7 +163,7 @@ describe("access", () => {
   });
 
   test("SVC_METRICS_TOKEN: the token is taken, a wrong one is not, admin keys still are", async () => {
-    const { h, admin } = app({ SVC_METRICS_TOKEN: TOKEN });
+    const { h, admin } = await app({ SVC_METRICS_TOKEN: TOKEN });
     await scrape(h, bearer(TOKEN));
     await scrape(h, admin);
     expect((await h.request("GET", "/metrics", { headers: bearer(`${TOKEN}x`) })).status).toBe(401);
@@ -172,7 +172,7 @@ describe("access", () => {
   });
 
   test("SVC_METRICS_PUBLIC=true: no credential needed", async () => {
-    const { h } = app({ SVC_METRICS_PUBLIC: "true" });
+    const { h } = await app({ SVC_METRICS_PUBLIC: "true" });
     const { families } = await scrape(h, {});
     expect(families.has("flagsvc_evaluations_total")).toBe(true);
   });

@@ -13,8 +13,8 @@ let h: TestApp;
 let admin: Record<string, string>;
 let evalKey: string;
 
-beforeEach(() => {
-  h = testApp();
+beforeEach(async () => {
+  h = await testApp();
   admin = bearer(seedAdminKey(h.ctx));
   evalKey = seedApiKey(h.ctx, "eval").secret;
 });
@@ -147,7 +147,7 @@ describe("single evaluation", () => {
   });
 
   test("429 with Retry-After, in OFREP's shape", async () => {
-    const p = testApp({ SVC_RATE_LIMITS: "eval:1" });
+    const p = await testApp({ SVC_RATE_LIMITS: "eval:1" });
     try {
       const key = bearer(seedApiKey(p.ctx, "eval").secret);
       await p.request("POST", "/ofrep/v1/evaluate/flags/a", { body: { context: {} }, headers: key });
@@ -225,7 +225,7 @@ describe("CORS (SVC_CORS_ORIGINS)", () => {
   const PAGE = "https://app.example.com";
 
   test("listed origins may call evaluation and OFREP: preflight, headers on answers and errors, Vary: Origin; never management", async () => {
-    const c = testApp({ SVC_CORS_ORIGINS: `${PAGE}, http://localhost:5173` });
+    const c = await testApp({ SVC_CORS_ORIGINS: `${PAGE}, http://localhost:5173` });
     try {
       const key = seedApiKey(c.ctx, "eval").secret;
       for (const path of ["/v1/evaluate", "/v1/evaluate/batch", "/ofrep/v1/evaluate/flags", "/ofrep/v1/evaluate/flags/some-flag"]) {

@@ -42,8 +42,8 @@ const withProbe = (app: App) =>
     });
 
 let h: TestApp;
-beforeAll(() => {
-  h = testApp({}, withProbe);
+beforeAll(async () => {
+  h = await testApp({}, withProbe);
 });
 afterAll(() => h.close());
 
@@ -341,8 +341,8 @@ describe("access log", () => {
 
 describe("behind a TLS-terminating proxy", () => {
   let p: TestApp;
-  beforeAll(() => {
-    p = testApp({ SVC_BEHIND_PROXY: "true" });
+  beforeAll(async () => {
+    p = await testApp({ SVC_BEHIND_PROXY: "true" });
   });
   afterAll(() => p.close());
 
@@ -372,7 +372,7 @@ describe("health", () => {
   });
 
   test("503 when the database does not answer", async () => {
-    const broken = testApp({ SVC_EDITION: "pro" });
+    const broken = await testApp({ SVC_EDITION: "pro" });
     try {
       broken.ctx.sqlite.close();
       const res = await broken.request("GET", "/v1/health");

@@ -69,7 +69,7 @@ const settled = (id: string) => until(`plugin ${id} to settle`, async () => ((s)
 
 beforeAll(async () => {
   receiver = startReceiver();
-  h = testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+  h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
   admin = bearer(seedAdminKey(h.ctx));
   dropPackage(h.dir, "1.0.0");
   dropPackage(h.dir, "2.0.0", { label: { type: "string" } });
@@ -386,7 +386,7 @@ describe("SVC_PLUGIN_MEMORY_MB", () => {
       const configSchema = { type: "object", properties: {}, additionalProperties: false };
       writeFileSync(join(folder, "plugin.json"), JSON.stringify({ packageName: "@test/hungry", name: "Hungry", description: "d", category: "crm", version: "1.0.0", author: "t", entry: "index.js", hooks: ["activate"], configSchema, publishedAt: "2026-11-01T00:00:00.000Z" }));
     };
-    const small = testApp({ SVC_PLUGIN_MEMORY_MB: "24" });
+    const small = await testApp({ SVC_PLUGIN_MEMORY_MB: "24" });
     try {
       const smallAdmin = bearer(seedAdminKey(small.ctx));
       for (const [app, headers, expected] of [[h, admin, "active"], [small, smallAdmin, "error"]] as const) {

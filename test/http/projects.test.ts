@@ -6,8 +6,8 @@ import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, jso
 
 let h: TestApp;
 let admin: Record<string, string>;
-beforeEach(() => {
-  h = testApp();
+beforeEach(async () => {
+  h = await testApp();
   admin = bearer(seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());

@@ -25,7 +25,7 @@ function limits(res: Response) {
 
 describe("headers on every response", () => {
   test("200, 401, 403, 404 and 405 all carry X-RateLimit-*; Reset is the window's end in Unix seconds", async () => {
-    h = testApp({}, withGuardedProbe);
+    h = await testApp({}, withGuardedProbe);
     h.clock.ms = MID_WINDOW;
     const evalKey = seedApiKey(h.ctx, "eval").secret;
     const cases: [string, string, Record<string, string>, number][] = [
@@ -47,7 +47,7 @@ describe("headers on every response", () => {
   });
 
   test("the limit shown is the caller's kind: eval 10000, mgmt 500, admin 1000, anonymous 300", async () => {
-    h = testApp();
+    h = await testApp();
     const expectations: [Record<string, string>, string][] = [
       [bearer(seedApiKey(h.ctx, "eval").secret), "10000"],
       [bearer(seedApiKey(h.ctx, "test").secret), "1000"],
@@ -66,7 +66,7 @@ describe("headers on every response", () => {
 
 describe("limits", () => {
   test("a mgmt key past 500 in one window gets 429 RATE_LIMITED with Retry-After; the next window starts fresh", async () => {
-    h = testApp();
+    h = await testApp();
     h.clock.ms = MID_WINDOW;
     const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
     for (let i = 1; i <= 500; i++) {
@@ -94,7 +94,7 @@ describe("limits", () => {
   });
 
   test("requests without a valid credential share the per-address anonymous limit", async () => {
-    h = testApp({ SVC_RATE_LIMITS: "anonymous:3" });
+    h = await testApp({ SVC_RATE_LIMITS: "anonymous:3" });
     const statuses = [];
     for (const headers of [{}, bearer("svc_sk_eval_guess1"), bearer("not-a-key"), bearer("svc_sk_eval_guess2")]) {
       statuses.push((await h.request("GET", "/v1/health", { headers })).status);
@@ -103,7 +103,7 @@ describe("limits", () => {
   });
 
   test("SVC_RATE_LIMITS overrides a kind and the limiter still runs", async () => {
-    h = testApp({ SVC_RATE_LIMITS: "eval:2" });
+    h = await testApp({ SVC_RATE_LIMITS: "eval:2" });
     const key = bearer(seedApiKey(h.ctx, "eval").secret);
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await h.request("GET", "/v1/health", { headers: key })).status);
@@ -111,7 +111,7 @@ describe("limits", () => {
   });
 
   test("behind a proxy, callers without a credential are counted by the last X-Forwarded-For entry (the proxy's own)", async () => {
-    h = testApp({ SVC_BEHIND_PROXY: "true", SVC_RATE_LIMITS: "anonymous:2" });
+    h = await testApp({ SVC_BEHIND_PROXY: "true", SVC_RATE_LIMITS: "anonymous:2" });
     h.clock.ms = MID_WINDOW;
     const via = (forwarded: string) => h.request("GET", "/v1/health", { headers: { "x-forwarded-proto": "https", "x-forwarded-for": forwarded } });
     // A client that makes up a new first entry each time is still the proxy's 203.0.113.7.
@@ -124,7 +124,7 @@ describe("limits", () => {
   });
 
   test("old windows are dropped: memory holds only the current window's callers", async () => {
-    h = testApp({ SVC_BEHIND_PROXY: "true" });
+    h = await testApp({ SVC_BEHIND_PROXY: "true" });
     h.clock.ms = MID_WINDOW;
     const from = (i: number) => ({ "x-forwarded-proto": "https", "x-forwarded-for": `10.0.0.${i}` });
     for (let i = 0; i < 50; i++) await h.request("GET", "/v1/health", { headers: from(i) });
@@ -135,7 +135,7 @@ describe("limits", () => {
   });
 
   test("a key's count lives on its record: it survives a reload and restarts with the window", async () => {
-    h = testApp({ SVC_RATE_LIMITS: "eval:3" });
+    h = await testApp({ SVC_RATE_LIMITS: "eval:3" });
     h.clock.ms = MID_WINDOW;
     const key = bearer(seedApiKey(h.ctx, "eval").secret);
     const remaining = async () => (await h.request("GET", "/v1/health", { headers: key })).headers.get("x-ratelimit-remaining");

@@ -18,7 +18,7 @@ let evalKey: string;
 let id: string;
 
 beforeAll(async () => {
-  h = testApp({}, undefined, { recordsBusy: () => busy });
+  h = await testApp({}, undefined, { recordsBusy: () => busy });
   admin = bearer(seedAdminKey(h.ctx));
   evalKey = seedApiKey(h.ctx, "eval").secret;
   const folder = join(h.dir, "marketplace", "counter");

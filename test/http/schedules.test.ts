@@ -17,7 +17,7 @@ let h: TestApp;
 let admin: Record<string, string>;
 
 beforeEach(async () => {
-  h = testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+  h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
   admin = bearer(seedAdminKey(h.ctx, "ops admin"));
   await call("POST", FLAGS, { key: "checkout", name: "Checkout" }, 201);
 });

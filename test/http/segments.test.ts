@@ -16,8 +16,8 @@ import { bearer, entriesAfter, ISO_TIMESTAMP, json, lastPosition, seedAdminKey, 
 let h: TestApp;
 let admin: Record<string, string>;
 let evalKey: Record<string, string>;
-beforeEach(() => {
-  h = testApp();
+beforeEach(async () => {
+  h = await testApp();
   admin = bearer(seedAdminKey(h.ctx));
   evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
 });

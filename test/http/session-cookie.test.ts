@@ -13,8 +13,8 @@ const ARGON_TESTS_MS = 30_000;
 
 let h: TestApp;
 let adminKey: string;
-beforeAll(() => {
-  h = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+beforeAll(async () => {
+  h = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
   adminKey = seedAdminKey(h.ctx);
 });
 afterAll(() => h.close());
@@ -53,7 +53,7 @@ describe("POST /v1/auth/session", () => {
   }, ARGON_TESTS_MS);
 
   test("the 10-failure lockout applies, and is shared with POST /v1/auth/login", async () => {
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       for (let i = 0; i < 5; i++) expect((await app.request("POST", "/v1/auth/session", { body: { email: EMAIL, password: `nope ${i}` } })).status).toBe(401);
       for (let i = 0; i < 5; i++) expect((await app.request("POST", "/v1/auth/login", { body: { email: EMAIL, password: `nope ${i}` } })).status).toBe(401);

@@ -18,8 +18,8 @@ let h: TestApp;
 let admin: Record<string, string>;
 let evalKey: Record<string, string>;
 
-beforeEach(() => {
-  h = testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+beforeEach(async () => {
+  h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
   admin = bearer(seedAdminKey(h.ctx));
   evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "production").secret);
 });

@@ -16,8 +16,8 @@ let h: TestApp;
 afterEach(() => h?.close());
 
 /** A fresh app with an admin key; `key(scope, env)` makes an API key through the API. */
-function setup(env: Record<string, string> = {}) {
-  h = testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,anonymous:100000", ...env });
+async function setup(env: Record<string, string> = {}) {
+  h = await testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,anonymous:100000", ...env });
   const admin = bearer(seedAdminKey(h.ctx));
   const key = async (scope: string, environment = "production", project = "default") => {
     const made = await json(await h.request("POST", `/v1/projects/${project}/api-keys`, { headers: admin, body: { name: `${scope} key`, scope, environment } }), 201);
@@ -70,7 +70,7 @@ const refetch = (e: SseEvent | "end") => {
 
 describe("OFREP change stream: GET /ofrep/v1/events", () => {
   test("a token that is missing, malformed, forged, of another instance or expired: 401 in the standard shape", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("eval");
     const token = await tokenOf(k.secret);
     const refused = { error: "UNAUTHORIZED", message: expect.stringMatching(/^Invalid or expired stream token/) };
@@ -90,7 +90,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("the same key gets the same token all through a 12-hour window; the stream answers as an SSE stream", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("eval");
     h.clock.ms = Math.ceil(h.clock.ms / 43_200_000) * 43_200_000; // the start of a window
     const first = await tokenOf(k.secret);
@@ -112,7 +112,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("each commit that changes the environment's evaluation sends one refetchEvaluation, once evaluation sees it", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("eval");
     await flag("new-checkout");
     const r = await open(await events(await tokenOf(k.secret)));
@@ -142,7 +142,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("a message comes once the snapshot holds the change, even when its reads answer late; in commit order", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("eval");
     await flag("gated");
     await state("gated", "production", true);
@@ -167,7 +167,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("the entries of one commit make one message, with the commit's last position", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("eval");
     await flag("a");
     await flag("b");
@@ -194,7 +194,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("Last-Event-ID that is not the environment's last change is told at once; the current one is told nothing", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("eval");
     await flag("a");
     const first = lastPosition(h.ctx);
@@ -213,7 +213,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("a deleted key: its streams end at once and its URL is refused", async () => {
-    const { admin, key } = setup();
+    const { admin, key } = await setup();
     const k = await key("eval");
     const keep = await key("eval");
     const token = await tokenOf(k.secret);
@@ -228,7 +228,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("rotation: the old secret's token works through the grace period, then its stream ends and it is refused", async () => {
-    const { admin, key } = setup();
+    const { admin, key } = await setup();
     const k = await key("eval");
     const oldToken = await tokenOf(k.secret);
     const r = await open(await events(oldToken));
@@ -249,7 +249,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("its environment or project deleted: the stream ends", async () => {
-    const { admin, key } = setup();
+    const { admin, key } = await setup();
     await json(await h.request("POST", "/v1/projects/default/environments", { headers: admin, body: { slug: "qa", name: "QA" } }), 201);
     const qa = await key("eval", "qa");
     const prod = await key("eval", "production");
@@ -264,7 +264,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("a token is never written to a log: access lines carry the path only, errors do not echo it", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("eval");
     const token = await tokenOf(k.secret);
     const r = await open(await events(token, { "last-event-id": "1" }));
@@ -286,7 +286,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("HEAD judges the token and opens nothing", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("eval");
     const token = await tokenOf(k.secret);
     const res = await h.request("HEAD", `/ofrep/v1/events?token=${token}`);
@@ -297,7 +297,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
   });
 
   test("lastChange and waitFor: where each environment stands, as the change log says after a restart", async () => {
-    const { admin, key } = setup();
+    const { admin, key } = await setup();
     await key("eval");
     await flag("a");
     await state("a", "staging", true);
@@ -326,7 +326,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
 
 describe("definitions API: GET /v1/definitions", () => {
   test("server-side keys only: a client key 403, admin key 403 naming what it takes, none 401; no CORS", async () => {
-    const { admin, key } = setup();
+    const { admin, key } = await setup();
     const clientKey = await key("client");
     for (const path of ["/v1/definitions", "/v1/definitions/stream"]) {
       expect(await json(await h.request("GET", path, { headers: clientKey.headers }), 403)).toMatchObject({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint" });
@@ -348,7 +348,7 @@ describe("definitions API: GET /v1/definitions", () => {
   });
 
   test("every flag of the project by key, definitions as stored, the state of the key's environment; version the log's last position", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("mgmt", "staging");
     await h.services.flags.createFlag(SYSTEM, "default", {
       key: "checkout",
@@ -382,7 +382,7 @@ describe("definitions API: GET /v1/definitions", () => {
   });
 
   test("a strong ETag of the flags: If-None-Match gets 304 without a body until the flags change", async () => {
-    const { admin, key } = setup();
+    const { admin, key } = await setup();
     const k = await key("test");
     await flag("a");
     const first = await h.request("GET", "/v1/definitions", { headers: k.headers });
@@ -418,7 +418,7 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
   };
 
   test("a put, then one patch per commit touching the environment: created, updated, state, deleted", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("full");
     await flag("a");
     const r = await open(await stream(k.headers));
@@ -444,7 +444,7 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
   });
 
   test("prerequisites: a record carries them when set; a change of the prerequisite is patched as that flag alone", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("full");
     await flag("base");
     const r = await open(await stream(k.headers));
@@ -462,7 +462,7 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
   });
 
   test("resume: nothing when nothing touched the environment, one patch of what did, a put past a gap or ahead of the log", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("mgmt");
     for (const key of ["a", "b", "c"]) await flag(key);
     const first = await open(await stream(k.headers));
@@ -497,7 +497,7 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
   });
 
   test("resume past entries removed by retention: a put", async () => {
-    const { key } = setup();
+    const { key } = await setup();
     const k = await key("mgmt");
     await flag("a");
     const r = await open(await stream(k.headers));
@@ -519,7 +519,7 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
 
   for (const slow of [false, true]) {
   test(`a resume under concurrent writes loses nothing and repeats nothing: the client ends equal to GET /v1/definitions${slow ? " (reads answered late, as over a network)" : ""}`, async () => {
-    const { key } = setup();
+    const { key } = await setup();
     if (slow) lateAnswers(h.ctx.stores.definitions, ["environment", "resume", "records"]);
     const k = await key("full");
     const keys = Array.from({ length: 12 }, (_, i) => `flag-${i}`);
@@ -574,7 +574,7 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
   }
 
   test("its key deleted or rotated out, its environment deleted: the stream ends; server shutdown ends every stream", async () => {
-    const { admin, key } = setup();
+    const { admin, key } = await setup();
     const a = await key("mgmt");
     const b = await key("test");
     const c = await key("full", "staging");

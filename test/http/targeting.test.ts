@@ -9,8 +9,8 @@ import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp } from ".
 let h: TestApp;
 let admin: Record<string, string>;
 let evalKey: Record<string, string>;
-beforeEach(() => {
-  h = testApp();
+beforeEach(async () => {
+  h = await testApp();
   admin = bearer(seedAdminKey(h.ctx));
   evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
 });

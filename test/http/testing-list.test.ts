@@ -20,7 +20,7 @@ for (const edition of ["ce", "pro"] as const) {
     let testKey: Record<string, string>;
     let projectId: string;
     beforeEach(async () => {
-      h = testApp({ SVC_EDITION: edition });
+      h = await testApp({ SVC_EDITION: edition });
       admin = bearer(seedAdminKey(h.ctx));
       testKey = bearer(seedApiKey(h.ctx, "test").secret);
       projectId = (await json(await h.request("GET", "/v1/projects/default", { headers: admin }), 200)).id;

@@ -42,7 +42,7 @@ for (const edition of ["ce", "pro"] as const) {
     let serial = 0;
 
     beforeAll(async () => {
-      h = testApp({ SVC_EDITION: edition, SVC_RATE_LIMITS: RAISED_LIMITS }, (app) => (base = app));
+      h = await testApp({ SVC_EDITION: edition, SVC_RATE_LIMITS: RAISED_LIMITS }, (app) => (base = app));
       admin = bearer(seedAdminKey(h.ctx));
       await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "Other" }, headers: admin }), 201);
       otherKey = bearer(seedApiKey(h.ctx, "test", "other").secret);
@@ -680,7 +680,7 @@ for (const edition of ["ce", "pro"] as const) {
 
       test("a restart reloads live sessions and their overrides from the database; expired ones are not loaded", async () => {
         // An app of its own: it is closed and reopened on its data dir.
-        const r = testApp({ SVC_EDITION: edition });
+        const r = await testApp({ SVC_EDITION: edition });
         let reopened: ReturnType<typeof createContext> | undefined;
         try {
           const rAdmin = bearer(seedAdminKey(r.ctx));

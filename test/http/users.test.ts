@@ -14,8 +14,8 @@ const PASSWORD = "correct horse battery";
 
 let h: TestApp;
 let admin: string;
-beforeAll(() => {
-  h = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+beforeAll(async () => {
+  h = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
   admin = seedAdminKey(h.ctx);
 });
 afterAll(() => h.close());
@@ -224,7 +224,7 @@ describe("delete and the last admin", () => {
   });
 
   test("the last admin can be neither deleted nor demoted (409); with a second admin both work", async () => {
-    const app = testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
+    const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       const key = seedAdminKey(app.ctx);
       const [first] = await list(app, key);

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bearer, json, seedAdminKey, testApp, type TestApp } from "../helpers";
 
 let h: TestApp;
-beforeAll(() => {
-  h = testApp();
+beforeAll(async () => {
+  h = await testApp();
 });
 afterAll(() => h.close());
 
@@ -108,7 +108,7 @@ describe("the API document's servers entry", () => {
   });
 
   test("behind a proxy (X-Forwarded-Proto https, else refused): https and the Host the proxy passed on", async () => {
-    const proxied = testApp({ SVC_BEHIND_PROXY: "true" });
+    const proxied = await testApp({ SVC_BEHIND_PROXY: "true" });
     try {
       const res = await proxied.request("GET", "/v1/openapi.json", { headers: { host: "flags.example.com", "x-forwarded-proto": "https" } });
       expect((await json(res, 200)).servers).toEqual([{ url: "https://flags.example.com" }]);

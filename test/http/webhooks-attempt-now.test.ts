@@ -16,8 +16,8 @@ let h: TestApp;
 let admin: Record<string, string>;
 let rx: Receiver;
 
-function start(timeoutMs = 300) {
-  h = testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_WEBHOOK_TIMEOUT_MS: String(timeoutMs) });
+async function start(timeoutMs = 300) {
+  h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_WEBHOOK_TIMEOUT_MS: String(timeoutMs) });
   admin = bearer(seedAdminKey(h.ctx));
 }
 beforeEach(() => {

@@ -15,8 +15,8 @@ let h: TestApp;
 let admin: Record<string, string>;
 let rx: Receiver;
 
-beforeEach(() => {
-  h = testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_WEBHOOK_TIMEOUT_MS: "2000" });
+beforeEach(async () => {
+  h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_WEBHOOK_TIMEOUT_MS: "2000" });
   admin = bearer(seedAdminKey(h.ctx));
   rx = startReceiver();
 });

@@ -24,8 +24,8 @@ let rx: Receiver;
 const apps: TestApp[] = [];
 const receivers: Receiver[] = [];
 
-function app(env: Record<string, string> = {}): TestApp {
-  const a = testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_WEBHOOK_TIMEOUT_MS: "300", ...env });
+async function app(env: Record<string, string> = {}): Promise<TestApp> {
+  const a = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_WEBHOOK_TIMEOUT_MS: "300", ...env });
   apps.push(a);
   return a;
 }
@@ -35,8 +35,8 @@ function receiver(...args: Parameters<typeof startReceiver>): Receiver {
   return r;
 }
 
-beforeEach(() => {
-  h = app();
+beforeEach(async () => {
+  h = await app();
   admin = bearer(seedAdminKey(h.ctx));
   rx = receiver();
 });
@@ -613,7 +613,7 @@ describe("failures, retries and redelivery", () => {
 
 describe("outbound guard (default SVC_OUTBOUND_ALLOWED_HOSTS=external)", () => {
   test("literal blocked addresses are refused at registration with a clear reason", async () => {
-    const d = app({ SVC_OUTBOUND_ALLOWED_HOSTS: "external" });
+    const d = await app({ SVC_OUTBOUND_ALLOWED_HOSTS: "external" });
     const key = bearer(seedAdminKey(d.ctx));
     const cases: [string, string][] = [
       [`http://127.0.0.1:${rx.port}/hook`, "127.0.0.1 is loopback"],
@@ -635,7 +635,7 @@ describe("outbound guard (default SVC_OUTBOUND_ALLOWED_HOSTS=external)", () => {
   });
 
   test("a host name that resolves to loopback is accepted at registration and refused at send time", async () => {
-    const d = app({ SVC_OUTBOUND_ALLOWED_HOSTS: "external" });
+    const d = await app({ SVC_OUTBOUND_ALLOWED_HOSTS: "external" });
     const key = bearer(seedAdminKey(d.ctx));
     const hook = await call("POST", HOOKS, { url: `http://localhost:${rx.port}/hook`, events: ["flag.created"], secret: SECRET }, 201, key, d);
     await call("POST", FLAGS, { key: "checkout", name: "c" }, 201, key, d);
@@ -652,7 +652,7 @@ describe("outbound guard (default SVC_OUTBOUND_ALLOWED_HOSTS=external)", () => {
 
 describe("secrets at rest", () => {
   test("a webhook's replaced or deleted secret does not stay readable in the database file", async () => {
-    const app = testApp();
+    const app = await testApp();
     try {
       const admin = bearer(seedAdminKey(app.ctx));
       const first = "FIRST-SECRET-0123456789abcdef";

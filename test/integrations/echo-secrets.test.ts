@@ -64,7 +64,9 @@ let admin: Record<string, string>;
 let sdk: Record<string, string>;
 let flagNo = 0;
 
-beforeAll(() => ({ h, admin, sdk } = integrationsApp()));
+beforeAll(async () => {
+  ({ h, admin, sdk } = await integrationsApp());
+});
 afterAll(() => {
   h.close();
   rx.stop();

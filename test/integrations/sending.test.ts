@@ -112,7 +112,9 @@ let admin: Record<string, string>;
 let sdk: Record<string, string>;
 let flagNo = 0;
 
-beforeAll(() => ({ h, admin, sdk } = integrationsApp("release-bot")));
+beforeAll(async () => {
+  ({ h, admin, sdk } = await integrationsApp("release-bot"));
+});
 afterAll(() => h.close());
 beforeEach(() => {
   mode = { kind: "ok" };
@@ -357,7 +359,7 @@ function changeIds(r: Received): [string, string] | null {
 
 describe("restart", () => {
   test("a change sent before a close and again by the next context carries the same id for every type, derived from the stored event id", async () => {
-    const own = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+    const own = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
     const ownAdmin = bearer(seedAdminKey(own.ctx, "release-bot"));
     let again: ReturnType<typeof createContext> | undefined;
     const types = ["mixpanel", "amplitude", "segment", "datadog", "slack"];
@@ -395,7 +397,7 @@ describe("restart", () => {
 
 
   test("changes the vendor did not take before a close are sent by the next context over the same database, once each", async () => {
-    const own = testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
+    const own = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
     const ownAdmin = bearer(seedAdminKey(own.ctx, "release-bot"));
     let again: ReturnType<typeof createContext> | undefined;
     try {

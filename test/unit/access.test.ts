@@ -126,7 +126,7 @@ describe("decide: every cell of the access table", () => {
 
 describe("credential registry", () => {
   test("resolves from memory: keys by hash, unknown and malformed credentials fail", async () => {
-    const h = testApp();
+    const h = await testApp();
     try {
       const { id, secret } = seedApiKey(h.ctx, "eval");
       const r = await h.ctx.credentials.resolve(`Bearer ${secret}`);
@@ -146,7 +146,7 @@ describe("credential registry", () => {
   });
 
   test("a repeated header resolves again (the last-seen entry), alternating keys each resolve, a dropped key is refused at once", async () => {
-    const h = testApp();
+    const h = await testApp();
     try {
       const a = seedApiKey(h.ctx, "eval");
       const b = seedApiKey(h.ctx, "mgmt");
@@ -166,8 +166,8 @@ describe("credential registry", () => {
     }
   });
 
-  test("a reload forgets the admission clock's reading: a key created just now is not seen used before its creation", () => {
-    const h = testApp();
+  test("a reload forgets the admission clock's reading: a key created just now is not seen used before its creation", async () => {
+    const h = await testApp();
     try {
       let t = Date.parse("2026-11-22T11:00:00.000Z");
       const requestClock = coarseClock({ now: () => t }, 60_000);
@@ -182,7 +182,7 @@ describe("credential registry", () => {
   });
 
   test("lastUsedAt is kept in memory and written by the flush, not per request", async () => {
-    const h = testApp();
+    const h = await testApp();
     try {
       const { id, secret } = seedApiKey(h.ctx, "eval");
       const admin = seedAdminKey(h.ctx, "flush test");
@@ -201,7 +201,7 @@ describe("credential registry", () => {
   });
 
   test("a key written by another process (as the CLI does) is picked up by pollExternalChanges", async () => {
-    const h = testApp();
+    const h = await testApp();
     try {
       const other = openDatabase(join(h.dir, DB_FILE)); // the CLI: its own connection and change log, no registry
       const { adminKeys } = createStores(new SqliteChangeLog(other, new ChangeBus(), h.clock));
@@ -216,8 +216,8 @@ describe("credential registry", () => {
     }
   });
 
-  test("another connection's other writes (the background worker's) reload nothing", () => {
-    const h = testApp();
+  test("another connection's other writes (the background worker's) reload nothing", async () => {
+    const h = await testApp();
     try {
       const other = openDatabase(join(h.dir, DB_FILE));
       other.sqlite.run("INSERT INTO settings (key, value, updated_at) VALUES ('unrelated', 'x', ?)", [iso(0)]);
@@ -229,7 +229,7 @@ describe("credential registry", () => {
   });
 
   test("issued tokens resolve until revoked or expired", async () => {
-    const h = testApp();
+    const h = await testApp();
     try {
       const id = newId("usr");
       h.ctx.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, 'a@b.c', 'x', 'editor', 'x', 'x')", [id]);

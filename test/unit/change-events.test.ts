@@ -15,22 +15,22 @@ import { tempDir } from "../helpers";
 const dir = tempDir();
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-test("wants, record with the actor, after, latest, prune by the slowest enabled reader of both kinds", () => {
+test("wants, record with the actor, after, latest, prune by the slowest enabled reader of both kinds", async () => {
   const { sqlite } = openDatabase(join(dir, "flagsvc.db"));
   migrate(sqlite);
   const at = "2026-11-26T10:00:00.000Z";
   for (const p of ["p1", "p2"]) sqlite.run("INSERT INTO projects (id, slug, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", [p, p, p, at, at]);
   const rows = new ChangeEventRows(sqlite);
-  expect(rows.wants("p1")).toBe(false);
+  expect(await rows.wants("p1")).toBe(false);
   sqlite.run("INSERT INTO integrations (id, project_id, type, config, enabled, created_at, updated_at) VALUES ('int_1', 'p1', 'slack', '{}', 1, ?, ?)", [at, at]);
   sqlite.run("INSERT INTO plugins (id, project_id, package_name, version, enabled, status, config, installed_at, updated_at) VALUES ('plugin_1', 'p1', '@x/y', '1.0.0', 1, 'active', '{}', ?, ?)", [at, at]);
-  expect(rows.wants("p1")).toBe(true);
-  expect(rows.wants("p2")).toBe(false);
+  expect(await rows.wants("p1")).toBe(true);
+  expect(await rows.wants("p2")).toBe(false);
 
   const actor = { type: "admin_key" as const, id: "ak_1", label: "release-bot" };
   const change = (flagKey: string) => ({ event: "flag.enabled" as const, environment: "production", flagKey, previous: false, current: true });
-  rows.record({ id: "p1", slug: "p1" }, ["a", "b", "c", "d"].map(change), at, actor);
-  rows.record({ id: "p2", slug: "p2" }, [change("z")], at, actor);
+  await rows.record({ id: "p1", slug: "p1" }, ["a", "b", "c", "d"].map(change), at, actor);
+  await rows.record({ id: "p2", slug: "p2" }, [change("z")], at, actor);
   const all = rows.after("p1", 0, 10);
   expect(all.map((r) => JSON.parse(r.payload).data.flagKey)).toEqual(["a", "b", "c", "d"]);
   expect(JSON.parse(all[0]!.actor)).toEqual(actor);

@@ -162,7 +162,7 @@ describe("fed by evaluation", () => {
   afterEach(() => t.close());
 
   test("single and batch evaluations of the project are recorded with the key's environment and the context's userId", async () => {
-    t = testApp();
+    t = await testApp();
     const { secret } = seedApiKey(t.ctx, "eval");
     const projectId = (t.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
     const batches: string[] = [];

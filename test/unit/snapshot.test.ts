@@ -47,7 +47,7 @@ test("incremental updates equal a rebuild from the database", async () => {
   await fc.assert(
     fc.asyncProperty(fc.array(op, { minLength: 20, maxLength: 60 }), async (ops) => {
       h?.close();
-      h = testApp({ SVC_LOG_LEVEL: "warn" });
+      h = await testApp({ SVC_LOG_LEVEL: "warn" });
       const ctx = h.ctx;
       const { flags: f, projects: p } = h.services;
       for (const o of ops) {

@@ -15,7 +15,7 @@ import { tempDir, testApp } from "../helpers";
 
 describe("bootstrap", () => {
   test("first start creates project default with three environments; the next start creates nothing", async () => {
-    const h = testApp();
+    const h = await testApp();
     try {
       const project = h.ctx.stores.projects.bySlugNow("default")!;
       expect(project.id).toMatch(/^proj_[A-Za-z0-9]{22}$/);
@@ -33,7 +33,7 @@ describe("bootstrap", () => {
   });
 
   test("a deleted default project is not brought back", async () => {
-    const h = testApp();
+    const h = await testApp();
     try {
       h.ctx.sqlite.run("DELETE FROM projects");
       expect(await bootstrap(h.ctx)).toEqual({ firstStart: false, lines: [] });
@@ -45,8 +45,8 @@ describe("bootstrap", () => {
 });
 
 describe("data-dir lock", () => {
-  test("a second context on a data dir in use is refused until the first closes", () => {
-    const h = testApp();
+  test("a second context on a data dir in use is refused until the first closes", async () => {
+    const h = await testApp();
     try {
       expect(() => createContext(h.ctx.config)).toThrow(DataDirLockedError);
       h.ctx.close();

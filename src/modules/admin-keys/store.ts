@@ -61,7 +61,7 @@ export class SqliteAdminKeyStore implements AdminKeyStore {
   }
 
   create(author: Author, key: StoredAdminKey, change: ChangeDraft): Promise<boolean> {
-    return this.log.create(author, () => this.insertNow(key), change);
+    return this.log.create(author, async () => void this.insertNow(key), change);
   }
 
   /** Inside a transaction (the first start's bootstrap). */
@@ -71,7 +71,7 @@ export class SqliteAdminKeyStore implements AdminKeyStore {
   }
 
   remove(author: Author, id: string, decide: (current: StoredAdminKey | undefined, remaining: Remaining) => ChangeDraft): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const { db } = this.log.store;
       const current = db.select().from(adminKeys).where(eq(adminKeys.id, id)).get();
       const change = decide(current, { keys: this.countNow(), adminUsers: this.users.adminsNow() });

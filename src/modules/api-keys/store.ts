@@ -94,14 +94,14 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   }
 
   async create(author: Author, row: NewApiKeyRow, change: ChangeDraft): Promise<void> {
-    await this.log.commit(author, () => {
+    await this.log.commit(author, async () => {
       this.log.store.db.insert(apiKeys).values(row).run();
       return { result: undefined, changes: [change] };
     });
   }
 
   rotate(author: Author, id: string, decide: (current: StoredApiKey | undefined) => Written<Secrets>): Promise<StoredApiKey> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const current = this.findNow(id);
       const { result, changes } = decide(current);
       this.log.store.db.update(apiKeys).set(result).where(eq(apiKeys.id, id)).run();
@@ -110,7 +110,7 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   }
 
   remove(author: Author, id: string, decide: (current: StoredApiKey | undefined) => ChangeDraft): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const change = decide(this.findNow(id));
       this.log.store.db.delete(apiKeys).where(eq(apiKeys.id, id)).run();
       return { result: undefined, changes: [change] };

@@ -4,42 +4,39 @@
  * participant of every write's transaction, the flag and flag-state entries of a project with
  * a reader become webhook event payloads (the webhooks' own derivation, ../webhooks/events.ts)
  * stored in `change_events` with the entry's actor, so an event exists exactly when its change
- * does. After the commit, as a subscriber, it tells the readers which projects have new events;
+ * does. After the commit, its effect tells the readers which projects have new events;
  * each reader pulls them from its own stored position.
  */
 import type { ChangeEntry } from "../../changes/entry";
+import type { Effect } from "../../changes/log";
 import { flagChanges, type FlagReads } from "../webhooks/events";
-import type { ChangeEventRows } from "./store";
+import type { ChangeEventWrites } from "./store";
 
 export interface ChangeEventReader {
   eventsCommitted(projectId: string): void;
 }
 
-export class ChangeEventQueue {
-  /** The projects the transaction under way queued events for: announced after its commit. */
-  private queued = new Set<string>();
-
+export class ChangeEventQueue<Tx> {
   constructor(
-    private readonly rows: ChangeEventRows,
-    private readonly reads: FlagReads,
+    /** The queue's rows and the flag reads of the derivation, on a write's transaction. */
+    private readonly rowsIn: (tx: Tx) => { events: ChangeEventWrites; flags: FlagReads },
     private readonly readers: readonly ChangeEventReader[],
   ) {}
 
-  readonly participant = (entries: readonly ChangeEntry[]): void => {
-    this.queued = new Set();
+  /** In the transaction: the events stored; after it, the readers told which projects have new ones. */
+  readonly participant = async (tx: Tx, entries: readonly ChangeEntry[]): Promise<Effect | undefined> => {
+    const queued = new Set<string>();
+    const rows = this.rowsIn(tx);
     for (const entry of entries) {
       if (entry.project === null || (entry.resource.type !== "flag" && entry.resource.type !== "flag_state")) continue;
-      if (!this.rows.wants(entry.project.id)) continue;
-      const changes = flagChanges(entry, this.reads);
+      if (!(await rows.events.wants(entry.project.id))) continue;
+      const changes = await flagChanges(entry, rows.flags);
       if (changes.length === 0) continue;
-      this.rows.record(entry.project, changes, entry.at, entry.actor);
-      this.queued.add(entry.project.id);
+      await rows.events.record(entry.project, changes, entry.at, entry.actor);
+      queued.add(entry.project.id);
     }
-  };
-
-  readonly subscriber = (): void => {
-    const queued = this.queued;
-    this.queued = new Set();
-    for (const projectId of queued) for (const reader of this.readers) reader.eventsCommitted(projectId);
+    if (queued.size > 0) return () => {
+      for (const projectId of queued) for (const reader of this.readers) reader.eventsCommitted(projectId);
+    };
   };
 }

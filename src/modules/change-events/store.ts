@@ -31,7 +31,14 @@ const PRUNE_SQL = `DELETE FROM change_events WHERE position <= coalesce(
      SELECT event_position AS p FROM integrations WHERE project_id = change_events.project_id AND enabled = 1)),
   9223372036854775807)`;
 
-export class ChangeEventRows {
+/** What the change-event queue writes in a flag write's transaction (queue.ts). */
+export interface ChangeEventWrites {
+  /** Whether the project has a reader (most have none: then nothing more is done). */
+  wants(projectId: string): Promise<boolean>;
+  record(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, actor: Actor): Promise<void>;
+}
+
+export class ChangeEventRows implements ChangeEventWrites {
   private readonly latestQuery;
   private readonly wantsQuery;
   private readonly insertQuery;
@@ -51,12 +58,11 @@ export class ChangeEventRows {
     return this.latestQuery.get()!.position;
   }
 
-  /** Whether the project has a reader (most have none: then nothing more is done). */
-  wants(projectId: string): boolean {
+  async wants(projectId: string): Promise<boolean> {
     return this.wantsQuery.get(projectId) !== null;
   }
 
-  record(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, actor: Actor): void {
+  async record(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, actor: Actor): Promise<void> {
     const ms = Date.parse(at);
     const who = JSON.stringify({ type: actor.type, id: actor.id, label: actor.label });
     for (const c of changes) this.insertQuery.run(project.id, eventPayload(sortableId("evt", ms), project.slug, c, at), who);

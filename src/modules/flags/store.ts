@@ -246,7 +246,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
   create(author: Author, projectId: string, flag: Flag, change: ChangeDraft, check?: (reads: FlagWriteReads) => void): Promise<boolean> {
     return this.log.create(
       author,
-      () => {
+      async () => {
         check?.(this.readsOf(projectId));
         this.log.store.db.insert(flags).values({ ...flag, projectId }).run();
       },
@@ -255,7 +255,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
   }
 
   update(author: Author, projectId: string, key: string, decide: (current: Flag | undefined, reads: FlagWriteReads) => Written<Flag>): Promise<Flag> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const current = this.findNow(projectId, key);
       const written = decide(current, this.readsOf(projectId));
       if (written.changes.length > 0) {
@@ -284,7 +284,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     key: string,
     decide: (current: Flag | undefined, states: StatesBySlug, dependants: string[]) => ChangeDraft,
   ): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const current = this.findNow(projectId, key);
       const states: StatesBySlug = {};
       if (current) for (const { slug, ...s } of this.q.statesBySlug.all({ flagId: current.id })) states[slug] = s;
@@ -306,7 +306,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     environmentId: string,
     decide: (flag: Flag | undefined, current: StateRow | undefined) => Written<StateRow>,
   ): Promise<StateRow> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const flag = this.findNow(projectId, key);
       const written = decide(flag, flag && this.q.state.get({ flagId: flag.id, environmentId }));
       if (written.changes.length > 0) this.q.upsertState.run({ flagId: flag!.id, environmentId, ...written.result });

@@ -213,7 +213,7 @@ export class SqliteInsightsStore implements InsightsStore {
   }
 
   setStale(author: Author, changes: readonly StaleChange[]): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const set = this.sqlite.query(SET_STALE_SQL);
       const clear = this.sqlite.query(CLEAR_STALE_SQL);
       const drafts: ChangeDraft[] = [];

@@ -83,14 +83,14 @@ export class SqliteIntegrationStore implements IntegrationStore {
 
   async create(author: Author, integration: StoredIntegration, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = integration;
-    await this.log.commit(author, () => {
+    await this.log.commit(author, async () => {
       this.log.store.db.insert(integrations).values({ ...row, eventPosition: this.events.latest() }).run();
       return { result: undefined, changes: [change] };
     });
   }
 
   update(author: Author, integrationId: string, decide: (current: StoredIntegration | undefined) => Written<StoredIntegration>): Promise<StoredIntegration> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const current = this.findNow(integrationId);
       const written = decide(current);
       if (written.changes.length > 0 && current) {
@@ -108,7 +108,7 @@ export class SqliteIntegrationStore implements IntegrationStore {
   }
 
   remove(author: Author, integrationId: string, decide: (current: StoredIntegration | undefined) => ChangeDraft): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const change = decide(this.findNow(integrationId));
       this.log.store.db.delete(integrations).where(eq(integrations.id, integrationId)).run();
       return { result: undefined, changes: [change] };

@@ -109,7 +109,7 @@ export class SqlitePluginStore implements PluginStore {
 
   async install(author: Author, plugin: StoredPlugin, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = plugin;
-    await this.log.commit(author, () => {
+    await this.log.commit(author, async () => {
       this.log.store.db.insert(plugins).values({ ...row, eventPosition: this.events.latest() }).run();
       this.log.sqlite.run(COUNT_DOWNLOAD_SQL, [plugin.packageName]);
       return { result: undefined, changes: [change] };
@@ -117,7 +117,7 @@ export class SqlitePluginStore implements PluginStore {
   }
 
   update(author: Author, pluginId: string, decide: (current: StoredPlugin | undefined) => Written<PluginWrite>): Promise<StoredPlugin> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const written = decide(this.findNow(pluginId));
       if (written.changes.length > 0) {
         const { version, enabled, status, config, secretKeys, errorMessage, updatedAt, feedFromNow } = written.result;
@@ -133,7 +133,7 @@ export class SqlitePluginStore implements PluginStore {
   }
 
   remove(author: Author, pluginId: string, decide: (current: StoredPlugin | undefined) => ChangeDraft): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const change = decide(this.findNow(pluginId));
       this.log.store.db.delete(plugins).where(eq(plugins.id, pluginId)).run();
       return { result: undefined, changes: [change] };

@@ -126,7 +126,7 @@ export class SqliteProjectStore implements ProjectStore {
   }
 
   create(author: Author, project: Project, change: ChangeDraft): Promise<boolean> {
-    return this.log.create(author, () => this.insertNow(project), change);
+    return this.log.create(author, async () => void this.insertNow(project), change);
   }
 
   /** Inside a transaction (the first start's bootstrap): the project and its environments. */
@@ -140,7 +140,7 @@ export class SqliteProjectStore implements ProjectStore {
   }
 
   update(author: Author, slug: string, decide: (current: Project | undefined) => Written<Project>): Promise<Project> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const written = decide(this.fresh(slug));
       const { id, name, staleAfterDays, updatedAt } = written.result;
       if (written.changes.length > 0) this.log.store.db.update(projects).set({ name, staleAfterDays, updatedAt }).where(eq(projects.id, id)).run();
@@ -149,7 +149,7 @@ export class SqliteProjectStore implements ProjectStore {
   }
 
   remove(author: Author, slug: string, decide: (current: Project | undefined, contents: Contents) => ChangeDraft): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const project = this.fresh(slug);
       const { db } = this.log.store;
       const contents: Contents = project
@@ -167,7 +167,7 @@ export class SqliteProjectStore implements ProjectStore {
   }
 
   createEnvironment(author: Author, slug: string, decide: (project: Project | undefined) => Written<Environment>): Promise<Environment> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const project = this.fresh(slug);
       const written = decide(project);
       this.log.store.db.insert(environments).values({ ...written.result, projectId: project!.id }).run();
@@ -176,7 +176,7 @@ export class SqliteProjectStore implements ProjectStore {
   }
 
   updateEnvironment(author: Author, slug: string, decide: (project: Project | undefined) => Written<Environment>): Promise<Environment> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const written = decide(this.fresh(slug));
       const { id, name } = written.result;
       if (written.changes.length > 0) this.log.store.db.update(environments).set({ name }).where(eq(environments.id, id)).run();
@@ -185,7 +185,7 @@ export class SqliteProjectStore implements ProjectStore {
   }
 
   removeEnvironment(author: Author, slug: string, envSlug: string, decide: (project: Project | undefined, contents: Contents) => Written<Environment>): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const project = this.fresh(slug);
       const env = project?.environments.find((e) => e.slug === envSlug);
       const { db } = this.log.store;

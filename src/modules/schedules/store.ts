@@ -7,8 +7,9 @@
  * the entry's `requestId`): `participant` marks the schedule applied in that write's own
  * transaction, from its entry, as the webhook outbox derives its rows.
  */
-import type { Actor, ActorType, Author, ChangeDraft, ChangeEntry } from "../../changes/entry";
+import type { Actor, ActorType, Author, ChangeDraft } from "../../changes/entry";
 import type { Participant, SqliteChangeLog, Written } from "../../changes/sqlite";
+import type { Store } from "../../db/client";
 
 export const SCHEDULE_STATUSES = ["pending", "applied", "failed", "cancelled"] as const;
 export type ScheduleStatus = (typeof SCHEDULE_STATUSES)[number];
@@ -131,7 +132,7 @@ export class SqliteScheduleStore implements ScheduleStore {
   }
 
   async create(author: Author, rows: readonly Schedule[], changes: readonly ChangeDraft[]): Promise<void> {
-    await this.log.commit(author, () => {
+    await this.log.commit(author, async () => {
       const insert = this.sqlite.query(INSERT_SQL);
       for (const s of rows) {
         insert.run(
@@ -157,7 +158,7 @@ export class SqliteScheduleStore implements ScheduleStore {
   }
 
   update(author: Author, projectId: string, id: string, decide: (current: Schedule | undefined) => Written<Schedule>): Promise<Schedule> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const written = decide(this.findNow(projectId, id));
       if (written.changes.length > 0) {
         const { status, appliedAt, error } = written.result;
@@ -172,10 +173,11 @@ export class SqliteScheduleStore implements ScheduleStore {
   }
 
   /** The change log's participant: a schedule's own flag-state write marks it applied, in its transaction. */
-  readonly participant: Participant = (entries: readonly ChangeEntry[]) => {
+  readonly participant: Participant<Store> = async (tx, entries) => {
     for (const e of entries) {
       if (e.resource.type !== "flag_state" || e.requestId === null || !e.requestId.startsWith("sch_")) continue;
-      this.sqlite.query(APPLIED_BY_ENTRY_SQL).run(e.requestId, e.at, e.resource.id, e.actor.id);
+      tx.sqlite.query(APPLIED_BY_ENTRY_SQL).run(e.requestId, e.at, e.resource.id, e.actor.id);
     }
+    return undefined;
   };
 }

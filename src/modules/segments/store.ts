@@ -88,11 +88,11 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   create(author: Author, projectId: string, segment: Segment, change: ChangeDraft): Promise<boolean> {
-    return this.log.create(author, () => this.log.store.db.insert(segments).values({ ...segment, projectId }).run(), change);
+    return this.log.create(author, async () => void this.log.store.db.insert(segments).values({ ...segment, projectId }).run(), change);
   }
 
   update(author: Author, projectId: string, key: string, decide: (current: Segment | undefined) => Written<Segment>): Promise<Segment> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const current = this.findNow(projectId, key);
       const written = decide(current);
       if (written.changes.length > 0) {
@@ -106,7 +106,7 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   remove(author: Author, projectId: string, key: string, decide: (current: Segment | undefined, uses: SegmentUse[]) => ChangeDraft): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const current = this.findNow(projectId, key);
       const uses = new Map<string, string[]>();
       if (current) {

@@ -83,7 +83,7 @@ export class SqliteUserStore implements UserStore {
   }
 
   create(author: Author, user: StoredUser, change: ChangeDraft): Promise<boolean> {
-    return this.log.create(author, () => this.insertNow(user), change);
+    return this.log.create(author, async () => void this.insertNow(user), change);
   }
 
   /** Inside a transaction (the first start's bootstrap). */
@@ -93,7 +93,7 @@ export class SqliteUserStore implements UserStore {
   }
 
   update(author: Author, id: string, decide: (current: StoredUser | undefined, admins: number) => Written<StoredUser>): Promise<StoredUser> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const written = decide(queries(this.log.store).byId.get({ id }), this.adminsNow());
       if (written.changes.length > 0) {
         const { role, passwordHash, tokensValidAfter, updatedAt } = written.result;
@@ -104,7 +104,7 @@ export class SqliteUserStore implements UserStore {
   }
 
   remove(author: Author, id: string, decide: (current: StoredUser | undefined, admins: number) => ChangeDraft): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const change = decide(queries(this.log.store).byId.get({ id }), this.adminsNow());
       this.log.store.db.delete(users).where(eq(users.id, id)).run();
       return { result: undefined, changes: [change] };

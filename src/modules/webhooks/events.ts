@@ -63,18 +63,19 @@ const UNSET: StateValues = { enabled: false, rolloutPercentage: null };
 
 /** What the derivation reads of a project's flags, in the transaction of the change, after its write. */
 export interface FlagReads {
-  environmentsNow(projectId: string): { id: string; slug: string }[];
-  enabledNow(flagId: string): Map<string, boolean>;
-  stateNow(flagId: string, projectId: string, environment: string): StateValues | undefined;
+  environments(projectId: string): Promise<{ id: string; slug: string }[]>;
+  /** Whether the flag is on, by environment id (no row: absent). */
+  enabledIn(flagId: string): Promise<Map<string, boolean>>;
+  state(flagId: string, projectId: string, environment: string): Promise<StateValues | undefined>;
 }
 
 /** The events of one flag or flag-state entry (model.ts EVENTS). */
-export function flagChanges(entry: ChangeEntry, reads: FlagReads): FlagChange[] {
+export async function flagChanges(entry: ChangeEntry, reads: FlagReads): Promise<FlagChange[]> {
   const flagKey = entry.resource.key!;
   const projectId = entry.project!.id;
   if (entry.resource.type === "flag_state") {
     const env = entry.environment!;
-    const now = reads.stateNow(entry.resource.id, projectId, env) ?? UNSET;
+    const now = (await reads.state(entry.resource.id, projectId, env)) ?? UNSET;
     // A field the entry does not name kept its value; one it names was `before` (null: unset).
     const before = { ...now };
     for (const field of ["enabled", "rolloutPercentage"] as const) {
@@ -83,14 +84,14 @@ export function flagChanges(entry: ChangeEntry, reads: FlagReads): FlagChange[] 
     const change = stateChange(env, flagKey, before, now);
     return change ? [change] : [];
   }
-  const environments = reads.environmentsNow(projectId);
+  const environments = await reads.environments(projectId);
   if (isStaleChange(entry)) {
     // A flag that turned stale (docs/insights.md): flag.stale once per environment, its state there unchanged.
     // No longer stale, or stale for another reason: no event.
     const { before, after } = entry.changes.stale!;
     if (before !== null || after === null) return [];
     const stale = after as { reason: string; since: string };
-    return flagLevelChanges("flag.stale", environments, flagKey, reads.enabledNow(entry.resource.id)).map((c) => ({ ...c, stale }));
+    return flagLevelChanges("flag.stale", environments, flagKey, await reads.enabledIn(entry.resource.id)).map((c) => ({ ...c, stale }));
   }
   if (entry.action === "deleted") {
     // The flag's states went with it: its entry holds them, by environment slug.
@@ -98,7 +99,7 @@ export function flagChanges(entry: ChangeEntry, reads: FlagReads): FlagChange[] 
     const before = new Map(environments.map((e) => [e.id, states[e.slug]?.enabled ?? false]));
     return flagLevelChanges("flag.deleted", environments, flagKey, before);
   }
-  return flagLevelChanges(entry.action === "created" ? "flag.created" : "flag.updated", environments, flagKey, reads.enabledNow(entry.resource.id));
+  return flagLevelChanges(entry.action === "created" ? "flag.created" : "flag.updated", environments, flagKey, await reads.enabledIn(entry.resource.id));
 }
 
 /** An entry of the stale-flag detection (src/modules/insights/): a flag's `stale` alone changed. */

@@ -1,42 +1,41 @@
 /**
  * The outbox (decisions §10) as a participant of every write's transaction
- * (src/changes/sqlite.ts): the flag and flag-state entries of a commit become webhook events
+ * (src/changes/log.ts): the flag and flag-state entries of a commit become webhook events
  * (events.ts) and one pending delivery per matching enabled webhook, due at once, stored in
  * that same transaction (at-least-once: an event exists exactly when its change does). After
  * the commit, as a subscriber, it wakes the sender for the webhooks it queued deliveries for,
  * and for a webhook that a PATCH enabled again (its pending deliveries resume at once).
  */
 import type { ChangeEntry } from "../../changes/entry";
+import type { Effect } from "../../changes/log";
 import { flagChanges } from "./events";
 import type { OutboxRows } from "./store";
 
-export class Outbox {
-  /** The webhooks the transaction under way queued deliveries for: woken after its commit. */
-  private queued: string[] = [];
-
+export class Outbox<Tx> {
   constructor(
-    private readonly rows: OutboxRows,
+    /** The outbox's rows on a write's transaction. */
+    private readonly rowsIn: (tx: Tx) => OutboxRows,
     private readonly deliveries: { kick(webhookIds?: readonly string[]): void | Promise<void> },
   ) {}
 
-  /** In the transaction: the events of the entries, stored with their deliveries. */
-  readonly participant = (entries: readonly ChangeEntry[]): void => {
-    this.queued = [];
+  /** In the transaction: the events of the entries, stored with their deliveries; after it, the sender takes them at once. */
+  readonly participant = async (tx: Tx, entries: readonly ChangeEntry[]): Promise<Effect | undefined> => {
+    const queued: string[] = [];
+    const rows = this.rowsIn(tx);
     for (const entry of entries) {
       if (entry.project === null || (entry.resource.type !== "flag" && entry.resource.type !== "flag_state")) continue;
       // Most projects have no webhook: then nothing more is read.
-      const takers = this.rows.takersNow(entry.project.id);
+      const takers = await rows.takers(entry.project.id);
       if (takers.length === 0) continue;
-      const changes = flagChanges(entry, this.rows);
-      if (changes.length > 0) this.queued.push(...this.rows.recordEventsNow(entry.project, changes, entry.at, takers));
+      const changes = await flagChanges(entry, rows);
+      if (changes.length > 0) queued.push(...(await rows.recordEvents(entry.project, changes, entry.at, takers)));
     }
+    if (queued.length > 0) return () => this.deliveries.kick(queued);
   };
 
-  /** After the commit: the sender takes the deliveries at once. */
+  /** After a commit: a webhook that a PATCH enabled again resumes its pending deliveries at once. */
   readonly subscriber = (entries: readonly ChangeEntry[]): void | Promise<void> => {
-    const queued = this.queued;
-    this.queued = [];
-    for (const e of entries) if (e.resource.type === "webhook" && e.action === "updated" && e.changes.enabled?.after === true) queued.push(e.resource.id);
-    if (queued.length > 0) return this.deliveries.kick(queued);
+    const enabled = entries.filter((e) => e.resource.type === "webhook" && e.action === "updated" && e.changes.enabled?.after === true).map((e) => e.resource.id);
+    if (enabled.length > 0) return this.deliveries.kick(enabled);
   };
 }

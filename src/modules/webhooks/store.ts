@@ -13,6 +13,7 @@
  * attempt-now are delivery operations, not changes of a resource: their own short transaction,
  * no entry (docs/decisions.md, Webhooks).
  */
+import type { Database } from "bun:sqlite";
 import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
@@ -85,19 +86,18 @@ export interface Taker {
 }
 
 /**
- * What the outbox reads and writes inside the transaction of a flag or state write (outbox.ts):
- * synchronous, as bun:sqlite's transactions are; on PostgreSQL the participant would run these
- * on the transaction's connection.
+ * What the outbox reads and writes inside the transaction of a flag or state write (outbox.ts),
+ * on that transaction (`WebhookStore.outboxRows(tx)`).
  */
 export interface OutboxRows extends FlagReads {
   /** The project's enabled webhooks (most projects have none: then the outbox reads nothing more). */
-  takersNow(projectId: string): Taker[];
+  takers(projectId: string): Promise<Taker[]>;
   /**
    * Stores each event that at least one enabled webhook of the project takes (its `events` holds
    * the name and its `environments` is empty or holds the environment), with one pending
    * delivery per such webhook, due at once. Returns the webhook of each delivery queued.
    */
-  recordEventsNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, takers?: readonly Taker[]): string[];
+  recordEvents(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, takers: readonly Taker[]): Promise<string[]>;
 }
 
 const WEBHOOK_COLUMNS = {
@@ -151,7 +151,7 @@ export function recordOf(webhook: StoredWebhook): WebhookRecord {
   return record;
 }
 
-export class SqliteWebhookStore implements WebhookStore, OutboxRows {
+export class SqliteWebhookStore implements WebhookStore {
   constructor(private readonly log: SqliteChangeLog) {}
 
   private get q() {
@@ -179,14 +179,14 @@ export class SqliteWebhookStore implements WebhookStore, OutboxRows {
 
   async create(author: Author, webhook: StoredWebhook, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = webhook;
-    await this.log.commit(author, () => {
+    await this.log.commit(author, async () => {
       this.log.store.db.insert(webhooks).values(row).run();
       return { result: undefined, changes: [change] };
     });
   }
 
   update(author: Author, webhookId: string, decide: (current: StoredWebhook | undefined) => Written<StoredWebhook>): Promise<StoredWebhook> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const written = decide(this.findNow(webhookId));
       if (written.changes.length > 0) {
         const { url, events, environments, secret, description, enabled, updatedAt } = written.result;
@@ -197,7 +197,7 @@ export class SqliteWebhookStore implements WebhookStore, OutboxRows {
   }
 
   remove(author: Author, webhookId: string, decide: (current: StoredWebhook | undefined) => ChangeDraft): Promise<void> {
-    return this.log.commit(author, () => {
+    return this.log.commit(author, async () => {
       const change = decide(this.findNow(webhookId));
       // Its deliveries go with it (foreign key cascade); an attempt in flight finishes unrecorded.
       this.log.store.db.delete(webhooks).where(eq(webhooks.id, webhookId)).run();
@@ -238,37 +238,54 @@ export class SqliteWebhookStore implements WebhookStore, OutboxRows {
     });
   }
 
-  // ---- the outbox, inside a flag or state write's transaction --------------------------------
-  // Raw statements, prepared once per connection (bun:sqlite caches them): these run inside
-  // every flag and state write.
+  /** The outbox's reads and writes on a write's transaction. */
+  outboxRows(tx: Store): OutboxRows {
+    return new SqliteOutboxRows(tx.sqlite);
+  }
+}
 
-  environmentsNow(projectId: string): { id: string; slug: string }[] {
-    return this.log.sqlite.query<{ id: string; slug: string }, [string]>(ENVIRONMENTS_SQL).all(projectId);
+const ENVIRONMENTS_SQL = "SELECT id, slug FROM environments WHERE project_id = ?1 ORDER BY rowid";
+const STATES_SQL = "SELECT environment_id AS environmentId, enabled FROM flag_states WHERE flag_id = ?1";
+const STATE_SQL = `SELECT s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage FROM flag_states s
+  JOIN environments e ON e.id = s.environment_id WHERE s.flag_id = ?1 AND e.project_id = ?2 AND e.slug = ?3`;
+const TAKERS_SQL = "SELECT id, events, environments FROM webhooks WHERE project_id = ?1 AND enabled = 1";
+const INSERT_EVENT_SQL = "INSERT INTO webhook_events (id, project_id, event, environment, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const INSERT_DELIVERY_SQL =
+  "INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)";
+
+/**
+ * The outbox's statements on one connection (a write's transaction): raw, prepared once per
+ * connection (bun:sqlite caches them), as they run inside every flag and state write.
+ */
+class SqliteOutboxRows implements OutboxRows {
+  constructor(private readonly sqlite: Database) {}
+
+  async environments(projectId: string): Promise<{ id: string; slug: string }[]> {
+    return this.sqlite.query<{ id: string; slug: string }, [string]>(ENVIRONMENTS_SQL).all(projectId);
   }
 
-  enabledNow(flagId: string): Map<string, boolean> {
-    const rows = this.log.sqlite.query<{ environmentId: string; enabled: number }, [string]>(STATES_SQL).all(flagId);
+  async enabledIn(flagId: string): Promise<Map<string, boolean>> {
+    const rows = this.sqlite.query<{ environmentId: string; enabled: number }, [string]>(STATES_SQL).all(flagId);
     return new Map(rows.map((r) => [r.environmentId, r.enabled === 1]));
   }
 
-  stateNow(flagId: string, projectId: string, environment: string): StateValues | undefined {
-    const row = this.log.sqlite.query<{ enabled: number; rolloutPercentage: number | null }, [string, string, string]>(STATE_SQL).get(flagId, projectId, environment);
+  async state(flagId: string, projectId: string, environment: string): Promise<StateValues | undefined> {
+    const row = this.sqlite.query<{ enabled: number; rolloutPercentage: number | null }, [string, string, string]>(STATE_SQL).get(flagId, projectId, environment);
     return row ? { enabled: row.enabled === 1, rolloutPercentage: row.rolloutPercentage } : undefined;
   }
 
-  takersNow(projectId: string): Taker[] {
-    return this.log.sqlite
+  async takers(projectId: string): Promise<Taker[]> {
+    return this.sqlite
       .query<{ id: string; events: string; environments: string }, [string]>(TAKERS_SQL)
       .all(projectId)
       .map((w) => ({ id: w.id, events: JSON.parse(w.events) as string[], environments: JSON.parse(w.environments) as string[] }));
   }
 
-  recordEventsNow(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, takers: readonly Taker[] = this.takersNow(project.id)): string[] {
-    const { sqlite } = this.log;
+  async recordEvents(project: { id: string; slug: string }, changes: readonly FlagChange[], at: string, takers: readonly Taker[]): Promise<string[]> {
     const queued: string[] = [];
     if (takers.length === 0) return queued;
-    const insertEvent = sqlite.query(INSERT_EVENT_SQL);
-    const insertDelivery = sqlite.query(INSERT_DELIVERY_SQL);
+    const insertEvent = this.sqlite.query(INSERT_EVENT_SQL);
+    const insertDelivery = this.sqlite.query(INSERT_DELIVERY_SQL);
     const ms = Date.parse(at);
     for (const c of changes) {
       const matching = takers.filter((w) => w.events.includes(c.event) && (w.environments.length === 0 || w.environments.includes(c.environment)));
@@ -283,15 +300,6 @@ export class SqliteWebhookStore implements WebhookStore, OutboxRows {
     return queued;
   }
 }
-
-const ENVIRONMENTS_SQL = "SELECT id, slug FROM environments WHERE project_id = ?1 ORDER BY rowid";
-const STATES_SQL = "SELECT environment_id AS environmentId, enabled FROM flag_states WHERE flag_id = ?1";
-const STATE_SQL = `SELECT s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage FROM flag_states s
-  JOIN environments e ON e.id = s.environment_id WHERE s.flag_id = ?1 AND e.project_id = ?2 AND e.slug = ?3`;
-const TAKERS_SQL = "SELECT id, events, environments FROM webhooks WHERE project_id = ?1 AND enabled = 1";
-const INSERT_EVENT_SQL = "INSERT INTO webhook_events (id, project_id, event, environment, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
-const INSERT_DELIVERY_SQL =
-  "INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)";
 
 /** A delivery row, pending and due at `at`. */
 function newDelivery(webhookId: string, eventId: string, at: string, redeliveryOf: string | null): typeof webhookDeliveries.$inferInsert {

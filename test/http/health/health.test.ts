@@ -55,7 +55,7 @@ describe("/livez and /readyz", () => {
   }, 30_000);
 
   test("an app that does not listen yet (created, not started) is not ready", async () => {
-    const h = testApp();
+    const h = await testApp();
     apps.push(h);
     expect((await h.request("GET", "/readyz")).status).toBe(503);
     expect((await h.request("GET", "/livez")).status).toBe(200);
@@ -66,7 +66,7 @@ describe("/livez and /readyz", () => {
 
 describe("/v1/health", () => {
   test("the same bytes for everyone without an admin credential; an admin key or an admin's token adds the detail", async () => {
-    const h = testApp();
+    const h = await testApp();
     apps.push(h);
     const admin = bearer(seedAdminKey(h.ctx));
     // The text as sent, its uptime aside (a second may tick between two calls).
