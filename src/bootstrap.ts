@@ -3,10 +3,9 @@
  * Each step runs in order inside one transaction and may add lines to the start banner;
  * a step that creates a secret prints it here, once. Later modules add their own steps.
  */
-import { eq } from "drizzle-orm";
 import { SYSTEM, type ChangeDraft } from "./changes/entry";
+import type { Tx } from "./changes/log";
 import type { AppContext } from "./context";
-import { settings } from "./db/schema";
 import { iso } from "./lib/clock";
 import { adminKeyChange, newAdminKey } from "./modules/admin-keys/service";
 import { generatePassword, hashPasswordSync, newUser, userChange } from "./modules/users/service";
@@ -14,8 +13,8 @@ import { DEFAULT_ENVIRONMENTS, newProject, projectCreated } from "./modules/proj
 
 export interface BootstrapStep {
   name: string;
-  /** Runs inside the bootstrap transaction; returns banner lines and the changes it made. */
-  run(ctx: AppContext, firstStart: boolean): StepResult;
+  /** Runs inside the bootstrap transaction `tx`; returns banner lines and the changes it made. */
+  run(ctx: AppContext, firstStart: boolean, tx: Tx): Promise<StepResult>;
 }
 
 export interface StepResult {
@@ -28,11 +27,11 @@ const NOTHING: StepResult = { lines: [], changes: [] };
 
 const defaultProject: BootstrapStep = {
   name: "default project",
-  run(ctx, firstStart) {
+  async run(ctx, firstStart, tx) {
     // Only on the very first start: a user who deletes `default` does not get it back.
-    if (!firstStart || ctx.stores.projects.countNow() > 0) return NOTHING;
+    if (!firstStart || (await ctx.stores.projects.count(tx)) > 0) return NOTHING;
     const project = newProject(ctx.clock, { slug: "default", name: "Default", environments: DEFAULT_ENVIRONMENTS });
-    ctx.stores.projects.insertNow(project);
+    await ctx.stores.projects.insert(tx, project);
     return { lines: [`Created project "default" with environments ${DEFAULT_ENVIRONMENTS.map((e) => e.slug).join(", ")}.`], changes: [projectCreated(project)] };
   },
 };
@@ -48,10 +47,10 @@ const defaultProject: BootstrapStep = {
  */
 const credentials: BootstrapStep = {
   name: "credentials",
-  run(ctx, firstStart) {
+  async run(ctx, firstStart, tx) {
     const { users, adminKeys } = ctx.stores;
-    const noUser = users.countNow() === 0;
-    const noKey = adminKeys.countNow() === 0;
+    const noUser = (await users.count(tx)) === 0;
+    const noKey = (await adminKeys.count(tx)) === 0;
     const configuredKeyMissing = noKey && ctx.config.adminKey !== undefined;
     if (!firstStart && !(noUser && noKey) && !configuredKeyMissing) return NOTHING;
     const lines: string[] = [];
@@ -60,14 +59,14 @@ const credentials: BootstrapStep = {
     if (noUser) {
       const password = ctx.config.adminPassword ?? generatePassword();
       const user = newUser(ctx.clock, { email: ctx.config.adminEmail, passwordHash: hashPasswordSync(password), role: "admin" });
-      users.insertNow(user);
+      await users.insert(tx, user);
       changes.push(userChange(user, "created"));
       generated ||= ctx.config.adminPassword === undefined;
       lines.push(`Admin login:  ${user.email} / ${ctx.config.adminPassword === undefined ? password : "(password from SVC_ADMIN_PASSWORD / --admin-password)"}`);
     }
     if (noKey) {
       const { key, secret } = newAdminKey(ctx.clock, { name: "bootstrap" }, ctx.config.adminKey);
-      adminKeys.insertNow(key);
+      await adminKeys.insert(tx, key);
       changes.push(adminKeyChange(key, "created"));
       generated ||= ctx.config.adminKey === undefined;
       lines.push(`Admin key:    ${ctx.config.adminKey === undefined ? secret : "(from SVC_ADMIN_KEY / --admin-key)"}`);
@@ -85,17 +84,16 @@ export interface BootstrapResult {
 }
 
 /**
- * One transaction, whose entries (the `system` actor) are published once it commits. Its
- * transaction runs before this returns: the caller's turn is not left before it is stored.
+ * One transaction, whose entries (the `system` actor) are published once it commits.
  */
 export function bootstrap(ctx: AppContext, steps: readonly BootstrapStep[] = BOOTSTRAP_STEPS): Promise<BootstrapResult> {
-  return ctx.changeLog.commit(SYSTEM, async () => {
-    const marker = ctx.db.select().from(settings).where(eq(settings.key, BOOTSTRAPPED_AT)).get();
-    const firstStart = marker === undefined;
-    const results = steps.map((step) => step.run(ctx, firstStart));
+  return ctx.changeLog.commit(SYSTEM, async (tx) => {
+    const firstStart = (await ctx.stores.settings.get(BOOTSTRAPPED_AT, tx)) === undefined;
+    const results: StepResult[] = [];
+    for (const step of steps) results.push(await step.run(ctx, firstStart, tx));
     if (firstStart) {
       const now = iso(ctx.clock.now());
-      ctx.db.insert(settings).values({ key: BOOTSTRAPPED_AT, value: now, updatedAt: now }).run();
+      await ctx.stores.settings.putIfAbsent(BOOTSTRAPPED_AT, now, now, tx);
     }
     return { result: { firstStart, lines: results.flatMap((r) => r.lines) }, changes: results.flatMap((r) => r.changes) };
   });

@@ -9,58 +9,61 @@ import type { Logger } from "./lib/log";
 import type { Scheduler } from "./lib/scheduler";
 import type { Deliveries } from "./modules/webhooks/dispatcher";
 import type { LiveSessions } from "./modules/testing/live";
-import type { SqliteTestSessionStore } from "./modules/testing/store";
+import type { TestSessionStore } from "./modules/testing/store";
 import type { ChangeBus } from "./changes/bus";
-import type { SqliteChangeLog } from "./changes/sqlite";
-import type { SqliteFlagStore } from "./modules/flags/store";
-import type { SqliteScheduleStore } from "./modules/schedules/store";
-import type { SqliteSegmentStore } from "./modules/segments/store";
-import type { SqliteProjectStore } from "./modules/projects/store";
-import type { SqliteAuditStore } from "./modules/audit/store";
-import type { SqliteWebhookStore } from "./modules/webhooks/store";
-import type { SqliteAdminKeyStore } from "./modules/admin-keys/store";
-import type { SqliteApiKeyStore } from "./modules/api-keys/store";
-import type { SqliteUserStore } from "./modules/users/store";
+import type { ChangeLog } from "./changes/log";
+import type { FlagStore, SnapshotSource } from "./modules/flags/store";
+import type { ScheduleStore } from "./modules/schedules/store";
+import type { SegmentStore } from "./modules/segments/store";
+import type { ProjectStore } from "./modules/projects/store";
+import type { AuditStore } from "./modules/audit/store";
+import type { WebhookStore } from "./modules/webhooks/store";
+import type { AdminKeyStore } from "./modules/admin-keys/store";
+import type { ApiKeyStore } from "./modules/api-keys/store";
+import type { UserStore } from "./modules/users/store";
 import type { EvaluationRecords } from "./modules/evaluation/records";
-import type { SqliteDownloadStore } from "./modules/marketplace/store";
+import type { DownloadStore } from "./modules/marketplace/store";
 import type { Catalog } from "./plugins/catalog";
 import type { PluginHost } from "./plugins/host";
-import type { SqliteRuntimeStore } from "./plugins/runtime-store";
-import type { SqlitePluginStore } from "./modules/plugins/store";
-import type { SqliteIntegrationStore } from "./modules/integrations/store";
+import type { RuntimeStore } from "./plugins/runtime-store";
+import type { PluginStore } from "./modules/plugins/store";
+import type { IntegrationStore } from "./modules/integrations/store";
 import type { IntegrationSink } from "./modules/integrations/sender";
 import type { StreamHub } from "./modules/streams/hub";
 import type { AuditStreamHub } from "./modules/audit/stream";
-import type { SqliteDefinitionsStore } from "./modules/streams/store";
+import type { DefinitionsStore } from "./modules/streams/store";
 import type { StreamTokens } from "./modules/streams/tokens";
 import type { RequestCounts } from "./http/request-counts";
 import type { LoginRefusal, Tally } from "./modules/metrics/counts";
 import type { Readiness } from "./modules/health/service";
-import type { SqliteInsightsStore } from "./modules/insights/store";
+import type { InsightsStore } from "./modules/insights/store";
 import type { InsightsFlusher } from "./modules/insights/flusher";
+import type { SettingsStore } from "./modules/settings/store";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
-  projects: SqliteProjectStore;
-  flags: SqliteFlagStore;
+  projects: ProjectStore;
+  flags: FlagStore & SnapshotSource;
   /** Scheduled changes of flag states. */
-  schedules: SqliteScheduleStore;
-  segments: SqliteSegmentStore;
-  webhooks: SqliteWebhookStore;
-  testSessions: SqliteTestSessionStore;
-  users: SqliteUserStore;
-  adminKeys: SqliteAdminKeyStore;
-  apiKeys: SqliteApiKeyStore;
-  audit: SqliteAuditStore;
-  pluginDownloads: SqliteDownloadStore;
-  plugins: SqlitePluginStore;
-  integrations: SqliteIntegrationStore;
+  schedules: ScheduleStore;
+  segments: SegmentStore;
+  webhooks: WebhookStore;
+  testSessions: TestSessionStore;
+  users: UserStore;
+  adminKeys: AdminKeyStore;
+  apiKeys: ApiKeyStore;
+  audit: AuditStore;
+  pluginDownloads: DownloadStore;
+  plugins: PluginStore;
+  integrations: IntegrationStore;
   /** What the streams read: definitions for local evaluation, what a resume missed, where environments stand. */
-  definitions: SqliteDefinitionsStore;
+  definitions: DefinitionsStore;
   /** What the plugin host writes of a running plugin (status, position, counters): runtime state, no entries. */
-  pluginRuntime: SqliteRuntimeStore;
+  pluginRuntime: RuntimeStore;
   /** Evaluation insights (counts, last evaluations) and stale flags. */
-  insights: SqliteInsightsStore;
+  insights: InsightsStore;
+  /** The instance's own settings (the first start's mark, the generated JWT secret). */
+  settings: SettingsStore;
 }
 
 /**
@@ -91,7 +94,7 @@ export interface AppContext extends Store {
   /** Every write's entries, after its commit, to the subscribers. */
   bus: ChangeBus;
   /** Where every store's writes commit, with their change-log entries. */
-  changeLog: SqliteChangeLog;
+  changeLog: ChangeLog;
   stores: Stores;
   /** The plugin packages: built in, and DATA_DIR/marketplace/ (watched). */
   catalog: Catalog;

@@ -15,7 +15,8 @@ import { adminKeyService, validateNewAdminKey } from "./modules/admin-keys/servi
 import { generatePassword, userService, validateNewUser, validatePasswordReset } from "./modules/users/service";
 import { createLogger } from "./lib/log";
 import { addPackage, checkPackage, listPackages } from "./plugins/cli";
-import { createStores, openStore, StartupError, startServer, type RunningServer } from "./server";
+import { StartupError, startServer, type RunningServer } from "./server";
+import { createStores, openStore } from "./db/sqlite-backend";
 import { ChangeBus } from "./changes/bus";
 import { cliAuthor } from "./changes/entry";
 import { SqliteChangeLog } from "./changes/sqlite";

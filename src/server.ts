@@ -2,16 +2,14 @@
  * App assembly (createApp: what tests drive with app.handle) and the running service
  * (startServer: storage, bootstrap, TLS, listener, jobs, graceful stop).
  */
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Elysia } from "elysia";
 import { BackgroundThread } from "./background/thread";
 import { bootstrap } from "./bootstrap";
-import { ConfigError, type Config } from "./config";
-import type { AppContext, Stores } from "./context";
-import { DB_FILE, openDatabase, type Store } from "./db/client";
-import { lockDataDir } from "./db/lock";
-import { migrate } from "./db/migrate";
+import type { Config } from "./config";
+import type { AppContext } from "./context";
+import { DB_FILE } from "./db/client";
+import { openSqliteBackend } from "./db/sqlite-backend";
 import { OperatorError } from "./lib/errors";
 import { accessGuard, admitter, RATE_LIMIT_HEADERS } from "./http/auth";
 import { CredentialRegistry, jwtSecret } from "./http/credentials";
@@ -24,15 +22,12 @@ import { createLogger, type Logger } from "./lib/log";
 import { Scheduler } from "./lib/scheduler";
 import { adminKeysRoutes } from "./modules/admin-keys/routes";
 import { adminKeyService } from "./modules/admin-keys/service";
-import { SqliteAdminKeyStore } from "./modules/admin-keys/store";
 import { pruneAuditLog } from "./modules/audit/retention";
 import { auditRoutes } from "./modules/audit/routes";
 import { auditService } from "./modules/audit/service";
-import { SqliteAuditStore } from "./modules/audit/store";
 import { AuditStreamHub } from "./modules/audit/stream";
 import { apiKeysRoutes } from "./modules/api-keys/routes";
 import { apiKeyService } from "./modules/api-keys/service";
-import { SqliteApiKeyStore } from "./modules/api-keys/store";
 import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
 import { consoleAssets, consoleRoutes } from "./modules/console/routes";
@@ -48,17 +43,13 @@ import { VERSION } from "./version";
 import { flagsRoutes } from "./modules/flags/routes";
 import { loadSnapshot, snapshotSubscriber } from "./modules/flags/snapshot";
 import { flagService } from "./modules/flags/service";
-import { SqliteFlagStore } from "./modules/flags/store";
 import { schedulesRoutes } from "./modules/schedules/routes";
 import { scheduleService } from "./modules/schedules/service";
-import { SqliteScheduleStore } from "./modules/schedules/store";
 import { segmentsRoutes } from "./modules/segments/routes";
 import { segmentService } from "./modules/segments/service";
-import { SqliteSegmentStore } from "./modules/segments/store";
 import { projectService } from "./modules/projects/service";
-import { SqliteProjectStore } from "./modules/projects/store";
 import { ChangeBus } from "./changes/bus";
-import { SqliteChangeLog } from "./changes/sqlite";
+import { sqliteTx } from "./changes/sqlite";
 import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
 import { EvaluationService } from "./modules/evaluation/service";
@@ -69,15 +60,12 @@ import { busyGauge } from "./lib/scheduling";
 import { testingRoutes } from "./modules/testing/routes";
 import { loadSessions } from "./modules/testing/live";
 import { scheduleSessionSweep, testingService } from "./modules/testing/service";
-import { SqliteTestSessionStore } from "./modules/testing/store";
 import { isPro } from "./http/edition";
 import { usersRoutes } from "./modules/users/routes";
 import { userService } from "./modules/users/service";
-import { SqliteUserStore } from "./modules/users/store";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
-import { SqliteWebhookStore } from "./modules/webhooks/store";
 import { OutboundPolicy } from "./lib/outbound";
 import { ChangeEventQueue } from "./modules/change-events/queue";
 import { ChangeEventRows } from "./modules/change-events/store";
@@ -87,26 +75,20 @@ import { IntegrationSender, type IntegrationSink } from "./modules/integrations/
 import { IntegrationThread } from "./modules/integrations/thread";
 import { integrationsRoutes } from "./modules/integrations/routes";
 import { integrationService } from "./modules/integrations/service";
-import { SqliteIntegrationStore } from "./modules/integrations/store";
 import { marketplaceRoutes } from "./modules/marketplace/routes";
 import { marketplaceService } from "./modules/marketplace/service";
-import { SqliteDownloadStore } from "./modules/marketplace/store";
 import { Catalog } from "./plugins/catalog";
 import { PluginHost } from "./plugins/host";
-import { SqliteRuntimeStore } from "./plugins/runtime-store";
 import { DEFAULT_LIMITS } from "./plugins/sandbox";
 import { pluginsRoutes } from "./modules/plugins/routes";
 import { pluginService } from "./modules/plugins/service";
-import { SqlitePluginStore } from "./modules/plugins/store";
 import { StreamHub } from "./modules/streams/hub";
 import { streamsRoutes } from "./modules/streams/routes";
 import { streamsService } from "./modules/streams/service";
-import { SqliteDefinitionsStore } from "./modules/streams/store";
 import { StreamTokens } from "./modules/streams/tokens";
 import { InsightsFlusher } from "./modules/insights/flusher";
 import { insightsRoutes } from "./modules/insights/routes";
 import { insightsService } from "./modules/insights/service";
-import { SqliteInsightsStore } from "./modules/insights/store";
 import { configuredTls, loadTls, TLS12_CIPHERS, type TlsMaterial } from "./tls";
 
 /**
@@ -254,60 +236,6 @@ export function dispatcher(app: { handle(request: Request): Promise<Response> })
   return (request: Request): Promise<Response> => app.handle(request);
 }
 
-/**
- * Locks the data dir (creating it), opens the database and brings the schema up to date.
- * `close()` closes the database and releases the lock.
- */
-export function openStore(config: Config) {
-  try {
-    mkdirSync(config.dataDir, { recursive: true, mode: 0o750 });
-  } catch (e) {
-    throw new ConfigError("SVC_DATA_DIR", "--data-dir", `cannot create ${config.dataDir}: ${(e as NodeJS.ErrnoException).code ?? e}`);
-  }
-  const lock = lockDataDir(config.dataDir);
-  let store: ReturnType<typeof openDatabase> | undefined;
-  try {
-    store = openDatabase(join(config.dataDir, DB_FILE));
-    const applied = migrate(store.sqlite);
-    const { sqlite } = store;
-    return {
-      ...store,
-      applied,
-      close() {
-        sqlite.close();
-        lock.release();
-      },
-    };
-  } catch (e) {
-    store?.sqlite.close();
-    lock.release();
-    throw e;
-  }
-}
-
-/** Every module's store over one change log (the server's, or the admin CLI's own). */
-export function createStores(changeLog: SqliteChangeLog): Stores {
-  const users = new SqliteUserStore(changeLog);
-  return {
-    projects: new SqliteProjectStore(changeLog),
-    flags: new SqliteFlagStore(changeLog),
-    schedules: new SqliteScheduleStore(changeLog),
-    segments: new SqliteSegmentStore(changeLog),
-    users,
-    adminKeys: new SqliteAdminKeyStore(changeLog, users),
-    apiKeys: new SqliteApiKeyStore(changeLog),
-    webhooks: new SqliteWebhookStore(changeLog),
-    testSessions: new SqliteTestSessionStore(changeLog.store),
-    audit: new SqliteAuditStore(changeLog.store),
-    pluginDownloads: new SqliteDownloadStore(changeLog.store),
-    plugins: new SqlitePluginStore(changeLog),
-    integrations: new SqliteIntegrationStore(changeLog),
-    definitions: new SqliteDefinitionsStore(changeLog.store),
-    pluginRuntime: new SqliteRuntimeStore(changeLog.sqlite),
-    insights: new SqliteInsightsStore(changeLog),
-  };
-}
-
 export interface ContextDeps {
   log?: Logger;
   clock?: Clock;
@@ -325,30 +253,29 @@ export interface ContextDeps {
   recordsBusy?: () => boolean;
 }
 
-export function createContext(config: Config, deps: ContextDeps = {}): AppContext & { applied: number } {
+export async function createContext(config: Config, deps: ContextDeps = {}): Promise<AppContext & { applied: number }> {
   const log = deps.log ?? createLogger({ level: config.logLevel, format: config.logFormat });
-  const store = openStore(config);
-  const scheduler = new Scheduler(log);
   const clock = deps.clock ?? systemClock;
+  // The change log and its subscribers, in this order: evaluation (then the streams), credentials, test sessions, webhook sender, change events (plugins, integrations).
+  const bus = new ChangeBus(log);
+  const backend = openSqliteBackend(config, bus, clock);
+  const { store, changeLog, stores } = backend;
+  const scheduler = new Scheduler(log);
   const requestClock = coarseClock(clock, deps.clock ? 0 : REQUEST_CLOCK_MS);
   const deliveries = deps.background
     ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
     : new DeliveryDispatcher({ ...store, clock, log, config });
-  // The change log and its subscribers, in this order: evaluation (then the streams), credentials, test sessions, webhook sender, change events (plugins, integrations).
-  const bus = new ChangeBus(log);
-  const changeLog = new SqliteChangeLog(store, bus, clock);
-  const stores = createStores(changeLog);
-  const snapshot = loadSnapshot(stores.flags);
+  const snapshot = await loadSnapshot(stores.flags);
   const secret = jwtSecret(store, config.jwtSecret, clock);
   const credentials = new CredentialRegistry(store, clock, secret, requestClock);
   const streamTokens = new StreamTokens(secret);
-  const streams = new StreamHub({ store: stores.definitions, credentials, clock, log, initial: stores.definitions.lastChangesNow() });
+  const streams = new StreamHub({ store: stores.definitions, credentials, clock, log, initial: await stores.definitions.lastChanges() });
   credentials.onReload(() => streams.revalidate());
-  const auditStreams = new AuditStreamHub({ store: stores.audit, callers: credentials, clock, log, position: stores.audit.positionNow() });
+  const auditStreams = new AuditStreamHub({ store: stores.audit, callers: credentials, clock, log, position: await stores.audit.position() });
   credentials.onReload(() => auditStreams.revalidate());
-  const testSessions = loadSessions(stores.testSessions, clock.now());
+  const testSessions = await loadSessions(stores.testSessions, clock.now());
   const insightsFlusher = new InsightsFlusher({ snapshot, store: stores.insights, clock, log });
-  const outbox = new Outbox((tx: Store) => stores.webhooks.outboxRows(tx), deliveries);
+  const outbox = new Outbox((tx) => stores.webhooks.outboxRows(tx), deliveries);
   const records = new EvaluationRecords((e) => log.error("evaluation records: a reader failed", { error: e instanceof Error ? e.message : String(e) }), deps.recordsBusy);
   const catalog = new Catalog({ dataDir: config.dataDir, log }).watch();
   const plugins = new PluginHost({
@@ -364,7 +291,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
     ? new IntegrationThread({ file: join(config.dataDir, DB_FILE), config, log })
     : new IntegrationSender({ sqlite: store.sqlite, clock, log, config, connectors: CONNECTORS });
   const integrations = new IntegrationFeed({ sqlite: store.sqlite, records, sink: sender, connectors: CONNECTORS });
-  const changeEvents = new ChangeEventQueue((tx: Store) => ({ events: new ChangeEventRows(tx.sqlite), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
+  const changeEvents = new ChangeEventQueue((tx) => ({ events: new ChangeEventRows(sqliteTx(tx).sqlite), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
   changeLog.participate(outbox.participant);
   changeLog.participate(changeEvents.participant);
   // A scheduled change's own flag-state write marks it applied, in that write's transaction.
@@ -381,6 +308,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   });
   return {
     ...store,
+    applied: backend.applied,
     config,
     log,
     clock,
@@ -419,7 +347,7 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
       void sender.stop();
       records.stop();
       deliveries.stop();
-      store.close();
+      backend.close();
     },
   };
 }
@@ -447,7 +375,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   const ownTls = config.behindProxy ? null : configuredTls(config);
   // The background thread runs on the system clock: a test that injects a clock keeps the sender here.
   const real = deps.clock === undefined;
-  const ctx = createContext(config, { ...deps, background: deps.background ?? real, recordsBusy: deps.recordsBusy ?? (real ? busyGauge() : undefined) });
+  const ctx = await createContext(config, { ...deps, background: deps.background ?? real, recordsBusy: deps.recordsBusy ?? (real ? busyGauge() : undefined) });
   const { log } = ctx;
   try {
     if (ctx.applied > 0) log.info("database migrated", { migrations: ctx.applied });

@@ -59,7 +59,7 @@ export async function testApp(env: Record<string, string> = {}, extend?: (app: A
   let written = "";
   const log = createLogger({ level: config.logLevel, format: "json", write: (chunk) => (written += chunk) });
   const clock = new TestClock();
-  const ctx = createContext(config, { log, clock, ...deps });
+  const ctx = await createContext(config, { log, clock, ...deps });
   await bootstrap(ctx);
   const services = createServices(ctx);
   const base = createApp(ctx, services);

@@ -5,10 +5,15 @@
  * from the entries in that same transaction, and once it has committed publishes the entries
  * (bus.ts), in commit order, then runs the effects the participants returned.
  *
- * `Tx` is the backend's transaction handle: a store of that backend reads and writes through it
- * inside `write`, and nothing outside the transaction sees its rows before the commit.
+ * `Tx` is the backend's transaction handle, opaque to everyone but that backend's stores: they
+ * read and write through it inside `write` (and a participant's rows are bound to it), and
+ * nothing outside the transaction sees its rows before the commit.
  */
 import type { Author, ChangeDraft, ChangeEntry } from "./entry";
+
+declare const TRANSACTION: unique symbol;
+/** A transaction of some backend: only that backend's stores know what is inside. */
+export type Tx = { readonly [TRANSACTION]: true };
 
 /** What a write returns to `commit`: its result and the changes it made (none: nothing is appended). */
 export interface Written<T> {
@@ -24,10 +29,10 @@ export type Effect = () => void | Promise<void>;
  * queue, the schedules): writes its own rows through `tx`, and returns its after-commit effect,
  * if any. It keeps nothing between the transaction and the effect: the effect carries it.
  */
-export type Participant<Tx> = (tx: Tx, entries: readonly ChangeEntry[]) => Promise<Effect | undefined>;
+export type Participant = (tx: Tx, entries: readonly ChangeEntry[]) => Promise<Effect | undefined>;
 
-export interface ChangeLog<Tx> {
-  participate(p: Participant<Tx>): void;
+export interface ChangeLog {
+  participate(p: Participant): void;
   /**
    * Runs `write` in a transaction, appends the changes it returns, runs the participants, commits,
    * then publishes the entries and runs the participants' effects (the snapshot holds the change

@@ -11,7 +11,7 @@ import { iso, type Clock } from "../lib/clock";
 import { sortableId } from "../lib/ids";
 import type { ChangeBus } from "./bus";
 import type { Author, ChangeDraft, ChangeEntry } from "./entry";
-import type { ChangeLog, Effect, Participant, Written } from "./log";
+import type { ChangeLog, Effect, Participant, Tx, Written } from "./log";
 
 export type { Participant, Written } from "./log";
 
@@ -19,8 +19,11 @@ const INSERT_SQL = `INSERT INTO change_log
   (id, at, actor_type, actor_id, actor_label, request_id, project_id, project_slug, environment, resource_type, resource_id, resource_key, action, changes)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)`;
 
-export class SqliteChangeLog implements ChangeLog<Store> {
-  private readonly participants: Participant<Store>[] = [];
+/** The SQLite store a transaction handle stands for (on SQLite, the connection itself, inside its transaction). */
+export const sqliteTx = (tx: Tx): Store => tx as unknown as Store;
+
+export class SqliteChangeLog implements ChangeLog {
+  private readonly participants: Participant[] = [];
   /** The write under way (or the last one): the next waits for it. */
   private tail: Promise<unknown> = Promise.resolve();
 
@@ -34,11 +37,11 @@ export class SqliteChangeLog implements ChangeLog<Store> {
     return this.store.sqlite;
   }
 
-  participate(p: Participant<Store>): void {
+  participate(p: Participant): void {
     this.participants.push(p);
   }
 
-  commit<T>(author: Author, write: (tx: Store) => Promise<Written<T>>): Promise<T> {
+  commit<T>(author: Author, write: (tx: Tx) => Promise<Written<T>>): Promise<T> {
     const run = this.tail.then(() => this.transact(author, write));
     this.tail = run.catch(() => undefined);
     return run.then(async ({ result, entries, effects }) => {
@@ -48,7 +51,7 @@ export class SqliteChangeLog implements ChangeLog<Store> {
     });
   }
 
-  async create(author: Author, insert: (tx: Store) => Promise<void>, change: ChangeDraft): Promise<boolean> {
+  async create(author: Author, insert: (tx: Tx) => Promise<void>, change: ChangeDraft): Promise<boolean> {
     try {
       return await this.commit(author, async (tx) => {
         await insert(tx);
@@ -61,17 +64,18 @@ export class SqliteChangeLog implements ChangeLog<Store> {
   }
 
   /** One transaction: the write, its entries, the participants; committed, or rolled back on any throw. */
-  private async transact<T>(author: Author, write: (tx: Store) => Promise<Written<T>>): Promise<{ result: T; entries: ChangeEntry[]; effects: Effect[] }> {
+  private async transact<T>(author: Author, write: (tx: Tx) => Promise<Written<T>>): Promise<{ result: T; entries: ChangeEntry[]; effects: Effect[] }> {
     const { sqlite } = this.store;
     if (sqlite.inTransaction) throw new Error("change log: commit() inside a transaction");
     sqlite.run("BEGIN IMMEDIATE");
     try {
-      const { result, changes } = await write(this.store);
+      const tx = this.store as unknown as Tx;
+      const { result, changes } = await write(tx);
       const entries = this.append(author, changes);
       const effects: Effect[] = [];
       if (entries.length > 0) {
         for (const p of this.participants) {
-          const effect = await p(this.store, entries);
+          const effect = await p(tx, entries);
           if (effect) effects.push(effect);
         }
       }

@@ -194,11 +194,13 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   const hook = { url: "http://localhost:9/hook", events: ["flag.created" as const], secret: WEBHOOK_SECRET };
   const webhookId = (await h.services.webhooks.create(SYSTEM, slug, hook)).id;
   const doomedWebhookId = (await h.services.webhooks.create(SYSTEM, slug, { ...hook, enabled: false })).id;
-  const recordEvent = async (environment: string) => {
-    const rows = h.ctx.stores.webhooks.outboxRows(h.ctx);
-    const change = { event: "flag.created" as const, environment, flagKey: "kept", previous: false, current: false };
-    await rows.recordEvents(project, [change], new Date(h.clock.now()).toISOString(), await rows.takers(project.id));
-  };
+  const recordEvent = (environment: string) =>
+    h.ctx.changeLog.commit(SYSTEM, async (tx) => {
+      const rows = h.ctx.stores.webhooks.outboxRows(tx);
+      const change = { event: "flag.created" as const, environment, flagKey: "kept", previous: false, current: false };
+      await rows.recordEvents(project, [change], new Date(h.clock.now()).toISOString(), await rows.takers(project.id));
+      return { result: undefined, changes: [] };
+    });
   await recordEvent("production");
   h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
   const deliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId) as { id: string }).id;

@@ -152,8 +152,8 @@ describe("across a restart", () => {
 
     const clock = new TestClock(NOW + 2 * 60_000);
     const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "error", SVC_LOG_FORMAT: "json" });
-    const ctx = createContext(config, { clock, log: createLogger({ level: "error", format: "json", write: () => {} }) });
-    void bootstrap(ctx);
+    const ctx = await createContext(config, { clock, log: createLogger({ level: "error", format: "json", write: () => {} }) });
+    await bootstrap(ctx);
     const app = dispatcher(createApp(ctx, createServices(ctx)));
     const again = { request: (method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) => app(new Request(`http://localhost${path}`, { method, headers: init.headers })) };
     try {

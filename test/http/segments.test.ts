@@ -277,7 +277,7 @@ describe("in_segment and not_in_segment in flag rules", () => {
     expect(await evaluate("one", { userId: "u1" })).toMatchObject({ reason: "FLAG_ENABLED" });
     expect(await evaluate("one", { userId: "u9" })).toMatchObject({ reason: "TARGETING_RULE_MATCH" });
     // A restart reads the snapshot whole: the segments with it.
-    const fresh = loadSnapshot(h.ctx.stores.flags);
+    const fresh = await loadSnapshot(h.ctx.stores.flags);
     const envId = h.ctx.snapshot.environmentId(h.ctx.db.select().from(projects).all().find((p) => p.slug === "default")!.id, "development")!;
     for (const userId of ["u1", "u2", "u3", "u9"]) {
       for (const key of ["one", "two"]) {

@@ -313,7 +313,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     expect(hub.lastChange(await environmentId("production", "shop")).position).toBe(shopCreated);
     expect(hub.lastChange("env_unknown")).toEqual({ position: 0, at: 0 });
     // What a restarted server reads from the change log is what the hub kept.
-    const { environments } = new SqliteDefinitionsStore(h.ctx).lastChangesNow();
+    const { environments } = await new SqliteDefinitionsStore(h.ctx).lastChanges();
     for (const e of environments) expect({ id: e.id, ...hub.lastChange(e.id) }).toEqual({ id: e.id, position: e.position, at: e.at });
     expect(environments.length).toBe(7);
     expect(await hub.waitFor(lastPosition(h.ctx), 10)).toBe(true);

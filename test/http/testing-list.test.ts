@@ -67,7 +67,7 @@ for (const edition of ["ce", "pro"] as const) {
       const sorted = [...made].sort();
       expect(await ids()).toEqual(sorted);
       h.ctx.close();
-      const reopened = createContext(h.ctx.config, { log: createLogger({ level: "error", format: "json", write: () => {} }), clock: h.clock });
+      const reopened = await createContext(h.ctx.config, { log: createLogger({ level: "error", format: "json", write: () => {} }), clock: h.clock });
       try {
         const res = await dispatcher(createApp(reopened))(new Request(`http://localhost${SESSIONS}`, { headers: testKey }));
         expect((await json(res, 200)).sessions.map((s: { id: string }) => s.id)).toEqual(sorted);

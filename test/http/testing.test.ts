@@ -681,7 +681,7 @@ for (const edition of ["ce", "pro"] as const) {
       test("a restart reloads live sessions and their overrides from the database; expired ones are not loaded", async () => {
         // An app of its own: it is closed and reopened on its data dir.
         const r = await testApp({ SVC_EDITION: edition });
-        let reopened: ReturnType<typeof createContext> | undefined;
+        let reopened: Awaited<ReturnType<typeof createContext>> | undefined;
         try {
           const rAdmin = bearer(seedAdminKey(r.ctx));
           const rTest = bearer(seedApiKey(r.ctx, "test").secret);
@@ -697,7 +697,7 @@ for (const edition of ["ce", "pro"] as const) {
           r.clock.advance(pro ? 10_000 : 0);
 
           r.ctx.close();
-          reopened = createContext(r.ctx.config, { log: createLogger({ level: "error", format: "json", write: () => {} }), clock: r.clock });
+          reopened = await createContext(r.ctx.config, { log: createLogger({ level: "error", format: "json", write: () => {} }), clock: r.clock });
           const handle = dispatcher(createApp(reopened));
           const call = (method: string, path: string, headers: Record<string, string>, body?: unknown) =>
             handle(new Request(`http://localhost${path}`, { method, headers: { ...headers, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }));
@@ -751,7 +751,7 @@ describe("the listening server", () => {
     const config = loadConfig({ SVC_DATA_DIR: dir, SVC_PORT: "0", SVC_HOST: "127.0.0.1", SVC_LOG_LEVEL: "error" });
     const quiet = createLogger({ level: "error", format: "json", write: () => {} });
     // A first run leaves an expired and a live session on disk.
-    const first = createContext(config, { log: quiet, clock });
+    const first = await createContext(config, { log: quiet, clock });
     const insert = (id: string, expiresAt: string) =>
       first.sqlite.run("INSERT INTO test_sessions (id, project_id, token, label, created_at, expires_at) SELECT ?, id, ?, NULL, ?, ? FROM projects LIMIT 1", [id, id, new Date(clock.now()).toISOString(), expiresAt]);
     first.sqlite.run("INSERT INTO projects (id, slug, name, created_at, updated_at) VALUES ('proj_x', 'x', 'X', 'x', 'x')");

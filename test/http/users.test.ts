@@ -259,7 +259,7 @@ describe("delete and the last admin", () => {
 describe("bootstrap: the first admin user and admin key", () => {
   async function start(dir: string, env: Record<string, string> = {}) {
     const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_FORMAT: "json", SVC_LOG_LEVEL: "error", ...env });
-    const ctx = createContext(config, { log: createLogger({ level: "error", format: "json", write: () => {} }), clock: new TestClock() });
+    const ctx = await createContext(config, { log: createLogger({ level: "error", format: "json", write: () => {} }), clock: new TestClock() });
     return { ctx, result: await bootstrap(ctx) };
   }
 

@@ -361,7 +361,7 @@ describe("restart", () => {
   test("a change sent before a close and again by the next context carries the same id for every type, derived from the stored event id", async () => {
     const own = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
     const ownAdmin = bearer(seedAdminKey(own.ctx, "release-bot"));
-    let again: ReturnType<typeof createContext> | undefined;
+    let again: Awaited<ReturnType<typeof createContext>> | undefined;
     const types = ["mixpanel", "amplitude", "segment", "datadog", "slack"];
     try {
       await json(await own.request("POST", "/v1/projects/default/flags", { headers: ownAdmin, body: { key: "id-flag", name: "I" } }), 201);
@@ -379,7 +379,7 @@ describe("restart", () => {
       own.ctx.close();
       mode = { kind: "ok" };
       rx.received.length = 0;
-      again = createContext(own.ctx.config, { clock: own.clock });
+      again = await createContext(own.ctx.config, { clock: own.clock });
       await until("every type sent again", () => ids().size === types.length);
       expect(ids()).toEqual(first);
       expect(Object.fromEntries(first)).toEqual({
@@ -399,7 +399,7 @@ describe("restart", () => {
   test("changes the vendor did not take before a close are sent by the next context over the same database, once each", async () => {
     const own = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
     const ownAdmin = bearer(seedAdminKey(own.ctx, "release-bot"));
-    let again: ReturnType<typeof createContext> | undefined;
+    let again: Awaited<ReturnType<typeof createContext>> | undefined;
     try {
       await json(await own.request("POST", "/v1/projects/default/flags", { headers: ownAdmin, body: { key: "restart-flag", name: "R" } }), 201);
       await json(await own.request("POST", "/v1/projects/default/integrations", { headers: ownAdmin, body: { type: "segment", config: VENDORS[2]!.config() } }), 201);
@@ -410,7 +410,7 @@ describe("restart", () => {
       own.ctx.close();
       mode = { kind: "ok" };
       rx.received.length = 0;
-      again = createContext(own.ctx.config, { clock: own.clock });
+      again = await createContext(own.ctx.config, { clock: own.clock });
       const segment = VENDORS[2]!;
       await until("both changes", () => all(segment, "changes").length >= 2);
       await Bun.sleep(300);

@@ -11,7 +11,7 @@ import { cliAuthor } from "../../src/changes/entry";
 import { SqliteChangeLog } from "../../src/changes/sqlite";
 import { CredentialRegistry } from "../../src/http/credentials";
 import { adminKeyService } from "../../src/modules/admin-keys/service";
-import { createStores } from "../../src/server";
+import { createStores } from "../../src/db/sqlite-backend";
 import { coarseClock, iso } from "../../src/lib/clock";
 import { newId } from "../../src/lib/ids";
 import { bearer, seedAdminKey, seedApiKey, testApp } from "../helpers";

@@ -84,7 +84,7 @@ test("incremental updates equal a rebuild from the database", async () => {
         }
       }
       const ids = ctx.db.select({ id: environments.id }).from(environments).all().map((e) => e.id);
-      expect(view(ctx.snapshot, ids)).toEqual(view(loadSnapshot(ctx.stores.flags), ids));
+      expect(view(ctx.snapshot, ids)).toEqual(view(await loadSnapshot(ctx.stores.flags), ids));
       expect(ctx.snapshot.flagCount()).toBe(ctx.db.select({ n: count() }).from(flags).get()!.n);
     }),
     { numRuns: 25 },

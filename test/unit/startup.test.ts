@@ -17,7 +17,7 @@ describe("bootstrap", () => {
   test("first start creates project default with three environments; the next start creates nothing", async () => {
     const h = await testApp();
     try {
-      const project = h.ctx.stores.projects.bySlugNow("default")!;
+      const project = (await h.ctx.stores.projects.bySlug("default"))!;
       expect(project.id).toMatch(/^proj_[A-Za-z0-9]{22}$/);
       expect(project.environments.map((e) => e.slug)).toEqual(["development", "staging", "production"]);
       for (const e of project.environments) expect(e.id).toMatch(/^env_[A-Za-z0-9]{22}$/);
@@ -48,9 +48,9 @@ describe("data-dir lock", () => {
   test("a second context on a data dir in use is refused until the first closes", async () => {
     const h = await testApp();
     try {
-      expect(() => createContext(h.ctx.config)).toThrow(DataDirLockedError);
+      expect(createContext(h.ctx.config)).rejects.toThrow(DataDirLockedError);
       h.ctx.close();
-      const second = createContext(h.ctx.config);
+      const second = await createContext(h.ctx.config);
       second.close();
     } finally {
       h.close();

@@ -4,7 +4,9 @@
  */
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
-import type { SqliteChangeLog } from "../../changes/sqlite";
+import { sqliteTx, type SqliteChangeLog } from "../../changes/sqlite";
+import type { Tx } from "../../changes/log";
+import type { Store } from "../../db/client";
 import { adminKeys } from "../../db/schema";
 import type { SqliteUserStore } from "../users/store";
 
@@ -30,7 +32,10 @@ export interface Remaining {
 export interface AdminKeyStore {
   /** Oldest first, then in the order they were added. */
   list(): Promise<AdminKeyRecord[]>;
-  count(): Promise<number>;
+  /** `tx`: read inside that transaction. */
+  count(tx?: Tx): Promise<number>;
+  /** Inside a commit (the first start's bootstrap): the row alone; that commit appends the entry. */
+  insert(tx: Tx, key: StoredAdminKey): Promise<void>;
   /** A new key, unless its hash is already stored (false). */
   create(author: Author, key: StoredAdminKey, change: ChangeDraft): Promise<boolean>;
   remove(author: Author, id: string, decide: (current: StoredAdminKey | undefined, remaining: Remaining) => ChangeDraft): Promise<void>;
@@ -51,30 +56,27 @@ export class SqliteAdminKeyStore implements AdminKeyStore {
       .all();
   }
 
-  async count(): Promise<number> {
-    return this.countNow();
+  async count(tx?: Tx): Promise<number> {
+    return this.countOn(tx ? sqliteTx(tx) : this.log.store);
   }
 
-  /** Synchronous, for what runs inside a transaction (the bootstrap). */
-  countNow(): number {
-    return this.log.store.db.select({ n: count() }).from(adminKeys).get()!.n;
+  private countOn(store: Store): number {
+    return store.db.select({ n: count() }).from(adminKeys).get()!.n;
   }
 
   create(author: Author, key: StoredAdminKey, change: ChangeDraft): Promise<boolean> {
-    return this.log.create(author, async () => void this.insertNow(key), change);
+    return this.log.create(author, (tx) => this.insert(tx, key), change);
   }
 
-  /** Inside a transaction (the first start's bootstrap). */
-  insertNow(key: StoredAdminKey): true {
-    this.log.store.db.insert(adminKeys).values(key).run();
-    return true;
+  async insert(tx: Tx, key: StoredAdminKey): Promise<void> {
+    sqliteTx(tx).db.insert(adminKeys).values(key).run();
   }
 
   remove(author: Author, id: string, decide: (current: StoredAdminKey | undefined, remaining: Remaining) => ChangeDraft): Promise<void> {
     return this.log.commit(author, async () => {
       const { db } = this.log.store;
       const current = db.select().from(adminKeys).where(eq(adminKeys.id, id)).get();
-      const change = decide(current, { keys: this.countNow(), adminUsers: this.users.adminsNow() });
+      const change = decide(current, { keys: this.countOn(this.log.store), adminUsers: this.users.adminsNow() });
       db.delete(adminKeys).where(eq(adminKeys.id, id)).run();
       return { result: undefined, changes: [change] };
     });

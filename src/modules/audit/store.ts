@@ -69,6 +69,8 @@ export interface AuditStore {
    * a staleness mark of a flag (docs/insights.md): what a 412 says changed it.
    */
   latestChange(resource: { type: ResourceType; id: string; key: string }, environment: string | null): Promise<ChangeEntry | undefined>;
+  /** The change log's last position (0: empty). */
+  position(): Promise<number>;
 }
 
 /** A `change_log` row as SQLite returns it (tests read the log this way too). */
@@ -166,8 +168,7 @@ export class SqliteAuditStore implements AuditStore {
     return { entries, resumeBelow: entries.length < limit ? this.windowEnd(before) : null };
   }
 
-  /** The change log's last position (0: empty); synchronous, for the start. */
-  positionNow(): number {
+  async position(): Promise<number> {
     return this.sqlite.query<{ p: number }, []>("SELECT coalesce(max(position), 0) AS p FROM change_log").get()!.p;
   }
 

@@ -8,7 +8,7 @@
  * each reader pulls them from its own stored position.
  */
 import type { ChangeEntry } from "../../changes/entry";
-import type { Effect } from "../../changes/log";
+import type { Effect, Tx } from "../../changes/log";
 import { flagChanges, type FlagReads } from "../webhooks/events";
 import type { ChangeEventWrites } from "./store";
 
@@ -16,7 +16,7 @@ export interface ChangeEventReader {
   eventsCommitted(projectId: string): void;
 }
 
-export class ChangeEventQueue<Tx> {
+export class ChangeEventQueue {
   constructor(
     /** The queue's rows and the flag reads of the derivation, on a write's transaction. */
     private readonly rowsIn: (tx: Tx) => { events: ChangeEventWrites; flags: FlagReads },

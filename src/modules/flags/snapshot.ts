@@ -9,12 +9,15 @@ import type { ChangeEntry, Changes } from "../../changes/entry";
 import type { FlagState } from "../../evaluation/types";
 import { isStaleChange } from "../webhooks/events";
 import { Snapshot } from "../../evaluation/snapshot";
-import type { SnapshotSource, SqliteFlagStore } from "./store";
+import type { SnapshotSource } from "./store";
 
-/** Every project, read at start-up (synchronously: the server fills it before it listens). */
-export function loadSnapshot(store: SqliteFlagStore): Snapshot {
+/** Every project, read at start-up (the server fills it before it listens). */
+export async function loadSnapshot(source: SnapshotSource): Promise<Snapshot> {
   const snapshot = new Snapshot();
-  for (const id of store.projectIdsNow()) snapshot.setProject(id, store.projectNow(id)!);
+  for (const id of await source.projectIds()) {
+    const data = await source.project(id);
+    if (data) snapshot.setProject(id, data);
+  }
   return snapshot;
 }
 

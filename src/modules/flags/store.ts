@@ -83,6 +83,8 @@ export interface FlagStore {
 
 /** What the evaluation snapshot reads (flags/snapshot.ts). */
 export interface SnapshotSource {
+  /** Every project's id (start-up fills the snapshot from them). */
+  projectIds(): Promise<string[]>;
   /** A project's environments, flags and states; undefined once it is gone. */
   project(projectId: string): Promise<ProjectData | undefined>;
   definition(flagId: string): Promise<FlagDefinition | undefined>;
@@ -316,8 +318,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
 
   // ---- the snapshot's source -----------------------------------------------------------------
 
-  /** Synchronous: start-up fills the snapshot before it listens. */
-  projectNow(projectId: string): ProjectData | undefined {
+  async project(projectId: string): Promise<ProjectData | undefined> {
     const { db } = this.log.store;
     const project = db.select({ slug: projects.slug }).from(projects).where(eq(projects.id, projectId)).get();
     if (!project) return undefined;
@@ -343,12 +344,8 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     return { slug: project.slug, environmentIds: envs.map((e) => e.id), environmentSlugs: envs.map((e) => e.slug), flags: defs, states, segments: segs };
   }
 
-  projectIdsNow(): string[] {
+  async projectIds(): Promise<string[]> {
     return this.log.store.db.select({ id: projects.id }).from(projects).all().map((p) => p.id);
-  }
-
-  async project(projectId: string): Promise<ProjectData | undefined> {
-    return this.projectNow(projectId);
   }
 
   async definition(flagId: string): Promise<FlagDefinition | undefined> {

@@ -5,7 +5,8 @@
  */
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
-import type { SqliteChangeLog, Written } from "../../changes/sqlite";
+import { sqliteTx, type SqliteChangeLog, type Written } from "../../changes/sqlite";
+import type { Tx } from "../../changes/log";
 import { prepared } from "../../db/client";
 import { apiKeys, environments, flags, projects, webhooks } from "../../db/schema";
 
@@ -42,7 +43,10 @@ export interface Contents {
 export interface ProjectStore extends ProjectReader {
   /** Every project, by slug, with its environments; `onlyId`: that one alone. */
   list(onlyId?: string): Promise<Project[]>;
-  count(): Promise<number>;
+  /** `tx`: read inside that transaction. */
+  count(tx?: Tx): Promise<number>;
+  /** Inside a commit (the first start's bootstrap): the row alone; that commit appends the entry. */
+  insert(tx: Tx, project: Project): Promise<void>;
   /** A new project with its environments, unless the slug is taken (false). */
   create(author: Author, project: Project, change: ChangeDraft): Promise<boolean>;
   update(author: Author, slug: string, decide: (current: Project | undefined) => Written<Project>): Promise<Project>;
@@ -117,26 +121,20 @@ export class SqliteProjectStore implements ProjectStore {
     return rows.map((p) => ({ ...p, environments: byProject.get(p.id)! }));
   }
 
-  async count(): Promise<number> {
-    return this.countNow();
-  }
-
-  countNow(): number {
-    return this.log.store.db.select({ n: count() }).from(projects).get()!.n;
+  async count(tx?: Tx): Promise<number> {
+    return (tx ? sqliteTx(tx) : this.log.store).db.select({ n: count() }).from(projects).get()!.n;
   }
 
   create(author: Author, project: Project, change: ChangeDraft): Promise<boolean> {
-    return this.log.create(author, async () => void this.insertNow(project), change);
+    return this.log.create(author, (tx) => this.insert(tx, project), change);
   }
 
-  /** Inside a transaction (the first start's bootstrap): the project and its environments. */
-  insertNow(project: Project): true {
+  async insert(tx: Tx, project: Project): Promise<void> {
     this.cache.clear();
-    const { db } = this.log.store;
+    const { db } = sqliteTx(tx);
     const { environments: envs, ...row } = project;
     db.insert(projects).values(row).run();
     if (envs.length > 0) db.insert(environments).values(envs.map((e) => ({ ...e, projectId: project.id }))).run();
-    return true;
   }
 
   update(author: Author, slug: string, decide: (current: Project | undefined) => Written<Project>): Promise<Project> {

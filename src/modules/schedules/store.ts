@@ -8,8 +8,7 @@
  * transaction, from its entry, as the webhook outbox derives its rows.
  */
 import type { Actor, ActorType, Author, ChangeDraft } from "../../changes/entry";
-import type { Participant, SqliteChangeLog, Written } from "../../changes/sqlite";
-import type { Store } from "../../db/client";
+import { sqliteTx, type Participant, type SqliteChangeLog, type Written } from "../../changes/sqlite";
 
 export const SCHEDULE_STATUSES = ["pending", "applied", "failed", "cancelled"] as const;
 export type ScheduleStatus = (typeof SCHEDULE_STATUSES)[number];
@@ -37,6 +36,8 @@ export interface Schedule {
 }
 
 export interface ScheduleStore {
+  /** The change log's participant: a schedule's own flag-state write marks it applied, in its transaction. */
+  readonly participant: Participant;
   find(projectId: string, id: string): Promise<Schedule | undefined>;
   /** Ordered by `at`, then id; `flagId`, `status`: only those. */
   list(projectId: string, filter: { flagId?: string; status?: ScheduleStatus }): Promise<Schedule[]>;
@@ -173,10 +174,10 @@ export class SqliteScheduleStore implements ScheduleStore {
   }
 
   /** The change log's participant: a schedule's own flag-state write marks it applied, in its transaction. */
-  readonly participant: Participant<Store> = async (tx, entries) => {
+  readonly participant: Participant = async (tx, entries) => {
     for (const e of entries) {
       if (e.resource.type !== "flag_state" || e.requestId === null || !e.requestId.startsWith("sch_")) continue;
-      tx.sqlite.query(APPLIED_BY_ENTRY_SQL).run(e.requestId, e.at, e.resource.id, e.actor.id);
+      sqliteTx(tx).sqlite.query(APPLIED_BY_ENTRY_SQL).run(e.requestId, e.at, e.resource.id, e.actor.id);
     }
     return undefined;
   };

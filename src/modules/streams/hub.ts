@@ -59,7 +59,7 @@ export interface StreamHubDeps {
   credentials: StreamCredentials;
   clock: Clock;
   log: Logger;
-  /** Where every environment stands at start (the store's `lastChangesNow`). */
+  /** Where every environment stands at start (the store's `lastChanges`). */
   initial: { position: number; environments: readonly EnvironmentChange[] };
   /** Default HEARTBEAT_MS; 0: no timer (tests call `heartbeat()`). */
   heartbeatMs?: number;

@@ -65,6 +65,11 @@ export interface EnvironmentChange {
 }
 
 export interface DefinitionsStore {
+  /**
+   * Every environment and its last change that alters evaluation, and the change log's last
+   * position (start-up: the stream hub's `lastChange`).
+   */
+  lastChanges(): Promise<{ position: number; environments: EnvironmentChange[] }>;
   /** The environment's flags and the change log's last position, in one read; undefined once the environment is gone. */
   environment(environmentId: string): Promise<Definitions | undefined>;
   /**
@@ -206,7 +211,7 @@ export class SqliteDefinitionsStore implements DefinitionsStore {
    * every environment is placed (usually after a few entries; the whole log only when some
    * environment has no such entry left).
    */
-  lastChangesNow(): { position: number; environments: EnvironmentChange[] } {
+  async lastChanges(): Promise<{ position: number; environments: EnvironmentChange[] }> {
     const position = this.lastPosition();
     const environments = this.sqlite
       .query<{ id: string; projectId: string; slug: string }, []>("SELECT id, project_id AS projectId, slug FROM environments ORDER BY rowid")

@@ -88,8 +88,8 @@ export class LiveSessions implements OverrideSource {
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The sessions not yet expired at `now`, with their overrides, from the database (start-up). */
-export function loadSessions(store: Pick<TestSessionStore, "liveNow">, now: number): LiveSessions {
+export async function loadSessions(store: Pick<TestSessionStore, "live">, now: number): Promise<LiveSessions> {
   const sessions = new LiveSessions();
-  for (const { overrides, ...row } of store.liveNow(now)) sessions.add({ ...row, expiresAtMs: Date.parse(row.expiresAt), overrides: new Map(overrides) });
+  for (const { overrides, ...row } of await store.live(now)) sessions.add({ ...row, expiresAtMs: Date.parse(row.expiresAt), overrides: new Map(overrides) });
   return sessions;
 }

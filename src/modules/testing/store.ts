@@ -30,7 +30,7 @@ export interface TestSessionStore {
   /** Sessions expired at `now` (`expiresAt <= now`), with their overrides; returns how many. */
   removeExpired(now: number): Promise<number>;
   /** Start-up, synchronous: the sessions not yet expired at `now`, each with its overrides. */
-  liveNow(now: number): (SessionRow & { overrides: [string, Override][] })[];
+  live(now: number): Promise<(SessionRow & { overrides: [string, Override][] })[]>;
 }
 
 export class SqliteTestSessionStore implements TestSessionStore {
@@ -67,7 +67,7 @@ export class SqliteTestSessionStore implements TestSessionStore {
     return this.store.db.delete(testSessions).where(lte(testSessions.expiresAt, iso(now))).returning({ id: testSessions.id }).all().length;
   }
 
-  liveNow(now: number): (SessionRow & { overrides: [string, Override][] })[] {
+  async live(now: number): Promise<(SessionRow & { overrides: [string, Override][] })[]> {
     const { db } = this.store;
     const live = new Map(db.select().from(testSessions).where(gt(testSessions.expiresAt, iso(now))).all().map((row) => [row.id, { ...row, overrides: [] as [string, Override][] }]));
     for (const row of db.select().from(sessionOverrides).all()) live.get(row.sessionId)?.overrides.push([row.flagKey, row.value]);

@@ -6,7 +6,8 @@
  */
 import { asc, count, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
-import type { SqliteChangeLog, Written } from "../../changes/sqlite";
+import { sqliteTx, type SqliteChangeLog, type Written } from "../../changes/sqlite";
+import type { Tx } from "../../changes/log";
 import { prepared } from "../../db/client";
 import { users } from "../../db/schema";
 import type { Role } from "../../http/access";
@@ -36,7 +37,10 @@ export interface UserStore extends UserReader {
   /** Every user, ordered by email. */
   list(): Promise<UserRecord[]>;
   get(id: string): Promise<UserRecord | undefined>;
-  count(): Promise<number>;
+  /** `tx`: read inside that transaction. */
+  count(tx?: Tx): Promise<number>;
+  /** Inside a commit (the first start's bootstrap): the row alone; that commit appends the entry. */
+  insert(tx: Tx, user: StoredUser): Promise<void>;
   /** A new user, unless the email is taken (false). */
   create(author: Author, user: StoredUser, change: ChangeDraft): Promise<boolean>;
   /** `decide` sees the stored user and how many admins there are; no change, nothing written. */
@@ -68,13 +72,8 @@ export class SqliteUserStore implements UserStore {
     return u && toRecord(u);
   }
 
-  async count(): Promise<number> {
-    return this.countNow();
-  }
-
-  /** Synchronous, for what runs inside a transaction (the bootstrap). */
-  countNow(): number {
-    return this.log.store.db.select({ n: count() }).from(users).get()!.n;
+  async count(tx?: Tx): Promise<number> {
+    return (tx ? sqliteTx(tx) : this.log.store).db.select({ n: count() }).from(users).get()!.n;
   }
 
   /** Admin users now (the last admin key's deletion needs one: admin-keys/store.ts, in its transaction). */
@@ -83,13 +82,11 @@ export class SqliteUserStore implements UserStore {
   }
 
   create(author: Author, user: StoredUser, change: ChangeDraft): Promise<boolean> {
-    return this.log.create(author, async () => void this.insertNow(user), change);
+    return this.log.create(author, (tx) => this.insert(tx, user), change);
   }
 
-  /** Inside a transaction (the first start's bootstrap). */
-  insertNow(user: StoredUser): true {
-    this.log.store.db.insert(users).values(user).run();
-    return true;
+  async insert(tx: Tx, user: StoredUser): Promise<void> {
+    sqliteTx(tx).db.insert(users).values(user).run();
   }
 
   update(author: Author, id: string, decide: (current: StoredUser | undefined, admins: number) => Written<StoredUser>): Promise<StoredUser> {

@@ -7,11 +7,11 @@
  * and for a webhook that a PATCH enabled again (its pending deliveries resume at once).
  */
 import type { ChangeEntry } from "../../changes/entry";
-import type { Effect } from "../../changes/log";
+import type { Effect, Tx } from "../../changes/log";
 import { flagChanges } from "./events";
 import type { OutboxRows } from "./store";
 
-export class Outbox<Tx> {
+export class Outbox {
   constructor(
     /** The outbox's rows on a write's transaction. */
     private readonly rowsIn: (tx: Tx) => OutboxRows,

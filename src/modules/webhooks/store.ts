@@ -16,7 +16,8 @@
 import type { Database } from "bun:sqlite";
 import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
-import type { SqliteChangeLog, Written } from "../../changes/sqlite";
+import { sqliteTx, type SqliteChangeLog, type Written } from "../../changes/sqlite";
+import type { Tx } from "../../changes/log";
 import { prepared, transaction, type Store } from "../../db/client";
 import { projects, webhookDeliveries, webhookEvents, webhooks } from "../../db/schema";
 import { iso, type Clock } from "../../lib/clock";
@@ -60,6 +61,8 @@ export interface DeliveryRecord {
 }
 
 export interface WebhookStore {
+  /** The outbox's reads and writes on a write's transaction (outbox.ts). */
+  outboxRows(tx: Tx): OutboxRows;
   find(webhookId: string): Promise<StoredWebhook | undefined>;
   /** The project's webhooks, oldest first. */
   list(projectId: string): Promise<WebhookRecord[]>;
@@ -239,8 +242,8 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   /** The outbox's reads and writes on a write's transaction. */
-  outboxRows(tx: Store): OutboxRows {
-    return new SqliteOutboxRows(tx.sqlite);
+  outboxRows(tx: Tx): OutboxRows {
+    return new SqliteOutboxRows(sqliteTx(tx).sqlite);
   }
 }
 
