@@ -3,11 +3,8 @@
  * Each step runs in order inside one transaction and may add lines to the start banner;
  * a step that creates a secret prints it here, once. Later modules add their own steps.
  */
-import { eq } from "drizzle-orm";
 import { SYSTEM, type ChangeDraft } from "./changes/entry";
 import type { AppContext } from "./context";
-import { settings } from "./db/schema";
-import { iso } from "./lib/clock";
 import { adminKeyChange, newAdminKey } from "./modules/admin-keys/service";
 import { generatePassword, hashPasswordSync, newUser, userChange } from "./modules/users/service";
 import { DEFAULT_ENVIRONMENTS, newProject, projectCreated } from "./modules/projects/service";
@@ -23,7 +20,6 @@ export interface StepResult {
   changes: ChangeDraft[];
 }
 
-const BOOTSTRAPPED_AT = "bootstrapped_at";
 const NOTHING: StepResult = { lines: [], changes: [] };
 
 const defaultProject: BootstrapStep = {
@@ -89,14 +85,9 @@ export interface BootstrapResult {
  * transaction runs before this returns: the caller's turn is not left before it is stored.
  */
 export function bootstrap(ctx: AppContext, steps: readonly BootstrapStep[] = BOOTSTRAP_STEPS): Promise<BootstrapResult> {
-  return ctx.changeLog.commit(SYSTEM, async () => {
-    const marker = ctx.db.select().from(settings).where(eq(settings.key, BOOTSTRAPPED_AT)).get();
-    const firstStart = marker === undefined;
+  return ctx.changeLog.commit(SYSTEM, async (tx) => {
+    const firstStart = await ctx.maintenance.claimFirstStart(tx, ctx.clock.now());
     const results = steps.map((step) => step.run(ctx, firstStart));
-    if (firstStart) {
-      const now = iso(ctx.clock.now());
-      ctx.db.insert(settings).values({ key: BOOTSTRAPPED_AT, value: now, updatedAt: now }).run();
-    }
     return { result: { firstStart, lines: results.flatMap((r) => r.lines) }, changes: results.flatMap((r) => r.changes) };
   });
 }

@@ -1,6 +1,8 @@
 /** What every module receives: configuration, storage, time, logging. Built once at start. */
 import type { Config } from "./config";
 import type { Store } from "./db/client";
+import type { Maintenance } from "./db/sqlite-maintenance";
+import type { MetricsStore } from "./modules/metrics/store";
 import type { CredentialRegistry } from "./http/credentials";
 import type { RateLimiter } from "./http/rate-limit";
 import type { Snapshot } from "./evaluation/snapshot";
@@ -61,14 +63,18 @@ export interface Stores {
   pluginRuntime: SqliteRuntimeStore;
   /** Evaluation insights (counts, last evaluations) and stale flags. */
   insights: SqliteInsightsStore;
+  /** What `/metrics` and the health detail read: aggregates over other features' tables. */
+  metrics: MetricsStore;
 }
 
 /**
  * The assembled instance (server.ts builds it; tests drive it): what the composition root hands
  * out, each service receiving only the stores and collaborators it uses.
  */
-export interface AppContext extends Store {
+export interface AppContext {
   config: Config;
+  /** Database-wide operations: health, size, upkeep (src/db/sqlite-maintenance.ts). */
+  maintenance: Maintenance<Store>;
   clock: Clock;
   /**
    * Read by every request's admission (credential, rate limit): the system clock at 10 ms

@@ -126,13 +126,13 @@ const fmt = (n: number) => Math.round(n).toString().padStart(6);
 const pct = (r: number) => `${(r * 100).toFixed(1)} %`;
 
 /** The state a variant's app runs on: a fresh data dir, database and eval key. */
-function setUp() {
+async function setUp() {
   const dir = tempDir("flagsvc-bench-auth-");
   const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "warn", SVC_RATE_LIMITS: "eval:100000000" });
   const log = createLogger({ level: "warn", format: "json" });
-  const ctx = createContext(config, { log });
+  const ctx = await createContext(config, { log });
   void bootstrap(ctx);
-  const key = seedApiKey(ctx, "eval").secret;
+  const key = (await seedApiKey(ctx, "eval")).secret;
   const tearDown = () => {
     ctx.close();
     rmSync(dir, { recursive: true, force: true });
@@ -141,7 +141,7 @@ function setUp() {
 }
 
 /** The trivial route, with admission and the access guard or with neither (same pipeline). */
-function appOf(variant: Variant, { ctx, log }: Pick<ReturnType<typeof setUp>, "ctx" | "log">) {
+function appOf(variant: Variant, { ctx, log }: Pick<Awaited<ReturnType<typeof setUp>>, "ctx" | "log">) {
   const body = { ok: true };
   type Routes = readonly { method: string; path: string }[];
   const app = new Elysia({ normalize: false });
@@ -157,7 +157,7 @@ function appOf(variant: Variant, { ctx, log }: Pick<ReturnType<typeof setUp>, "c
 
 /** A server process: one variant of the route; prints `{ port, key }` and serves until killed. */
 async function serve(variant: Variant): Promise<void> {
-  const state = setUp();
+  const state = await setUp();
   const { key } = state;
   const tls = await loadTls(state.config);
   const server = appOf(variant, state).listen({ hostname: "127.0.0.1", port: 0, reusePort: false, tls: { cert: tls.cert, key: tls.key } });
@@ -186,7 +186,7 @@ async function serve(variant: Variant): Promise<void> {
  * which no collection ran (no count fell); the median of 30 such batches.
  */
 async function allocations(): Promise<void> {
-  const state = setUp();
+  const state = await setUp();
   const perRequest = async (variant: Variant) => {
     const app = appOf(variant, state).compile();
     const request = () => new Request("http://localhost/bench", { headers: { authorization: `Bearer ${state.key}` } });
