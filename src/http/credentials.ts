@@ -381,13 +381,12 @@ export class CredentialRegistry {
    */
   async flushLastUsed(): Promise<void> {
     const now = this.clock.now();
-    const flushed: [Usage, KeyUse][] = [];
-    for (const [id, u] of this.usage) if (u.dirty) flushed.push([u, { kind: u.key, id, at: u.at }]);
-    await this.store.recordUse(
-      flushed.map(([, use]) => use),
-      now,
-    );
-    for (const [u, { at }] of flushed) if (u.at === at) u.dirty = false;
+    const dirty = [...this.usage].filter(([, u]) => u.dirty);
+    const uses: KeyUse[] = dirty.map(([id, u]) => ({ kind: u.key, id, at: u.at }));
+    await this.store.recordUse(uses, now);
+    dirty.forEach(([, u], i) => {
+      if (u.at === uses[i]!.at) u.dirty = false;
+    });
     for (const [jti, exp] of this.revoked) if (exp <= now) this.revoked.delete(jti);
   }
 
