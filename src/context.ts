@@ -1,6 +1,7 @@
 /** What every module receives: configuration, storage, time, logging. Built once at start. */
 import type { Config } from "./config";
-import type { Store } from "./db/client";
+import type { Maintenance } from "./db/sqlite-maintenance";
+import type { MetricsStore } from "./modules/metrics/store";
 import type { CredentialRegistry } from "./http/credentials";
 import type { RateLimiter } from "./http/rate-limit";
 import type { Snapshot } from "./evaluation/snapshot";
@@ -64,14 +65,18 @@ export interface Stores {
   insights: InsightsStore;
   /** The instance's own settings (the first start's mark, the generated JWT secret). */
   settings: SettingsStore;
+  /** What `/metrics` and the health detail read: aggregates over other features' tables. */
+  metrics: MetricsStore;
 }
 
 /**
  * The assembled instance (server.ts builds it; tests drive it): what the composition root hands
  * out, each service receiving only the stores and collaborators it uses.
  */
-export interface AppContext extends Store {
+export interface AppContext {
   config: Config;
+  /** Database-wide operations: health, size, upkeep (src/db/sqlite-maintenance.ts). */
+  maintenance: Maintenance;
   clock: Clock;
   /**
    * Read by every request's admission (credential, rate limit): the system clock at 10 ms

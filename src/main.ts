@@ -7,7 +7,8 @@ import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from 
 import { join, resolve } from "node:path";
 import { ConfigError, describeOptions, isBooleanConfigFlag, isConfigFlag, loadConfig, type Config } from "./config";
 import { DB_FILE, openDatabase } from "./db/client";
-import { schemaStatus, SchemaTooNewError } from "./db/migrate";
+import { SchemaTooNewError } from "./db/migrate";
+import { SqliteMaintenance } from "./db/sqlite-maintenance";
 import { ApiError } from "./http/errors";
 import { systemClock } from "./lib/clock";
 import { OperatorError } from "./lib/errors";
@@ -392,7 +393,7 @@ function printBanner(server: RunningServer) {
   process.stdout.write([rule, ...lines, rule, ""].join("\n"));
 }
 
-function backup(args: string[], config: Config): number {
+async function backup(args: string[], config: Config): Promise<number> {
   if (args.length !== 1 || args[0]!.trim() === "") throw new UsageError("backup needs exactly one FILE argument");
   const target = resolve(args[0]!);
   if (existsSync(target)) throw new UsageError(`${target} already exists; choose a new file`);
@@ -404,21 +405,21 @@ function backup(args: string[], config: Config): number {
   } catch (e) {
     throw new StartupError(`cannot create ${target}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
   }
-  const { sqlite } = openDatabase(source);
+  const store = openDatabase(source);
   try {
-    sqlite.prepare("VACUUM INTO ?").run(target);
+    await new SqliteMaintenance(store, source).backup(target);
   } catch (e) {
     rmSync(target, { force: true });
     throw new StartupError(`backup failed: ${(e as Error).message}`);
   } finally {
-    sqlite.close();
+    store.sqlite.close();
   }
   const copy = openDatabase(target, { readonly: true });
   try {
-    const check = copy.sqlite.query("PRAGMA integrity_check").get() as { integrity_check: string };
-    if (check.integrity_check !== "ok") {
+    const check = await new SqliteMaintenance(copy, target).integrityCheck();
+    if (check !== "ok") {
       rmSync(target, { force: true });
-      throw new StartupError(`the copy failed its integrity check (${check.integrity_check}); nothing was kept`);
+      throw new StartupError(`the copy failed its integrity check (${check}); nothing was kept`);
     }
   } finally {
     copy.sqlite.close();
@@ -440,7 +441,7 @@ async function withDatabase<T>(config: Config, fn: (stores: Stores) => Promise<T
   if (!existsSync(file)) throw new OperatorError(`no database at ${file}: run flagsvc migrate first (or start flagsvc serve once)`);
   const store = openDatabase(file);
   try {
-    const status = schemaStatus(store.sqlite);
+    const status = await new SqliteMaintenance(store, file).schemaStatus();
     if (status.unknown > 0) throw new SchemaTooNewError(status.unknown);
     if (status.pending > 0) throw new OperatorError(`the database schema is not up to date (${status.pending} pending migration(s)): run flagsvc migrate first`);
     return await fn(createStores(new SqliteChangeLog(store, new ChangeBus(), systemClock)));

@@ -37,7 +37,8 @@ import { Readiness, type ThreadState } from "./modules/health/service";
 import { LOGIN_REFUSALS, Tally } from "./modules/metrics/counts";
 import { metricsRoutes } from "./modules/metrics/routes";
 import { createMetrics } from "./modules/metrics/service";
-import { SqliteMetricsStore, type MetricsStore } from "./modules/metrics/store";
+import { SqliteCredentialStore } from "./modules/credentials/store";
+import { SqliteMaintenance } from "./db/sqlite-maintenance";
 import { RequestCounts } from "./http/request-counts";
 import { VERSION } from "./version";
 import { flagsRoutes } from "./modules/flags/routes";
@@ -167,15 +168,13 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     ...ofrepRoutes(services.ofrep),
   ]);
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING, routes: hot.table } });
-  // What /metrics and the health detail read from the database.
-  const operations = new SqliteMetricsStore(ctx.sqlite);
   return app
     .use(pipeline({ log, behindProxy, routes: () => app.routes, admit, admitHeaders: RATE_LIMIT_HEADERS, hot: hot.match, requests: ctx.requests }))
     .use(accessGuard())
     .use(docsRoutes(() => app))
     .use(consoleRoutes())
-    .use(healthRoutes({ config, startedAt: ctx.startedAt, sqlite: ctx.sqlite, readiness: ctx.readiness, detail: healthDetailDeps(ctx, services, operations) }))
-    .use(metricsRoutes(metricsOf(ctx, services, operations), config))
+    .use(healthRoutes({ config, startedAt: ctx.startedAt, database: ctx.maintenance, readiness: ctx.readiness, detail: healthDetailDeps(ctx, services) }))
+    .use(metricsRoutes(metricsOf(ctx, services), config))
     .use(authRoutes({ ...services.login, behindProxy }))
     .use(usersRoutes(services.users))
     .use(adminKeysRoutes(services.adminKeys))
@@ -198,29 +197,28 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
 export type App = ReturnType<typeof createApp>;
 
 /** `/metrics`: each metric read, at scrape time, from where it is counted or stored. */
-function metricsOf(ctx: AppContext, services: Services, store: MetricsStore) {
+function metricsOf(ctx: AppContext, services: Services) {
   return createMetrics({
     snapshot: ctx.snapshot,
     requests: ctx.requests,
     deliveries: ctx.deliveries,
     loginRefused: ctx.loginRefused,
-    store,
+    store: ctx.stores.metrics,
     schedules: services.schedules,
     streams: { size: () => ({ ...ctx.streams.size(), audit: ctx.auditStreams.size() }) },
-    databaseFile: join(ctx.config.dataDir, DB_FILE),
+    database: ctx.maintenance,
     version: VERSION,
     edition: ctx.config.edition,
   });
 }
 
 /** What the admin detail of `/v1/health` reads. */
-function healthDetailDeps(ctx: AppContext, services: Services, store: MetricsStore) {
+function healthDetailDeps(ctx: AppContext, services: Services) {
   const state = (thread: unknown): ThreadState =>
     thread instanceof BackgroundThread || thread instanceof IntegrationThread ? (thread.running ? "running" : "restarting") : "in-process";
   return {
-    sqlite: ctx.sqlite,
-    databaseFile: join(ctx.config.dataDir, DB_FILE),
-    store,
+    database: ctx.maintenance,
+    store: ctx.stores.metrics,
     schedules: services.schedules,
     threads: () => ({ background: state(ctx.deliveries), integrations: state(ctx.integrations) }),
     pluginWorkers: () => ctx.plugins.workers,
@@ -266,8 +264,9 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
     ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
     : new DeliveryDispatcher({ ...store, clock, log, config });
   const snapshot = await loadSnapshot(stores.flags);
-  const secret = jwtSecret(store, config.jwtSecret, clock);
-  const credentials = new CredentialRegistry(store, clock, secret, requestClock);
+  const credentialStore = new SqliteCredentialStore(store);
+  const secret = await jwtSecret(credentialStore, config.jwtSecret, clock);
+  const credentials = await CredentialRegistry.open(credentialStore, clock, secret, requestClock);
   const streamTokens = new StreamTokens(secret);
   const streams = new StreamHub({ store: stores.definitions, credentials, clock, log, initial: await stores.definitions.lastChanges() });
   credentials.onReload(() => streams.revalidate());
@@ -307,8 +306,8 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
     for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") plugins.stopProject(e.resource.id);
   });
   return {
-    ...store,
     applied: backend.applied,
+    maintenance: new SqliteMaintenance(store, join(config.dataDir, DB_FILE)),
     config,
     log,
     clock,
@@ -403,12 +402,10 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     const url = `${scheme}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
     log.info(`listening on ${url}`, { edition: config.edition, behindProxy: config.behindProxy });
 
-    ctx.scheduler.every("db-optimize", "0 17 */6 * * *", () => {
-      ctx.sqlite.run("PRAGMA optimize");
-    });
+    ctx.scheduler.every("db-optimize", "0 17 */6 * * *", () => ctx.maintenance.optimize());
     // Keys and users written by `flagsvc admin ...` in another process.
-    ctx.scheduler.every("credentials-reload", "* * * * * *", () => {
-      if (ctx.credentials.pollExternalChanges()) log.info("credentials reloaded after an external change");
+    ctx.scheduler.every("credentials-reload", "* * * * * *", async () => {
+      if (await ctx.credentials.pollExternalChanges()) log.info("credentials reloaded after an external change");
     });
     ctx.scheduler.every("credentials-last-used", "*/30 * * * * *", () => ctx.credentials.flushLastUsed());
     // Webhook deliveries: due ones now (those that came due while down), then every second; retention daily.
@@ -463,11 +460,11 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
           log.warn("in-flight requests still open after 10 s; closing them");
           await server.stop(true);
         }
-        ctx.credentials.flushLastUsed();
+        await ctx.credentials.flushLastUsed();
         await ctx.plugins.stopAll();
         await ctx.integrations.stop();
         await ctx.deliveries.stop();
-        ctx.sqlite.run("PRAGMA optimize");
+        await ctx.maintenance.optimize();
         ctx.close();
         log.info("stopped");
         log.flush();

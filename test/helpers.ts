@@ -20,6 +20,9 @@ import type { ChangeLogRow } from "../src/modules/audit/store";
 import { spyOn } from "bun:test";
 import { main } from "../src/main";
 import { createApp, createContext, createServices, dispatcher, type App, type ContextDeps, type Services } from "../src/server";
+import { SqliteChangeLog } from "../src/changes/sqlite";
+import type { Db, Store } from "../src/db/client";
+import type { Database } from "bun:sqlite";
 
 export function tempDir(prefix = "flagsvc-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -41,6 +44,9 @@ export type Handler = { handle(request: Request): Promise<Response> };
 export interface TestApp {
   app: Handler;
   ctx: AppContext;
+  /** The app's SQLite database (`sqliteOf(ctx)`), for tests that seed or read raw rows. */
+  sqlite: Database;
+  db: Db;
   /** The app's services, for fixtures (write with the `SYSTEM` author of src/changes/entry.ts). */
   services: Services;
   clock: TestClock;
@@ -68,6 +74,7 @@ export async function testApp(env: Record<string, string> = {}, extend?: (app: A
   return {
     app,
     ctx,
+    ...sqliteOf(ctx),
     services,
     clock,
     dir,
@@ -94,32 +101,42 @@ export async function testApp(env: Record<string, string> = {}, extend?: (app: A
 /** Waits for the logger's setImmediate flush. */
 export const tick = () => new Promise((r) => setImmediate(r));
 
-/** Stores an admin key straight in the database (as the services do) and returns its secret. */
-export function seedAdminKey(ctx: AppContext, name = "test admin"): string {
+/**
+ * The SQLite database under a context: the harness runs SQLite, and tests may seed or read raw
+ * rows (production code reaches the database through the stores only).
+ */
+export function sqliteOf(ctx: AppContext): Store {
+  const log: unknown = ctx.changeLog;
+  if (!(log instanceof SqliteChangeLog)) throw new Error("the test harness runs on SQLite");
+  return { sqlite: log.store.sqlite, db: log.store.db };
+}
+
+/** Stores an admin key straight in the database (as the services do) and returns its secret, once the registry knows it. */
+export async function seedAdminKey(ctx: AppContext, name = "test admin"): Promise<string> {
   const { secret, hash, keyPrefix } = generateSecret("svc_admin_");
-  ctx.db.insert(adminKeys).values({ id: newId("key"), name, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) }).run();
-  ctx.credentials.reload();
+  sqliteOf(ctx).db.insert(adminKeys).values({ id: newId("key"), name, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) }).run();
+  await ctx.credentials.reload();
   return secret;
 }
 
-/** Stores a project API key straight in the database and returns its id and secret. */
-export function seedApiKey(ctx: AppContext, scope: Scope, projectSlug = "default", environment = "development"): { id: string; secret: string } {
-  const project = ctx.db.select().from(projects).where(eq(projects.slug, projectSlug)).get()!;
-  const env = ctx.db.select().from(environments).where(eq(environments.projectId, project.id)).all().find((e) => e.slug === environment)!;
+/** Stores a project API key straight in the database and returns its id and secret, once the registry knows it. */
+export async function seedApiKey(ctx: AppContext, scope: Scope, projectSlug = "default", environment = "development"): Promise<{ id: string; secret: string }> {
+  const { db } = sqliteOf(ctx);
+  const project = db.select().from(projects).where(eq(projects.slug, projectSlug)).get()!;
+  const env = db.select().from(environments).where(eq(environments.projectId, project.id)).all().find((e) => e.slug === environment)!;
   const { secret, hash, keyPrefix } = generateSecret(`svc_sk_${scope}_`);
   const id = newId("key");
-  ctx.db
-    .insert(apiKeys)
+  db.insert(apiKeys)
     .values({ id, projectId: project.id, environmentId: env.id, name: `${scope} key`, scope, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) })
     .run();
-  ctx.credentials.reload();
+  await ctx.credentials.reload();
   return { id, secret };
 }
 
 /** A Pro app whose integrations may send to loopback (a local receiver), with an admin key and a `full` key of production. */
 export async function integrationsApp(adminName?: string): Promise<{ h: TestApp; admin: Record<string, string>; sdk: Record<string, string> }> {
   const h = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
-  return { h, admin: bearer(seedAdminKey(h.ctx, adminName)), sdk: bearer(seedApiKey(h.ctx, "full", "default", "production").secret) };
+  return { h, admin: bearer(await seedAdminKey(h.ctx, adminName)), sdk: bearer((await seedApiKey(h.ctx, "full", "default", "production")).secret) };
 }
 
 export const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
@@ -128,8 +145,8 @@ export const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` }
 export async function userToken(ctx: AppContext, role: Role): Promise<Record<string, string>> {
   const id = newId("usr");
   const now = iso(ctx.clock.now());
-  ctx.db.insert(users).values({ id, email: `${id}@example.com`, passwordHash: "x", role, createdAt: now, updatedAt: now }).run();
-  ctx.credentials.reload();
+  sqliteOf(ctx).db.insert(users).values({ id, email: `${id}@example.com`, passwordHash: "x", role, createdAt: now, updatedAt: now }).run();
+  await ctx.credentials.reload();
   return bearer((await ctx.credentials.issueToken(id, role)).token);
 }
 
@@ -188,11 +205,11 @@ export async function callServer(
 }
 
 /** The change log's last position (0 when empty). */
-export const lastPosition = (ctx: AppContext): number => (ctx.sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
+export const lastPosition = (ctx: AppContext): number => (sqliteOf(ctx).sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
 
 /** The change-log rows appended after `position`, in commit order. */
 export const entriesAfter = (ctx: AppContext, position: number): ChangeLogRow[] =>
-  ctx.sqlite.query("SELECT * FROM change_log WHERE position > ? ORDER BY position").all(position) as ChangeLogRow[];
+  sqliteOf(ctx).sqlite.query("SELECT * FROM change_log WHERE position > ? ORDER BY position").all(position) as ChangeLogRow[];
 
 /**
  * Runs `flagsvc ARGS --data-dir DIR` in this process, as the CLI runs beside a server on the same

@@ -132,7 +132,7 @@ async function setUp() {
   const log = createLogger({ level: "warn", format: "json" });
   const ctx = await createContext(config, { log });
   await bootstrap(ctx);
-  const key = seedApiKey(ctx, "eval").secret;
+  const key = (await seedApiKey(ctx, "eval")).secret;
   const tearDown = () => {
     ctx.close();
     rmSync(dir, { recursive: true, force: true });

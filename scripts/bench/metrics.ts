@@ -111,10 +111,10 @@ const metrics = createMetrics({
   requests,
   deliveries: { storedOutcomes: () => ({ succeeded: 0, retried: 0, failed: 0 }) },
   loginRefused: new Tally(LOGIN_REFUSALS),
-  store: { pendingDeliveries: () => 0, queuedChangeEvents: () => 0, changeLogPosition: () => 0, pluginsByStatus: () => [], integrationEvents: () => [] },
+  store: { pendingDeliveries: async () => 0, queuedChangeEvents: async () => 0, changeLogPosition: async () => 0, pluginsByStatus: async () => [], integrationEvents: async () => [] },
   schedules: { countPending: async () => 0 },
   streams: { size: () => ({ changes: 0, definitions: 0, audit: 0 }) },
-  databaseFile: join(dir, "none.db"),
+  database: { bytes: async () => 0 },
   version: "bench",
   edition: "ce",
 });

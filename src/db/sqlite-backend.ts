@@ -14,6 +14,7 @@ import { SqliteApiKeyStore } from "../modules/api-keys/store";
 import { SqliteAuditStore } from "../modules/audit/store";
 import { SqliteFlagStore } from "../modules/flags/store";
 import { SqliteInsightsStore } from "../modules/insights/store";
+import { SqliteMetricsStore } from "../modules/metrics/store";
 import { SqliteIntegrationStore } from "../modules/integrations/store";
 import { SqliteDownloadStore } from "../modules/marketplace/store";
 import { SqlitePluginStore } from "../modules/plugins/store";
@@ -102,5 +103,6 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     pluginRuntime: new SqliteRuntimeStore(changeLog.sqlite),
     insights: new SqliteInsightsStore(changeLog),
     settings: new SqliteSettingsStore(changeLog.store),
+    metrics: new SqliteMetricsStore(changeLog.sqlite),
   };
 }

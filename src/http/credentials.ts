@@ -5,13 +5,12 @@
  * of writes that change credentials (`subscriber`, before the writer answers); entries appended
  * by another process (the `flagsvc admin` CLI) are noticed by `pollExternalChanges()`, run
  * every second.
- * `lastUsedAt` is counted in memory and written by `flushLastUsed()` on a schedule.
+ * `lastUsedAt` is counted in memory and written by `flushLastUsed()` on a schedule. All SQL is
+ * in the `CredentialStore` (src/modules/credentials/store.ts).
  */
 import { createHmac } from "node:crypto";
-import { eq, gt, lt } from "drizzle-orm";
 import { jwtVerify, SignJWT } from "jose";
-import { transaction, type Store } from "../db/client";
-import { adminKeys, apiKeys, environments, projects, revokedTokens, settings, users } from "../db/schema";
+import type { CredentialStore, Credentials, KeyUse } from "../modules/credentials/store";
 import { iso, type Clock, type CoarseClock } from "../lib/clock";
 import { randomBase62 } from "../lib/ids";
 import { sameSecret, sha256Hex } from "../lib/secrets";
@@ -32,7 +31,6 @@ export interface StreamBinding {
 
 /** A key secret's tag (`Principal.secretTag`): the first 16 hex characters of the SHA-256 of its stored hash. */
 export const secretTag = (keyHash: string): string => sha256Hex(keyHash).slice(0, 16);
-const JWT_SECRET_SETTING = "jwt_secret";
 
 /**
  * When a key was last used (`dirty` until the flush writes it), and its rate-limit meter in the
@@ -44,7 +42,7 @@ class Usage extends Meter {
   dirty = false;
   constructor(
     kind: RateLimitKind,
-    readonly table: typeof apiKeys | typeof adminKeys,
+    readonly key: KeyUse["kind"],
   ) {
     super(kind);
   }
@@ -115,53 +113,47 @@ export class CredentialRegistry {
   private revoked = new Map<string, number>();
   /** Users' last token use (login tokens are not the hot path). */
   private userLastUsed = new Map<string, number>();
-  private dataVersion = -1;
   /** The change log's last position as of the last reload or poll: entries after it are news. */
   private seenPosition = 0;
   private readonly secret: Uint8Array;
 
   /**
    * `requestClock`: the clock admission reads; every reload forgets its reading, so that a key
-   * created or rotated just now is not seen used before that moment.
+   * created or rotated just now is not seen used before that moment. Resolves nothing until
+   * the first `reload()` (`CredentialRegistry.open` does it).
    */
   constructor(
-    private readonly store: Store,
+    private readonly store: CredentialStore,
     private readonly clock: Clock,
     jwtSecret: string,
     private readonly requestClock?: CoarseClock,
   ) {
     this.secret = new TextEncoder().encode(jwtSecret);
-    this.reload();
   }
 
-  /** Reads every credential from the database (after a write, or another process's write). */
-  reload(): void {
-    const { db } = this.store;
+  /** A registry loaded from `store`. */
+  static async open(store: CredentialStore, clock: Clock, jwtSecret: string, requestClock?: CoarseClock): Promise<CredentialRegistry> {
+    const registry = new CredentialRegistry(store, clock, jwtSecret, requestClock);
+    await registry.reload();
+    return registry;
+  }
+
+  /** Reads every credential from the store (after a write, or another process's write). */
+  async reload(): Promise<void> {
+    this.apply(await this.store.load(this.clock.now()));
+  }
+
+  /** Replaces what the registry resolves from by `loaded` (synchronously: no request sees half of it). */
+  private apply(loaded: Credentials): void {
     const keys = new Map<string, KeyRecord>();
     const previousUsage = this.usage;
     const usage = new Map<string, Usage>();
-    const usageOf = (id: string, kind: RateLimitKind, table: Usage["table"]) => {
-      const u = previousUsage.get(id) ?? new Usage(kind, table);
+    const usageOf = (id: string, kind: RateLimitKind, key: Usage["key"]) => {
+      const u = previousUsage.get(id) ?? new Usage(kind, key);
       usage.set(id, u);
       return u;
     };
-    const rows = db
-      .select({
-        id: apiKeys.id,
-        name: apiKeys.name,
-        scope: apiKeys.scope,
-        keyHash: apiKeys.keyHash,
-        previousHash: apiKeys.previousHash,
-        previousExpiresAt: apiKeys.previousExpiresAt,
-        projectId: apiKeys.projectId,
-        projectSlug: projects.slug,
-        environmentId: apiKeys.environmentId,
-        environmentSlug: environments.slug,
-      })
-      .from(apiKeys)
-      .innerJoin(projects, eq(projects.id, apiKeys.projectId))
-      .innerJoin(environments, eq(environments.id, apiKeys.environmentId))
-      .all();
+    const rows = loaded.apiKeys;
     const byKeyId = new Map<string, KeyRecord[]>();
     for (const r of rows) {
       const principal = (keyHash: string): ApiKeyPrincipal => ({
@@ -175,27 +167,20 @@ export class CredentialRegistry {
         environmentSlug: r.environmentSlug,
         secretTag: secretTag(keyHash),
       });
-      const u = usageOf(r.id, r.scope, apiKeys);
+      const u = usageOf(r.id, r.scope, "apiKey");
       const records: KeyRecord[] = [{ principal: principal(r.keyHash), failure: null, meter: u }];
       if (r.previousHash && r.previousExpiresAt) records.push({ principal: principal(r.previousHash), failure: null, meter: u, notAfter: Date.parse(r.previousExpiresAt) });
       keys.set(r.keyHash, records[0]!);
       if (records[1]) keys.set(r.previousHash!, records[1]);
       byKeyId.set(r.id, records);
     }
-    for (const r of db.select({ id: adminKeys.id, name: adminKeys.name, keyHash: adminKeys.keyHash }).from(adminKeys).all()) {
-      keys.set(r.keyHash, { principal: { kind: "adminKey", id: r.id, name: r.name }, failure: null, meter: usageOf(r.id, "admin", adminKeys) });
+    for (const r of loaded.adminKeys) {
+      keys.set(r.keyHash, { principal: { kind: "adminKey", id: r.id, name: r.name }, failure: null, meter: usageOf(r.id, "admin", "adminKey") });
     }
-    const now = iso(this.clock.now());
-    const userRows = db
-        .select({ id: users.id, email: users.email, role: users.role, tokensValidAfter: users.tokensValidAfter })
-        .from(users)
-        .all()
-        .map((u) => [u.id, { email: u.email, role: u.role, validAfter: u.tokensValidAfter ? Math.ceil(Date.parse(u.tokensValidAfter) / 1000) : 0 }] as const);
+    const userRows = loaded.users.map((u) => [u.id, { email: u.email, role: u.role, validAfter: u.tokensValidAfter ? Math.ceil(Date.parse(u.tokensValidAfter) / 1000) : 0 }] as const);
     this.users = new Map(userRows);
     for (const id of this.userLastUsed.keys()) if (!this.users.has(id)) this.userLastUsed.delete(id);
-    this.revoked = new Map(
-      db.select().from(revokedTokens).where(gt(revokedTokens.expiresAt, now)).all().map((r) => [r.jti, Date.parse(r.expiresAt)]),
-    );
+    this.revoked = new Map(loaded.revoked.map((r) => [r.jti, Date.parse(r.expiresAt)]));
     this.keys = keys;
     this.byKeyId = byKeyId;
     this.usage = usage;
@@ -203,8 +188,7 @@ export class CredentialRegistry {
     this.lastHeader = "";
     this.lastRecord = null;
     this.requestClock?.expire();
-    this.dataVersion = this.readDataVersion();
-    this.seenPosition = lastPosition(this.store);
+    this.seenPosition = loaded.position;
     for (const listener of this.reloadListeners) listener();
   }
 
@@ -237,7 +221,7 @@ export class CredentialRegistry {
       case "apiKey":
         return this.streamPrincipal({ keyId: principal.id, projectId: principal.projectId, environmentId: principal.environmentId, secretTag: principal.secretTag }, now) !== undefined;
       case "adminKey":
-        return this.usage.get(principal.id)?.table === adminKeys;
+        return this.usage.get(principal.id)?.key === "adminKey";
       case "user": {
         const user = this.users.get(principal.id);
         return user !== undefined && user.role === principal.role && user.validAfter * 1000 <= openedAt && now < principal.expiresAt && !this.revoked.has(principal.jti);
@@ -264,33 +248,24 @@ export class CredentialRegistry {
   }
 
   /**
-   * Reloads when another process changed credentials since the last look: another connection
-   * committed (`data_version` moved) and appended a credential entry to the change log. The
-   * background worker's own connection commits every second under webhook traffic, and those
-   * commits must not reload anything.
+   * Reloads when another process appended a credential entry to the change log since the last
+   * look (`CredentialStore.externalCredentialChange`); true when it reloaded.
    */
-  pollExternalChanges(): boolean {
-    const version = this.readDataVersion();
-    if (version === this.dataVersion) return false;
-    this.dataVersion = version;
-    const seen = this.seenPosition;
-    this.seenPosition = lastPosition(this.store);
-    if (!this.store.sqlite.query(CREDENTIAL_ENTRY_SQL).get(seen)) return false;
-    this.reload();
+  async pollExternalChanges(): Promise<boolean> {
+    const { changed, position } = await this.store.externalCredentialChange(this.seenPosition);
+    this.seenPosition = Math.max(this.seenPosition, position);
+    if (!changed) return false;
+    await this.reload();
     return true;
   }
 
   /**
    * The change log's subscriber: an entry of a key, a user, or what keys belong to (a deleted
-   * project or environment) reloads the registry before the writer answers.
+   * project or environment) reloads the registry before the writer answers (the bus awaits it).
    */
-  readonly subscriber = (entries: readonly ChangeEntry[]): void => {
-    if (entries.some(touchesCredentials)) this.reload();
+  readonly subscriber = async (entries: readonly ChangeEntry[]): Promise<void> => {
+    if (entries.some(touchesCredentials)) await this.reload();
   };
-
-  private readDataVersion(): number {
-    return (this.store.sqlite.query("PRAGMA data_version").get() as { data_version: number }).data_version;
-  }
 
   /**
    * The principal behind an `Authorization` header value; no I/O. Keys resolve synchronously
@@ -388,10 +363,10 @@ export class CredentialRegistry {
     return { token, expiresAt: exp * 1000, jti };
   }
 
-  /** Revokes a login token until it would have expired (logout). */
-  revoke(jti: string, expiresAt: number): void {
-    this.store.db.insert(revokedTokens).values({ jti, expiresAt: iso(expiresAt) }).onConflictDoNothing().run();
+  /** Revokes a login token until it would have expired (logout): refused here at once, stored before this resolves. */
+  async revoke(jti: string, expiresAt: number): Promise<void> {
     this.revoked.set(jti, expiresAt);
+    await this.store.revoke(jti, expiresAt);
   }
 
   /** When the credential with this id was last used, as this process knows it. */
@@ -400,17 +375,17 @@ export class CredentialRegistry {
     return at ? at : this.userLastUsed.get(id);
   }
 
-  /** Writes the last-use times of keys used since the last flush; drops expired revocations. */
-  flushLastUsed(): void {
+  /**
+   * Writes the last-use times of keys used since the last flush; drops expired revocations. A
+   * key used again while this writes stays dirty (its newer time is written by the next flush).
+   */
+  async flushLastUsed(): Promise<void> {
     const now = this.clock.now();
-    const { db } = this.store;
-    transaction(this.store, () => {
-      for (const [id, u] of this.usage) {
-        if (!u.dirty) continue;
-        db.update(u.table).set({ lastUsedAt: iso(u.at) }).where(eq(u.table.id, id)).run();
-        u.dirty = false;
-      }
-      db.delete(revokedTokens).where(lt(revokedTokens.expiresAt, iso(now))).run();
+    const dirty = [...this.usage].filter(([, u]) => u.dirty);
+    const uses: KeyUse[] = dirty.map(([id, u]) => ({ kind: u.key, id, at: u.at }));
+    await this.store.recordUse(uses, now);
+    dirty.forEach(([, u], i) => {
+      if (u.at === uses[i]!.at) u.dirty = false;
     });
     for (const [jti, exp] of this.revoked) if (exp <= now) this.revoked.delete(jti);
   }
@@ -432,14 +407,6 @@ function touchesCredentials({ resource, action }: ChangeEntry): boolean {
   }
 }
 
-/** Any entry after position ?1 that `touchesCredentials` (another process wrote it: the CLI). */
-const CREDENTIAL_ENTRY_SQL = `SELECT 1 FROM change_log WHERE position > ?1 AND (resource_type IN ('api_key', 'admin_key', 'user')
-  OR (resource_type IN ('project', 'environment') AND action = 'deleted')) LIMIT 1`;
-
-function lastPosition(store: Store): number {
-  return (store.sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
-}
-
 /**
  * What a password change stores as the user's `tokensValidAfter`: the first whole second whose
  * tokens count, later than the change's own second and than the previous value, since a token
@@ -452,13 +419,8 @@ export function tokensValidFrom(previous: string | null, now: number): string {
 }
 
 /** The JWT secret: SVC_JWT_SECRET, else one generated at first need and kept in the database. */
-export function jwtSecret(store: Store, configured: string | undefined, clock: Clock): string {
-  if (configured !== undefined) return configured;
-  const row = store.db.select().from(settings).where(eq(settings.key, JWT_SECRET_SETTING)).get();
-  if (row) return row.value;
-  const value = randomBase62(64);
-  const now = iso(clock.now());
-  store.db.insert(settings).values({ key: JWT_SECRET_SETTING, value, updatedAt: now }).onConflictDoNothing().run();
-  return store.db.select().from(settings).where(eq(settings.key, JWT_SECRET_SETTING)).get()!.value;
+export function jwtSecret(store: CredentialStore, configured: string | undefined, clock: Clock): Promise<string> {
+  if (configured !== undefined) return Promise.resolve(configured);
+  return store.jwtSecret(() => randomBase62(64), clock.now());
 }
 

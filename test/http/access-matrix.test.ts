@@ -164,7 +164,7 @@ let h: TestApp;
 
 function insertUser(role: Role, email: string): string {
   const id = newId("usr");
-  h.ctx.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, ?, 'not-a-hash', ?, 'x', 'x')", [id, email, role]);
+  h.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, ?, 'not-a-hash', ?, 'x', 'x')", [id, email, role]);
   return id;
 }
 
@@ -173,21 +173,21 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   const project = await h.services.projects.create(SYSTEM, { slug, name: `Column ${i}` });
   for (const key of ["kept", "doomed"]) await h.services.flags.createFlag(SYSTEM, slug, { key, name: key });
   for (const key of ["kept", "doomed"]) await h.services.segments.createSegment(SYSTEM, slug, { key, name: key, conditions: [] });
-  const rotateKeyId = seedApiKey(h.ctx, "eval", slug).id;
-  const deleteKeyId = seedApiKey(h.ctx, "eval", slug).id;
+  const rotateKeyId = (await seedApiKey(h.ctx, "eval", slug)).id;
+  const deleteKeyId = (await seedApiKey(h.ctx, "eval", slug)).id;
   const userId = insertUser("viewer", `target-${i}@example.com`);
-  h.ctx.credentials.reload();
+  await h.ctx.credentials.reload();
   let secret: string;
-  if (column.kind === "key") secret = seedApiKey(h.ctx, column.scope, slug).secret;
-  else if (column.kind === "admin") secret = seedAdminKey(h.ctx, `column ${i}`);
+  if (column.kind === "key") secret = (await seedApiKey(h.ctx, column.scope, slug)).secret;
+  else if (column.kind === "admin") secret = await seedAdminKey(h.ctx, `column ${i}`);
   else {
     const id = insertUser(column.role, `column-${i}@example.com`);
-    h.ctx.credentials.reload();
+    await h.ctx.credentials.reload();
     secret = (await h.ctx.credentials.issueToken(id, column.role)).token;
   }
   // A spare admin key for the DELETE /v1/admin-keys cell, never the caller's own.
-  seedAdminKey(h.ctx, `spare ${i}`);
-  const spare = (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(`spare ${i}`) as { id: string }).id;
+  await seedAdminKey(h.ctx, `spare ${i}`);
+  const spare = (h.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(`spare ${i}`) as { id: string }).id;
   const tester = { kind: "apiKey", id: "key_fixture", name: "fixture", scope: "test", projectId: project.id, projectSlug: slug, environmentId: "", environmentSlug: "", secretTag: "" } as const;
   const sessionId = (await h.services.testing.create(tester, { projectId: project.id })).id;
   // Webhooks to a name that the default outbound setting refuses at send time: attempts fail at once, locally.
@@ -202,11 +202,11 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
       return { result: undefined, changes: [] };
     });
   await recordEvent("production");
-  h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
-  const deliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId) as { id: string }).id;
+  h.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
+  const deliveryId = (h.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId) as { id: string }).id;
   await recordEvent("staging");
-  h.ctx.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE webhook_id = ? AND status = 'pending'", [webhookId]);
-  const pendingDeliveryId = (h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'").get(webhookId) as { id: string }).id;
+  h.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE webhook_id = ? AND status = 'pending'", [webhookId]);
+  const pendingDeliveryId = (h.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'").get(webhookId) as { id: string }).id;
   const integrationId = (await h.services.integrations.create(SYSTEM, slug, { type: "braze", config: { apiKey: "braze-key" }, enabled: false })).id;
   return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId, pendingDeliveryId, integrationId };
 }
@@ -214,7 +214,7 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
 beforeAll(async () => {
   h = await testApp({ SVC_EDITION: "pro", SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
   insertUser("admin", "keeper@example.com"); // so that no user delete or demotion hits "the last admin"
-  h.ctx.credentials.reload();
+  await h.ctx.credentials.reload();
 });
 afterAll(() => h.close());
 
@@ -291,10 +291,10 @@ describe("without a valid credential", () => {
 
 describe("a valid credential without Bearer", () => {
   test("401 with the spec's message, and details saying what was expected; with Bearer the same value works", async () => {
-    const key = seedApiKey(h.ctx, "mgmt", "default").secret;
-    const admin = seedAdminKey(h.ctx, "bare");
+    const key = (await seedApiKey(h.ctx, "mgmt", "default")).secret;
+    const admin = await seedAdminKey(h.ctx, "bare");
     const token = (await h.ctx.credentials.issueToken(insertUser("viewer", "bare@example.com"), "viewer")).token;
-    h.ctx.credentials.reload();
+    await h.ctx.credentials.reload();
     const expected = {
       error: "UNAUTHORIZED",
       message: "Invalid or expired API key",
@@ -312,13 +312,13 @@ describe("a valid credential without Bearer", () => {
 describe("keys of another project", () => {
   test("403 FORBIDDEN on every project path, and on keys of another project", async () => {
     for (const scope of ["mgmt", "full"] as const) {
-      const headers = bearer(seedApiKey(h.ctx, scope, "default").secret);
+      const headers = bearer((await seedApiKey(h.ctx, scope, "default")).secret);
       for (const path of ["/v1/projects/column-1", "/v1/projects/column-1/environments", "/v1/projects/column-1/environments/production", "/v1/projects/column-1/api-keys", "/v1/projects/column-1/flags", "/v1/projects/column-1/flags/kept", "/v1/projects/column-1/flags/kept/states", "/v1/projects/column-1/webhooks", "/v1/projects/column-1/audit-log"]) {
         const res = await h.request("GET", path, { headers });
         expect(res.status).toBe(403);
         expect(await res.json()).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });
       }
-      const foreign = seedApiKey(h.ctx, "eval", "column-1").id;
+      const foreign = (await seedApiKey(h.ctx, "eval", "column-1")).id;
       for (const [method, path] of [["POST", `/v1/api-keys/${foreign}/rotate`], ["DELETE", `/v1/api-keys/${foreign}`]]) {
         const res = await h.request(method!, path!, { headers });
         expect(res.status).toBe(403);

@@ -11,7 +11,7 @@ let h: TestApp;
 let admin: string;
 beforeAll(async () => {
   h = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
-  admin = seedAdminKey(h.ctx);
+  admin = await seedAdminKey(h.ctx);
 });
 afterAll(() => h.close());
 
@@ -47,7 +47,7 @@ describe("lifecycle", () => {
       key: expect.stringMatching(/^svc_admin_[A-Za-z0-9]{32}$/),
     });
     // Stored only as a hash.
-    const row = h.ctx.db.select().from(adminKeys).where(eq(adminKeys.id, created.id)).get()!;
+    const row = h.db.select().from(adminKeys).where(eq(adminKeys.id, created.id)).get()!;
     expect(JSON.stringify(row)).not.toContain(created.key);
 
     const listed = (await listKeys(h, admin)).find((k) => k.id === created.id)!;
@@ -57,8 +57,8 @@ describe("lifecycle", () => {
     expect((await h.request("GET", "/v1/users", { headers: bearer(created.key) })).status).toBe(200);
     const used = (await listKeys(h, admin)).find((k) => k.id === created.id)!;
     expect(used.lastUsedAt).toBe("2026-11-22T10:00:05.000Z");
-    h.ctx.credentials.flushLastUsed();
-    expect(h.ctx.db.select().from(adminKeys).where(eq(adminKeys.id, created.id)).get()!.lastUsedAt).toBe("2026-11-22T10:00:05.000Z");
+    await h.ctx.credentials.flushLastUsed();
+    expect(h.db.select().from(adminKeys).where(eq(adminKeys.id, created.id)).get()!.lastUsedAt).toBe("2026-11-22T10:00:05.000Z");
   });
 
   test("list: every key, oldest first, without secrets", async () => {
@@ -125,7 +125,7 @@ describe("validation and access", () => {
   test("no credential 401; project keys, editor and viewer JWTs 403", async () => {
     expect((await h.request("GET", "/v1/admin-keys")).status).toBe(401);
     expect((await h.request("POST", "/v1/admin-keys", { body: { name: "x" } })).status).toBe(401);
-    const full = seedApiKey(h.ctx, "full");
+    const full = await seedApiKey(h.ctx, "full");
     expect((await h.request("GET", "/v1/admin-keys", { headers: bearer(full.secret) })).status).toBe(403);
     for (const role of ["editor", "viewer"]) {
       const email = `${role}@example.com`;
@@ -156,9 +156,9 @@ describe("the last admin key", () => {
   test("is refused (409) when no admin user exists; another key may go", async () => {
     const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
-      const key = seedAdminKey(app.ctx);
-      app.ctx.sqlite.run("DELETE FROM users");
-      app.ctx.credentials.reload();
+      const key = await seedAdminKey(app.ctx);
+      app.sqlite.run("DELETE FROM users");
+      await app.ctx.credentials.reload();
       const [bootstrapKey, seeded] = await listKeys(app, key);
       expect((await app.request("DELETE", `/v1/admin-keys/${bootstrapKey!.id}`, { headers: bearer(key) })).status).toBe(204);
       const res = await app.request("DELETE", `/v1/admin-keys/${seeded!.id}`, { headers: bearer(key) });

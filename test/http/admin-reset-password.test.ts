@@ -16,7 +16,7 @@ let admin: Record<string, string>;
 beforeEach(async () => {
   h = await testApp();
   h.clock.ms = Date.now();
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
   await json(await h.request("POST", "/v1/users", { headers: admin, body: { email: "ops@example.com", password: OLD, role: "editor" } }), 201);
 });
 afterEach(() => h.close());
@@ -26,7 +26,7 @@ const login = (email: string, password: string) => h.request("POST", "/v1/auth/l
 const tokenOf = async (password: string) => bearer((await json(await login("ops@example.com", password), 200)).token);
 const me = async (headers: Record<string, string>) => (await h.request("GET", "/v1/auth/me", { headers })).status;
 /** The users table as stored: what a refused command must leave alone. */
-const rows = () => h.ctx.sqlite.query("SELECT * FROM users ORDER BY id").all();
+const rows = () => h.sqlite.query("SELECT * FROM users ORDER BY id").all();
 
 describe("admin reset-password beside a running app", () => {
   test("without --password: a generated password on stdout alone (the note on stderr); the old tokens are refused once the app polls; the new password logs in, the old one does not", async () => {
@@ -40,7 +40,7 @@ describe("admin reset-password beside a running app", () => {
     expect(r.stderr).toMatch(/^password of user usr_\S+ ops@example\.com reset; .*shown only this once\n$/);
     expect(r.stderr).not.toContain(password);
 
-    expect(h.ctx.credentials.pollExternalChanges()).toBe(true); // what the credentials-reload job runs
+    expect(await h.ctx.credentials.pollExternalChanges()).toBe(true); // what the credentials-reload job runs
     expect(await me(old)).toBe(401);
     expect((await login("ops@example.com", OLD)).status).toBe(401);
     const fresh = await tokenOf(password);
@@ -73,7 +73,7 @@ describe("admin reset-password beside a running app", () => {
       expect({ args, ...(await flagsvc("admin", "reset-password", ...args)) }).toEqual({ args, code, stdout: "", stderr });
     }
     expect(rows()).toEqual(before);
-    expect(h.ctx.credentials.pollExternalChanges()).toBe(false);
+    expect(await h.ctx.credentials.pollExternalChanges()).toBe(false);
     expect(await me(old)).toBe(200);
   });
 

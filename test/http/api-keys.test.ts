@@ -10,7 +10,7 @@ let h: TestApp;
 let admin: Record<string, string>;
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());
 
@@ -28,7 +28,7 @@ async function newKey(scope: string, environment = "development", headers = admi
 const probe = (secret: string) => h.request("GET", "/v1/projects", { headers: bearer(secret) });
 
 
-const projectId = () => (h.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
+const projectId = () => (h.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
 
 describe("create", () => {
   test("201 with the full shape; the key has the documented format and works at once", async () => {
@@ -83,7 +83,7 @@ describe("create", () => {
     expect(body.error).toBe("VALIDATION_ERROR");
     expect(body.details).toEqual([{ path: "body.environment", message: expect.stringContaining("nowhere") }]);
     expect((await json(await createKey({ name: "n", scope: "eval", environment: "development" }, admin, "nope"), 404)).error).toBe("NOT_FOUND");
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM api_keys").get()).toEqual({ n: 0 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM api_keys").get()).toEqual({ n: 0 });
   });
 
   test("privileges: mgmt key creates eval/test/mgmt but not full; full key creates full; only in its own project", async () => {
@@ -271,8 +271,8 @@ describe("secrets at rest and in logs", () => {
     const created = await newKey("full");
     const rotated = await json(await h.request("POST", `/v1/api-keys/${created.id}/rotate`, { body: { gracePeriodSeconds: 60 }, headers: admin }), 200);
     expect((await probe(rotated.key)).status).toBe(200);
-    h.ctx.credentials.flushLastUsed();
-    h.ctx.sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
+    await h.ctx.credentials.flushLastUsed();
+    h.sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
     const bytes = readFileSync(join(h.dir, DB_FILE)).toString("latin1");
     for (const secret of [created.key, rotated.key]) {
       expect(bytes).not.toContain(secret);

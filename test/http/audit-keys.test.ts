@@ -18,10 +18,10 @@ afterEach(() => h.close());
 const last = () => lastPosition(h.ctx);
 const since = (position: number) => entriesAfter(h.ctx, position);
 /** What a refused call must leave as it was: the credentials and the change log. */
-const stored = () => ["api_keys", "admin_keys", "users", "change_log"].map((t) => h.ctx.sqlite.query(`SELECT * FROM ${t} ORDER BY rowid`).all());
+const stored = () => ["api_keys", "admin_keys", "users", "change_log"].map((t) => h.sqlite.query(`SELECT * FROM ${t} ORDER BY rowid`).all());
 /** Every stored hash of a key or password: none may enter an entry (the fixtures' users hold "x"). */
 const hashes = () =>
-  (h.ctx.sqlite.query("SELECT key_hash AS v FROM api_keys UNION ALL SELECT previous_hash FROM api_keys UNION ALL SELECT key_hash FROM admin_keys UNION ALL SELECT password_hash FROM users").all() as { v: string | null }[])
+  (h.sqlite.query("SELECT key_hash AS v FROM api_keys UNION ALL SELECT previous_hash FROM api_keys UNION ALL SELECT key_hash FROM admin_keys UNION ALL SELECT password_hash FROM users").all() as { v: string | null }[])
     .map((r) => r.v)
     .filter((v): v is string => v !== null && v.length > 1);
 
@@ -50,23 +50,23 @@ async function refused(call: () => Promise<Response>, status: number): Promise<v
 
 /** The credentials that may write keys, with the actor each must be recorded as. */
 async function callers() {
-  const adminKey = seedAdminKey(h.ctx, "audit admin");
-  const adminKeyId = (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = 'audit admin'").get() as { id: string }).id;
+  const adminKey = await seedAdminKey(h.ctx, "audit admin");
+  const adminKeyId = (h.sqlite.query("SELECT id FROM admin_keys WHERE name = 'audit admin'").get() as { id: string }).id;
   const user = async (role: "admin" | "editor") => {
     const headers = await userToken(h.ctx, role);
     const me = await json(await h.request("GET", "/v1/auth/me", { headers }), 200);
     return { headers, actor: { actor_type: "user", actor_id: me.id, actor_label: me.email } };
   };
-  const apiKey = (scope: "mgmt" | "full") => {
-    const { id, secret } = seedApiKey(h.ctx, scope);
+  const apiKey = async (scope: "mgmt" | "full") => {
+    const { id, secret } = await seedApiKey(h.ctx, scope);
     return { headers: bearer(secret), actor: { actor_type: "api_key", actor_id: id, actor_label: `${scope} key` } };
   };
   return {
     "admin key": { headers: bearer(adminKey), actor: { actor_type: "admin_key", actor_id: adminKeyId, actor_label: "audit admin" } },
     "admin JWT": await user("admin"),
     "editor JWT": await user("editor"),
-    "mgmt key": apiKey("mgmt"),
-    "full key": apiKey("full"),
+    "mgmt key": await apiKey("mgmt"),
+    "full key": await apiKey("full"),
   };
 }
 
@@ -124,7 +124,7 @@ describe("API keys", () => {
 
   test("rotating without a grace period records the new secret only (masked)", async () => {
     const { "admin key": admin } = await callers();
-    const { id } = seedApiKey(h.ctx, "eval");
+    const { id } = await seedApiKey(h.ctx, "eval");
     const changes = await oneEntry(async () => json(await h.request("POST", `/v1/api-keys/${id}/rotate`, { headers: admin.headers }), 200), { action: "rotated" });
     expect(Object.keys(changes).sort()).toEqual(["keyHash", "keyPrefix"]);
     expect(changes.keyHash).toEqual(MASKED);
@@ -132,9 +132,9 @@ describe("API keys", () => {
 
   test("refused calls (400, 403, 404) append nothing and change nothing", async () => {
     const { "admin key": admin, "mgmt key": mgmt, "editor JWT": editor } = await callers();
-    const full = seedApiKey(h.ctx, "full");
+    const full = await seedApiKey(h.ctx, "full");
     await json(await h.request("POST", "/v1/projects", { headers: admin.headers, body: { slug: "other", name: "Other" } }), 201);
-    const elsewhere = seedApiKey(h.ctx, "eval", "other");
+    const elsewhere = await seedApiKey(h.ctx, "eval", "other");
     const create = (headers: Record<string, string>, body: unknown, slug = "default") => () => h.request("POST", `/v1/projects/${slug}/api-keys`, { headers, body });
     await refused(create(admin.headers, { name: "x", scope: "eval", environment: "nowhere" }), 400);
     await refused(create(admin.headers, { name: "", scope: "eval", environment: "staging" }), 400);
@@ -189,10 +189,10 @@ describe("admin keys", () => {
     await refused(() => h.request("POST", "/v1/admin-keys", { headers: full.headers }), 403);
     await refused(() => h.request("DELETE", "/v1/admin-keys/key_unknown", { headers: admin.headers }), 404);
     // The last admin key while no admin user exists: 409.
-    h.ctx.sqlite.run("DELETE FROM admin_keys WHERE name <> 'audit admin'");
-    h.ctx.sqlite.run("DELETE FROM users");
-    h.ctx.credentials.reload();
-    const own = (h.ctx.sqlite.query("SELECT id FROM admin_keys").get() as { id: string }).id;
+    h.sqlite.run("DELETE FROM admin_keys WHERE name <> 'audit admin'");
+    h.sqlite.run("DELETE FROM users");
+    await h.ctx.credentials.reload();
+    const own = (h.sqlite.query("SELECT id FROM admin_keys").get() as { id: string }).id;
     await refused(() => h.request("DELETE", `/v1/admin-keys/${own}`, { headers: admin.headers }), 409);
   });
 });
@@ -248,9 +248,9 @@ describe("users", () => {
 
   test("refused calls (400, 403, 404, 409) append nothing and change nothing", async () => {
     const { "admin key": admin, "editor JWT": editor } = await callers();
-    const first = (h.ctx.sqlite.query("SELECT id FROM users WHERE role = 'admin' ORDER BY rowid").get() as { id: string }).id;
-    h.ctx.sqlite.run("DELETE FROM users WHERE role = 'admin' AND id <> ?", [first]);
-    h.ctx.credentials.reload();
+    const first = (h.sqlite.query("SELECT id FROM users WHERE role = 'admin' ORDER BY rowid").get() as { id: string }).id;
+    h.sqlite.run("DELETE FROM users WHERE role = 'admin' AND id <> ?", [first]);
+    await h.ctx.credentials.reload();
     await refused(() => h.request("POST", "/v1/users", { headers: admin.headers, body: { email: "x@example.com", password: "short", role: "viewer" } }), 400);
     await refused(() => h.request("POST", "/v1/users", { headers: editor.headers, body: { email: "x@example.com", password: "long enough password", role: "viewer" } }), 403);
     await refused(() => h.request("POST", "/v1/users", { headers: admin.headers, body: { email: "ADMIN@localhost", password: "long enough password", role: "viewer" } }), 409);
@@ -280,7 +280,7 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
       action: "created",
     }, () => [password]);
     expect(user.passwordHash).toEqual({ before: null, after: "********", changed: true });
-    expect(h.ctx.credentials.pollExternalChanges()).toBe(true);
+    expect(await h.ctx.credentials.pollExternalChanges()).toBe(true);
 
     let key = "";
     await oneEntry(
@@ -292,7 +292,7 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
       { ...cli, resource_type: "admin_key", resource_key: "from cli", action: "created" },
       () => [key],
     );
-    expect(h.ctx.credentials.pollExternalChanges()).toBe(true);
+    expect(await h.ctx.credentials.pollExternalChanges()).toBe(true);
     expect((await h.request("GET", "/v1/admin-keys", { headers: bearer(key) })).status).toBe(200);
 
     let generated = "";
@@ -306,7 +306,7 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
       () => [password, generated],
     );
     expect(reset).toEqual({ password: MASKED });
-    expect(h.ctx.credentials.pollExternalChanges()).toBe(true);
+    expect(await h.ctx.credentials.pollExternalChanges()).toBe(true);
   });
 
   test("a refused command appends nothing and changes nothing", async () => {
@@ -315,7 +315,7 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
     expect((await flagsvc("admin", "create-user", "--email", "admin@localhost", "--password", "long enough password", "--role", "viewer")).code).toBe(1);
     expect((await flagsvc("admin", "create-key", "--name", "")).code).toBe(2);
     expect(stored()).toEqual(before);
-    expect(h.ctx.credentials.pollExternalChanges()).toBe(false);
+    expect(await h.ctx.credentials.pollExternalChanges()).toBe(false);
   });
 });
 

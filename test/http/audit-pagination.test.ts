@@ -18,7 +18,7 @@ let admin: Record<string, string>;
 
 beforeAll(async () => {
   h = await testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:1000000,user:100000,anonymous:100000" });
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
   for (let f = 0; f < FLAGS; f++) await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: `page-${f}`, name: `Page ${f}` } }), 201);
   // A history to page through before the writers start: 12 entries a flag (about 30 pages of the project's log).
   for (let f = 0; f < FLAGS; f++) {
@@ -50,7 +50,7 @@ async function writer(w: number, stopped: () => boolean): Promise<number> {
 /** The positions of the project's entries (of one resource key, when given), newest first, read with SQL. */
 const positions = (resourceKey?: string) =>
   (
-    h.ctx.sqlite
+    h.sqlite
       .query("SELECT position FROM change_log WHERE project_slug = 'default' AND (?1 IS NULL OR resource_key = ?1) ORDER BY position DESC")
       .all(resourceKey ?? null) as { position: number }[]
   ).map((r) => r.position);

@@ -15,7 +15,7 @@ afterEach(() => h?.close());
 
 async function setup() {
   h = await testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000,mgmt:100000,full:100000" });
-  return bearer(seedAdminKey(h.ctx, "ops"));
+  return bearer(await seedAdminKey(h.ctx, "ops"));
 }
 
 const INSTANCE = "/v1/audit-log/stream";
@@ -121,14 +121,14 @@ describe("access: as the audit list", () => {
       editor: await userToken(h.ctx, "editor"),
       admin: await userToken(h.ctx, "admin"),
       adminKey: admin,
-      mgmt: bearer(seedApiKey(h.ctx, "mgmt").secret),
-      full: bearer(seedApiKey(h.ctx, "full", "default", "production").secret),
+      mgmt: bearer((await seedApiKey(h.ctx, "mgmt")).secret),
+      full: bearer((await seedApiKey(h.ctx, "full", "default", "production")).secret),
     };
     const readers = await Promise.all(Object.values(allowed).map((headers) => open(PROJECT, headers)));
     await createFlag("seen");
     for (const r of readers) expect(change(await r.nextEvent()).resource.key).toBe("seen");
     for (const scope of ["eval", "test", "client"] as const) {
-      const res = await h.request("GET", PROJECT, { headers: bearer(seedApiKey(h.ctx, scope).secret) });
+      const res = await h.request("GET", PROJECT, { headers: bearer((await seedApiKey(h.ctx, scope)).secret) });
       expect((await json(res, 403)).message).toBe("This key scope does not have access to this endpoint");
     }
     expect((await json(await h.request("GET", "/v1/projects/other/audit-log/stream", { headers: allowed.mgmt }), 403)).message).toBe("This key does not have access to this project");
@@ -141,7 +141,7 @@ describe("access: as the audit list", () => {
     await open(INSTANCE, admin);
     await open(INSTANCE, await userToken(h.ctx, "admin"));
     for (const role of ["viewer", "editor"] as const) expect((await h.request("GET", INSTANCE, { headers: await userToken(h.ctx, role) })).status).toBe(403);
-    expect((await h.request("GET", INSTANCE, { headers: bearer(seedApiKey(h.ctx, "full").secret) })).status).toBe(403);
+    expect((await h.request("GET", INSTANCE, { headers: bearer((await seedApiKey(h.ctx, "full")).secret) })).status).toBe(403);
     expect((await h.request("GET", INSTANCE)).status).toBe(401);
   });
 
@@ -196,7 +196,7 @@ describe("resume", () => {
       for (let i = 0; i < 60; i++) await rename(i % 3 ? "a" : "x", `during ${i}`);
     })();
     await writes;
-    const expected = (h.ctx.sqlite.query("SELECT position FROM change_log WHERE position > ?1 AND resource_key = 'a' ORDER BY position").all(from) as { position: number }[]).map((p) => p.position);
+    const expected = (h.sqlite.query("SELECT position FROM change_log WHERE position > ?1 AND resource_key = 'a' ORDER BY position").all(from) as { position: number }[]).map((p) => p.position);
     const got: number[] = [];
     while (got.length < expected.length) got.push(change(await r.nextEvent()).position);
     expect(got).toEqual(expected);

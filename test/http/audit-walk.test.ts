@@ -456,28 +456,28 @@ let instanceCallers: Pick<Record<Kind, Caller>, "admin key" | "admin JWT" | "edi
 let editor: Record<string, string>;
 let viewer: Record<string, string>;
 
-function insertUser(role: string, email: string): string {
+async function insertUser(role: string, email: string): Promise<string> {
   const id = newId("usr");
   const hash = `$argon2id$walk$${crypto.randomUUID()}`;
-  h.ctx.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, ?, ?, ?, 'x', 'x')", [id, email, hash, role]);
-  h.ctx.credentials.reload();
+  h.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, ?, ?, ?, 'x', 'x')", [id, email, hash, role]);
+  await h.ctx.credentials.reload();
   return id;
 }
 
 async function userCaller(role: "admin" | "editor" | "viewer", email: string): Promise<Caller> {
-  const id = insertUser(role, email);
+  const id = await insertUser(role, email);
   const token = (await h.ctx.credentials.issueToken(id, role)).token;
   return { headers: bearer(token), actor: { type: "user", id, label: email }, secret: token };
 }
 
-function adminKeyCaller(name: string): Caller {
-  const secret = seedAdminKey(h.ctx, name);
-  const { id } = h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(name) as { id: string };
+async function adminKeyCaller(name: string): Promise<Caller> {
+  const secret = await seedAdminKey(h.ctx, name);
+  const { id } = h.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(name) as { id: string };
   return { headers: bearer(secret), actor: { type: "admin_key", id, label: name }, secret };
 }
 
-function apiKeyCaller(scope: "mgmt" | "full", slug: string): Caller {
-  const { id, secret } = seedApiKey(h.ctx, scope, slug);
+async function apiKeyCaller(scope: "mgmt" | "full", slug: string): Promise<Caller> {
+  const { id, secret } = await seedApiKey(h.ctx, scope, slug);
   return { headers: bearer(secret), actor: { type: "api_key", id, label: `${scope} key` }, secret };
 }
 
@@ -499,14 +499,14 @@ async function world(): Promise<World> {
   const schedule = await send("POST", `/v1/projects/${slug}/flags/kept/schedules`, { environment: "production", at: SCHEDULE_AT, state: { enabled: false } });
   const cancelled = await send("POST", `/v1/projects/${slug}/flags/kept/schedules`, { environment: "production", at: SCHEDULE_AT, state: { rolloutPercentage: 5 } });
   await send("DELETE", `/v1/projects/${slug}/flags/kept/schedules/${cancelled.id}`, undefined, 200);
-  const userId = insertUser("viewer", `${slug}@example.com`);
-  const spare = adminKeyCaller(`spare ${slug}`);
+  const userId = await insertUser("viewer", `${slug}@example.com`);
+  const spare = await adminKeyCaller(`spare ${slug}`);
   return {
     slug,
     projectId: project.id,
-    callers: { ...instanceCallers, "mgmt key": apiKeyCaller("mgmt", slug), "full key": apiKeyCaller("full", slug) },
-    rotateKeyId: seedApiKey(h.ctx, "eval", slug).id,
-    deleteKeyId: seedApiKey(h.ctx, "eval", slug).id,
+    callers: { ...instanceCallers, "mgmt key": await apiKeyCaller("mgmt", slug), "full key": await apiKeyCaller("full", slug) },
+    rotateKeyId: (await seedApiKey(h.ctx, "eval", slug)).id,
+    deleteKeyId: (await seedApiKey(h.ctx, "eval", slug)).id,
     webhookId: webhook.id,
     userId,
     adminKeyId: spare.actor.id,
@@ -519,15 +519,15 @@ async function world(): Promise<World> {
 
 /** Every table's rows: what a refused call must leave as it was. */
 function dump(): Record<string, unknown[]> {
-  const tables = h.ctx.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name").all() as { name: string }[];
+  const tables = h.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name").all() as { name: string }[];
   // A plugin's status, position and counters are the host's runtime state, settled off the request.
   const columns = (name: string) => (name === "plugins" ? "id, project_id, package_name, version, enabled, config, installed_at, updated_at" : "*");
-  return Object.fromEntries(tables.map(({ name }) => [name, h.ctx.sqlite.query(`SELECT ${columns(name)} FROM "${name}" ORDER BY rowid`).all()]));
+  return Object.fromEntries(tables.map(({ name }) => [name, h.sqlite.query(`SELECT ${columns(name)} FROM "${name}" ORDER BY rowid`).all()]));
 }
 
 /** Every secret the database holds (hashes, webhook secrets): none may appear in an entry. */
 function storedSecrets(): string[] {
-  const q = (sql: string) => (h.ctx.sqlite.query(sql).all() as { s: string | null }[]).map((r) => r.s).filter((s): s is string => s !== null);
+  const q = (sql: string) => (h.sqlite.query(sql).all() as { s: string | null }[]).map((r) => r.s).filter((s): s is string => s !== null);
   return [
     ...q("SELECT key_hash AS s FROM api_keys"),
     ...q("SELECT previous_hash AS s FROM api_keys"),
@@ -551,7 +551,7 @@ function sentSecrets(body: unknown, answer: Record<string, any>): string[] {
 
 beforeAll(async () => {
   h = await testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
-  setup = bearer(seedAdminKey(h.ctx, "walk setup"));
+  setup = bearer(await seedAdminKey(h.ctx, "walk setup"));
 });
 afterAll(async () => {
   await h.ctx.plugins.stopAll();
@@ -582,7 +582,7 @@ describe("the document's write routes", () => {
 
 beforeAll(async () => {
   instanceCallers = {
-    "admin key": adminKeyCaller("walk admin"),
+    "admin key": await adminKeyCaller("walk admin"),
     "admin JWT": await userCaller("admin", "walk-admin@example.com"),
     "editor JWT": await userCaller("editor", "walk-editor@example.com"),
   };
@@ -658,7 +658,7 @@ describe("the CLI", () => {
   });
 
   test("admin reset-password: one user updated entry by the cli actor, the password masked; an unknown email appends nothing", async () => {
-    const id = insertUser("viewer", "cli-target@example.com");
+    const id = await insertUser("viewer", "cli-target@example.com");
     const mark = lastPosition(h.ctx);
     const r = await flagsvc("admin", "reset-password", "--email", "cli-target@example.com", "--password", PASSWORD);
     expect(r.code).toBe(0);

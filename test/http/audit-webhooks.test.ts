@@ -18,13 +18,13 @@ let admin: Record<string, string>;
 
 beforeEach(async () => {
   h = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
-  admin = bearer(seedAdminKey(h.ctx, "ops key"));
+  admin = bearer(await seedAdminKey(h.ctx, "ops key"));
 });
 afterEach(() => h.close());
 
 
 /** Everything stored of webhooks and their deliveries, to compare before and after a refused call. */
-const stored = () => JSON.stringify(h.ctx.sqlite.query("SELECT * FROM webhooks ORDER BY id").all()) + JSON.stringify(h.ctx.sqlite.query("SELECT * FROM webhook_deliveries ORDER BY id").all());
+const stored = () => JSON.stringify(h.sqlite.query("SELECT * FROM webhooks ORDER BY id").all()) + JSON.stringify(h.sqlite.query("SELECT * FROM webhook_deliveries ORDER BY id").all());
 
 /** The call's response (its status checked) and the entries it appended. */
 async function write(method: string, path: string, body: unknown, status: number, headers = admin) {
@@ -37,8 +37,8 @@ async function write(method: string, path: string, body: unknown, status: number
 const register = (headers = admin, body: Record<string, unknown> = {}) =>
   write("POST", HOOKS, { url: URL, events: ["flag.created", "flag.enabled"], secret: SECRET, description: "ops", ...body }, 201, headers);
 
-const adminKeyId = () => (h.ctx.sqlite.query("SELECT id FROM admin_keys WHERE name = 'ops key'").get() as { id: string }).id;
-const defaultProjectId = () => (h.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
+const adminKeyId = () => (h.sqlite.query("SELECT id FROM admin_keys WHERE name = 'ops key'").get() as { id: string }).id;
+const defaultProjectId = () => (h.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
 
 describe("webhook writes append one entry each", () => {
   test("create (admin key): the whole record, the secret masked, the author and the request", async () => {
@@ -77,7 +77,7 @@ describe("webhook writes append one entry each", () => {
   test("PATCH (editor JWT): the fields that changed, a new secret masked with changed: true, enabled as `updated`", async () => {
     const { answer: hook } = await register();
     const editor = await userToken(h.ctx, "editor");
-    const user = h.ctx.sqlite.query("SELECT id, email FROM users WHERE role = 'editor'").get() as { id: string; email: string };
+    const user = h.sqlite.query("SELECT id, email FROM users WHERE role = 'editor'").get() as { id: string; email: string };
     h.clock.advance(1000);
     const { answer, entries } = await write("PATCH", `/v1/webhooks/${hook.id}`, { secret: NEW_SECRET, enabled: false, description: null }, 200, editor);
     expect(entries.length).toBe(1);
@@ -103,7 +103,7 @@ describe("webhook writes append one entry each", () => {
   });
 
   test("delete (mgmt key): the whole record, the secret masked; its project's key is the actor", async () => {
-    const mgmt = seedApiKey(h.ctx, "mgmt");
+    const mgmt = await seedApiKey(h.ctx, "mgmt");
     const { answer: hook } = await register(bearer(mgmt.secret));
     const { entries } = await write("DELETE", `/v1/webhooks/${hook.id}`, undefined, 204, bearer(mgmt.secret));
     expect(entries.length).toBe(1);
@@ -116,7 +116,7 @@ describe("webhook writes append one entry each", () => {
   });
 
   test("a full key's create is recorded with that key as the actor", async () => {
-    const full = seedApiKey(h.ctx, "full");
+    const full = await seedApiKey(h.ctx, "full");
     const { entries } = await register(bearer(full.secret));
     expect(entries.map((e) => [e.actor_type, e.actor_id, e.action])).toEqual([["api_key", full.id, "created"]]);
   });
@@ -126,7 +126,7 @@ describe("refused webhook writes append nothing and change nothing", () => {
   test("400, 403, 404 on create, PATCH and delete", async () => {
     const { answer: hook } = await register();
     await h.services.projects.create(SYSTEM, { slug: "other", name: "Other" });
-    const otherKey = bearer(seedApiKey(h.ctx, "mgmt", "other").secret);
+    const otherKey = bearer((await seedApiKey(h.ctx, "mgmt", "other")).secret);
     const viewer = await userToken(h.ctx, "viewer");
     const before = stored();
     const position = lastPosition(h.ctx);
@@ -154,13 +154,13 @@ describe("delivery operations are no change of a resource: no entry", () => {
   test("redeliver and attempt-now append nothing", async () => {
     const { answer: hook } = await register();
     await h.request("POST", "/v1/projects/default/flags", { body: { key: "f", name: "f" }, headers: admin });
-    const delivery = h.ctx.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(hook.id) as { id: string };
+    const delivery = h.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(hook.id) as { id: string };
     // One waiting for a retry (attempt-now), then one failed for good (redeliver).
-    h.ctx.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE id = ?", [delivery.id]);
+    h.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE id = ?", [delivery.id]);
     const attempted = await write("POST", `/v1/webhook-deliveries/${delivery.id}/attempt-now`, undefined, 202);
     expect(attempted.entries).toEqual([]);
     await h.ctx.deliveries.drain();
-    h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE id = ?", [delivery.id]);
+    h.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE id = ?", [delivery.id]);
     const redelivered = await write("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, undefined, 202);
     expect(redelivered.answer.redeliveryOf).toBe(delivery.id);
     expect(redelivered.entries).toEqual([]);
@@ -169,7 +169,7 @@ describe("delivery operations are no change of a resource: no entry", () => {
 
 describe("test sessions and overrides are test data: no entry", () => {
   test("create, override, batch, remove override, destroy: nothing appended", async () => {
-    const tester = bearer(seedApiKey(h.ctx, "test").secret);
+    const tester = bearer((await seedApiKey(h.ctx, "test")).secret);
     const position = lastPosition(h.ctx);
     const session = await json(await h.request("POST", "/v1/testing/sessions", { body: { projectId: "default", label: "ci" }, headers: tester }), 201);
     const base = `/v1/testing/sessions/${session.id}`;
@@ -177,7 +177,7 @@ describe("test sessions and overrides are test data: no entry", () => {
     await json(await h.request("PUT", `${base}/overrides/batch`, { body: { overrides: { g: "blue", h: false } }, headers: tester }), 200);
     await json(await h.request("DELETE", `${base}/overrides/f`, { headers: tester }), 204);
     await json(await h.request("DELETE", base, { headers: tester }), 204);
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM test_sessions").get()).toEqual({ n: 0 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM test_sessions").get()).toEqual({ n: 0 });
     expect(entriesAfter(h.ctx, position)).toEqual([]);
   });
 });

@@ -16,7 +16,7 @@ import { EXPORT_BATCH } from "../../src/modules/audit/service";
 import { SCAN_WINDOW } from "../../src/modules/audit/store";
 import { startServer } from "../../src/server";
 import type { Database } from "bun:sqlite";
-import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, sqliteOf, tempDir, testApp, userToken, type TestApp } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -24,8 +24,8 @@ let defaultId: string;
 
 beforeAll(async () => {
   h = await testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000,mgmt:100000,full:100000" });
-  admin = bearer(seedAdminKey(h.ctx, "auditor"));
-  defaultId = h.ctx.sqlite.query<{ id: string }, []>("SELECT id FROM projects WHERE slug = 'default'").get()!.id;
+  admin = bearer(await seedAdminKey(h.ctx, "auditor"));
+  defaultId = h.sqlite.query<{ id: string }, []>("SELECT id FROM projects WHERE slug = 'default'").get()!.id;
 });
 afterAll(() => h.close());
 
@@ -45,7 +45,7 @@ interface Row {
 }
 
 /** Appends entries straight into change_log (paging, filter and retention edge cases only); their positions. */
-function append(n: number, row: Row = {}, sqlite = h.ctx.sqlite): number[] {
+function append(n: number, row: Row = {}, sqlite = h.sqlite): number[] {
   const insert = sqlite.query(`INSERT INTO change_log
     (id, at, actor_type, actor_id, actor_label, request_id, project_id, project_slug, environment, resource_type, resource_id, resource_key, action, changes)
     VALUES (?, ?, 'user', ?, 'someone@example.com', NULL, ?, ?, ?, ?, 'res_x', ?, ?, '{"name":{"before":"a","after":"b"}}')`);
@@ -77,7 +77,7 @@ async function walk(path: string, limit: number, between?: () => void | Promise<
 }
 
 describe("pages", () => {
-  beforeEach(() => h.ctx.sqlite.run("DELETE FROM change_log"));
+  beforeEach(() => h.sqlite.run("DELETE FROM change_log"));
 
   test("newest first, 50 by default; nextCursor walks every entry once, and is null on the last page", async () => {
     const made = append(123);
@@ -113,7 +113,7 @@ describe("pages", () => {
     expect({ positions: positions(second.entries), nextCursor: second.nextCursor }).toEqual({ positions: [rare!], nextCursor: null });
     // The window's end: everything below it is for the next page, of any filter.
     const low = Number(Buffer.from(first.nextCursor, "base64url").toString());
-    expect(low).toBe(Number(count(h.ctx.sqlite)) - SCAN_WINDOW + 1);
+    expect(low).toBe(Number(count(h.sqlite)) - SCAN_WINDOW + 1);
     expect(positions((await page(`/v1/projects/default/audit-log?limit=3&cursor=${first.nextCursor}`)).entries)).toEqual([low - 1, low - 2, low - 3]);
     const exported = await (await get("/v1/audit-log?actorId=usr_rare", { ...admin, accept: "application/x-ndjson" })).text();
     expect(exported.trimEnd().split("\n").map((l) => JSON.parse(l).position)).toEqual([rare!]);
@@ -130,7 +130,7 @@ describe("filters", () => {
   beforeAll(async () => {
     other = (await json(await h.request("POST", "/v1/projects", { headers: admin, body: { slug: "audit-other", name: "Other" } }), 201)) as { id: string; slug: string };
   });
-  beforeEach(() => h.ctx.sqlite.run("DELETE FROM change_log"));
+  beforeEach(() => h.sqlite.run("DELETE FROM change_log"));
 
   test("the project route reads only its project's entries; the instance route reads all, instance-level ones included", async () => {
     const mine = append(2);
@@ -190,7 +190,7 @@ describe("filters", () => {
 
 describe("the entry", () => {
   test("has exactly the documented fields", async () => {
-    h.ctx.sqlite.run("DELETE FROM change_log");
+    h.sqlite.run("DELETE FROM change_log");
     const [position] = append(1, { type: "flag_state", environment: "production", key: "shape", action: "enabled" });
     const [entry] = (await page("/v1/projects/default/audit-log")).entries;
     expect(entry).toEqual({
@@ -210,7 +210,7 @@ describe("the entry", () => {
 
 describe("NDJSON export", () => {
   const ndjson = { ...({} as Record<string, string>), accept: "application/x-ndjson" };
-  beforeEach(() => h.ctx.sqlite.run("DELETE FROM change_log"));
+  beforeEach(() => h.sqlite.run("DELETE FROM change_log"));
 
   test("the whole filtered log, one entry a line, newest first, across several reads; limit does not apply", async () => {
     const made = append(EXPORT_BATCH * 2 + 34, { key: "exported" });
@@ -285,9 +285,9 @@ describe("bad queries: 400 VALIDATION_ERROR with details at query.<name>", () =>
 
 describe("who may read", () => {
   test("the project's mgmt and full keys and every role read the project's log; another project's key is 403; an unknown slug 404", async () => {
-    for (const scope of ["mgmt", "full"] as const) expect((await get("/v1/projects/default/audit-log", bearer(seedApiKey(h.ctx, scope).secret))).status).toBe(200);
+    for (const scope of ["mgmt", "full"] as const) expect((await get("/v1/projects/default/audit-log", bearer((await seedApiKey(h.ctx, scope)).secret))).status).toBe(200);
     for (const role of ["admin", "editor", "viewer"] as const) expect((await get("/v1/projects/default/audit-log", await userToken(h.ctx, role))).status).toBe(200);
-    const foreign = await get("/v1/projects/default/audit-log", bearer(seedApiKey(h.ctx, "full", "audit-other").secret));
+    const foreign = await get("/v1/projects/default/audit-log", bearer((await seedApiKey(h.ctx, "full", "audit-other")).secret));
     expect(foreign.status).toBe(403);
     expect(await foreign.json()).toEqual({ error: "FORBIDDEN", message: "This key does not have access to this project" });
     const missing = await get("/v1/projects/nope/audit-log");
@@ -297,7 +297,7 @@ describe("who may read", () => {
 
   test("the instance's log: admin keys and admin logins; editors, viewers and project keys get 403", async () => {
     expect((await get("/v1/audit-log", await userToken(h.ctx, "admin"))).status).toBe(200);
-    for (const headers of [await userToken(h.ctx, "editor"), await userToken(h.ctx, "viewer"), bearer(seedApiKey(h.ctx, "full").secret)]) {
+    for (const headers of [await userToken(h.ctx, "editor"), await userToken(h.ctx, "viewer"), bearer((await seedApiKey(h.ctx, "full")).secret)]) {
       const res = await get("/v1/audit-log", headers);
       expect(res.status).toBe(403);
       expect((await res.json()).error).toBe("FORBIDDEN");
@@ -318,7 +318,7 @@ describe("retention on the server's background thread", () => {
     // No injected clock: the server prunes on its background thread.
     const server = await startServer(config, { log: createLogger({ level: "info", format: "json", write: (chunk) => lines.push(chunk) }) });
     try {
-      const { sqlite } = server.ctx;
+      const { sqlite } = sqliteOf(server.ctx);
       const project = { id: sqlite.query<{ id: string }, []>("SELECT id FROM projects WHERE slug = 'default'").get()!.id, slug: "default" };
       const kept = count(sqlite);
       append(2500, { project, at: iso(Date.now() - 31 * 86_400_000) }, sqlite);
@@ -337,17 +337,17 @@ describe("retention on the server's background thread", () => {
 
 describe("real writes through the API", () => {
   const history = async () => (await page("/v1/projects/default/audit-log?resourceKey=e2e-flag")).entries;
-  const adminKeyId = () => h.ctx.sqlite.query<{ id: string }, []>("SELECT id FROM admin_keys WHERE name = 'auditor'").get()!.id;
+  const adminKeyId = () => h.sqlite.query<{ id: string }, []>("SELECT id FROM admin_keys WHERE name = 'auditor'").get()!.id;
 
   test("each write appears once, with its actor, request id, resource and changes; a flag's states are in its history", async () => {
     const created = await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "e2e-flag", name: "E2E" } });
     expect(created.status).toBe(201);
     const flagId = (await created.json()).id;
     const editor = await userToken(h.ctx, "editor");
-    const editorId = h.ctx.sqlite.query<{ id: string; email: string }, []>("SELECT id, email FROM users WHERE role = 'editor' ORDER BY rowid DESC LIMIT 1").get()!;
+    const editorId = h.sqlite.query<{ id: string; email: string }, []>("SELECT id, email FROM users WHERE role = 'editor' ORDER BY rowid DESC LIMIT 1").get()!;
     const renamed = await h.request("PATCH", "/v1/projects/default/flags/e2e-flag", { headers: editor, body: { name: "E2E renamed" } });
     expect(renamed.status).toBe(200);
-    const mgmt = seedApiKey(h.ctx, "mgmt", "default", "production");
+    const mgmt = await seedApiKey(h.ctx, "mgmt", "default", "production");
     const enabled = await h.request("PUT", "/v1/projects/default/flags/e2e-flag/states/production", { headers: bearer(mgmt.secret), body: { enabled: true } });
     expect(enabled.status).toBe(200);
 
@@ -400,11 +400,11 @@ describe("real writes through the API", () => {
   });
 
   test("a write that changes nothing, and a refused one, append nothing", async () => {
-    const before = count(h.ctx.sqlite);
+    const before = count(h.sqlite);
     expect((await h.request("PATCH", "/v1/projects/default/flags/e2e-flag", { headers: admin, body: { name: "E2E renamed" } })).status).toBe(200);
     expect((await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "e2e-flag", name: "again" } })).status).toBe(409);
     expect((await h.request("PUT", "/v1/projects/default/flags/e2e-flag/states/nowhere", { headers: admin, body: { enabled: true } })).status).toBe(404);
-    expect(count(h.ctx.sqlite)).toBe(before);
+    expect(count(h.sqlite)).toBe(before);
   });
 
   test("pages walked while 8 writers write: every entry up to the first page once, newest first", async () => {
@@ -419,13 +419,13 @@ describe("real writes through the API", () => {
         await new Promise((resolve) => setImmediate(resolve));
       }
     });
-    while (count(h.ctx.sqlite) < 200) await Bun.sleep(5);
+    while (count(h.sqlite) < 200) await Bun.sleep(5);
     const walked = await walk("/v1/audit-log", 5, () => new Promise((resolve) => setImmediate(resolve)));
-    const afterWalk = count(h.ctx.sqlite);
+    const afterWalk = count(h.sqlite);
     writing = false;
     await Promise.all(writers);
     const top = walked[0].position;
-    const all = h.ctx.sqlite.query<{ position: number }, [number]>("SELECT position FROM change_log WHERE position <= ? ORDER BY position DESC").all(top);
+    const all = h.sqlite.query<{ position: number }, [number]>("SELECT position FROM change_log WHERE position <= ? ORDER BY position DESC").all(top);
     expect(positions(walked)).toEqual(all.map((r) => r.position));
     // The writers did write while the pages were read: entries newer than the first page.
     expect(afterWalk).toBeGreaterThan(all.length + 40);

@@ -120,11 +120,11 @@ describe("me and logout", () => {
   test("me and logout need a login token: none is 401, keys are 403", async () => {
     expect((await h.request("GET", "/v1/auth/me")).status).toBe(401);
     expect((await h.request("POST", "/v1/auth/logout")).status).toBe(401);
-    const admin = seedAdminKey(h.ctx);
+    const admin = await seedAdminKey(h.ctx);
     const res = await h.request("GET", "/v1/auth/me", { headers: bearer(admin) });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: string }).error).toBe("FORBIDDEN");
-    const full = seedApiKey(h.ctx, "full");
+    const full = await seedApiKey(h.ctx, "full");
     expect((await h.request("POST", "/v1/auth/logout", { headers: bearer(full.secret) })).status).toBe(403);
   });
 
@@ -144,7 +144,7 @@ describe("me and logout", () => {
   test("a logged-out token stays revoked after a credential reload (stored, not only in memory)", async () => {
     const t = await token();
     expect((await h.request("POST", "/v1/auth/logout", { headers: bearer(t) })).status).toBe(204);
-    h.ctx.credentials.reload();
+    await h.ctx.credentials.reload();
     expect((await me(h, t)).status).toBe(401);
   });
 });
@@ -176,7 +176,7 @@ describe("token validity", () => {
 
   test("a tampered payload (role raised) is 401", async () => {
     const viewer = await h.request("POST", "/v1/users", {
-      headers: bearer(seedAdminKey(h.ctx)),
+      headers: bearer(await seedAdminKey(h.ctx)),
       body: { email: "viewer@example.com", password: "viewer password", role: "viewer" },
     });
     expect(viewer.status).toBe(201);

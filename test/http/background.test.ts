@@ -9,7 +9,7 @@ import { BackgroundThread } from "../../src/background/thread";
 import { loadConfig } from "../../src/config";
 import { createLogger, forwardingLogger, type LogRecord } from "../../src/lib/log";
 import { startServer, type RunningServer } from "../../src/server";
-import { callServer, seedAdminKey, tempDir } from "../helpers";
+import { callServer, seedAdminKey, tempDir, sqliteOf } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 let dir: string;
@@ -25,7 +25,7 @@ beforeAll(async () => {
   const config = loadConfig({ SVC_DATA_DIR: dir, SVC_PORT: "0", SVC_HOST: "127.0.0.1", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_LOG_LEVEL: "info" });
   // No injected clock: the server sends from its background thread.
   server = await startServer(config, { log: createLogger({ level: "info", format: "json", write: (chunk) => lines.push(chunk) }) });
-  key = seedAdminKey(server.ctx);
+  key = await seedAdminKey(server.ctx);
 });
 afterEach(() => {
   rx.received.length = 0;
@@ -39,7 +39,7 @@ afterAll(async () => {
 const call = (method: string, path: string, body?: unknown) => callServer(server.url, method, path, { key, body });
 const thread = () => server.ctx.deliveries as BackgroundThread;
 const worker = () => (thread() as unknown as { thread: { worker: Worker | undefined } }).thread.worker;
-const autoCheckpoint = () => server.ctx.sqlite.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
+const autoCheckpoint = () => sqliteOf(server.ctx).sqlite.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
 const until = async (what: () => boolean, timeoutMs = 5_000) => {
   for (const started = Date.now(); !what(); await Bun.sleep(20)) if (Date.now() - started > timeoutMs) throw new Error("timed out");
 };
@@ -70,7 +70,7 @@ test("the server sends from the background thread, and the main connection leave
   expect(body!.deliveries).toEqual([expect.objectContaining({ status: "succeeded", attempts: 1, responseStatus: 200 })]);
 
   // The WAL is checkpointed by the worker: its size stops growing at what the writes need.
-  const frames = () => server.ctx.sqlite.query<{ log: number; checkpointed: number }, []>("PRAGMA wal_checkpoint(PASSIVE)").get()!;
+  const frames = () => sqliteOf(server.ctx).sqlite.query<{ log: number; checkpointed: number }, []>("PRAGMA wal_checkpoint(PASSIVE)").get()!;
   await until(() => frames().checkpointed === frames().log);
 });
 
@@ -105,7 +105,7 @@ test("the worker's log lines are written by the main thread's logger", async () 
 
 test("retention runs on the background thread, in chunks: 2,500 deliveries older than 30 days go, newer ones stay", async () => {
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.deleted"], secret: "background-thread-secret" });
-  const { sqlite } = server.ctx;
+  const { sqlite } = sqliteOf(server.ctx);
   const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
   const projectId = sqlite.query<{ id: string }, []>("SELECT id FROM projects WHERE slug = 'default'").get()!.id;
   const fresh = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM webhook_deliveries").get()!.n;

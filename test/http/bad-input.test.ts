@@ -16,18 +16,18 @@ let viewer: Record<string, string>;
 let rotated: { id: string; secret: string };
 beforeAll(async () => {
   h = await testApp({ SVC_EDITION: "pro" });
-  admin = bearer(seedAdminKey(h.ctx));
-  full = bearer(seedApiKey(h.ctx, "full").secret);
-  tester = bearer(seedApiKey(h.ctx, "test").secret);
+  admin = bearer(await seedAdminKey(h.ctx));
+  full = bearer((await seedApiKey(h.ctx, "full")).secret);
+  tester = bearer((await seedApiKey(h.ctx, "test")).secret);
   viewer = await userToken(h.ctx, "viewer");
-  rotated = seedApiKey(h.ctx, "eval");
+  rotated = await seedApiKey(h.ctx, "eval");
 });
 afterAll(() => h.close());
 
 /** Every table's rows, as one comparable value. */
 function rows(): Record<string, unknown[]> {
-  const tables = h.ctx.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[];
-  return Object.fromEntries(tables.map(({ name }) => [name, h.ctx.sqlite.query(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
+  const tables = h.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[];
+  return Object.fromEntries(tables.map(({ name }) => [name, h.sqlite.query(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
 }
 
 /**

@@ -15,18 +15,18 @@ let admin: Record<string, string>;
 
 beforeEach(async () => {
   h = await testApp({ SVC_RATE_LIMITS: "eval:1000000,test:100000,mgmt:100000,full:100000,admin:1000000,user:100000,anonymous:100000" });
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());
 
 const send = async (method: string, path: string, body?: unknown, status = method === "POST" ? 201 : method === "DELETE" ? 204 : 200, headers = admin) =>
   json(await h.request(method, path, { headers, body }), status);
-const count = (table: string) => (h.ctx.sqlite.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-const positions = () => (h.ctx.sqlite.query("SELECT position FROM change_log ORDER BY position").all() as { position: number }[]).map((r) => r.position);
+const count = (table: string) => (h.sqlite.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+const positions = () => (h.sqlite.query("SELECT position FROM change_log ORDER BY position").all() as { position: number }[]).map((r) => r.position);
 
 describe("the evaluation snapshot", () => {
   test("each state PUT and flag PATCH is evaluated right after its response, 300 times in a row", async () => {
-    const evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "production").secret);
+    const evalKey = bearer((await seedApiKey(h.ctx, "eval", "default", "production")).secret);
     await send("POST", "/v1/projects/default/flags", { key: "hot", name: "Hot", variants: [{ key: "a" }, { key: "b" }] });
     const evaluate = async () => json(await h.request("POST", "/v1/evaluate", { headers: evalKey, body: { flagKey: "hot", context: { userId: "u1" } } }), 200);
     for (let i = 0; i < 300; i++) {
@@ -74,8 +74,8 @@ describe("credentials", () => {
 describe("test sessions", () => {
   test("a deleted project's sessions end at once; another project's stay", async () => {
     await send("POST", "/v1/projects", { slug: "doomed", name: "Doomed" });
-    const doomedKey = bearer(seedApiKey(h.ctx, "test", "doomed").secret);
-    const keptKey = bearer(seedApiKey(h.ctx, "test", "default").secret);
+    const doomedKey = bearer((await seedApiKey(h.ctx, "test", "doomed")).secret);
+    const keptKey = bearer((await seedApiKey(h.ctx, "test", "default")).secret);
     const doomed = await send("POST", "/v1/testing/sessions", { projectId: "doomed" }, 201, doomedKey);
     const kept = await send("POST", "/v1/testing/sessions", { projectId: "default" }, 201, keptKey);
     const live = (id: string) => h.ctx.testSessions.live(id, h.clock.now()) !== undefined;
@@ -101,11 +101,11 @@ describe("the webhook outbox", () => {
       deliveries: before.deliveries + 2,
       entries: before.entries + 1,
     });
-    const event = h.ctx.sqlite.query("SELECT id, event, environment, created_at FROM webhook_events ORDER BY rowid DESC LIMIT 1").get() as Record<string, string>;
-    const entry = h.ctx.sqlite.query("SELECT at, action, environment FROM change_log ORDER BY position DESC LIMIT 1").get() as Record<string, string>;
+    const event = h.sqlite.query("SELECT id, event, environment, created_at FROM webhook_events ORDER BY rowid DESC LIMIT 1").get() as Record<string, string>;
+    const entry = h.sqlite.query("SELECT at, action, environment FROM change_log ORDER BY position DESC LIMIT 1").get() as Record<string, string>;
     expect(event).toMatchObject({ event: "flag.enabled", environment: "staging", created_at: entry.at });
     expect(entry).toEqual({ at: event.created_at!, action: "enabled", environment: "staging" });
-    const targets = (h.ctx.sqlite.query("SELECT webhook_id AS w FROM webhook_deliveries WHERE event_id = ? ORDER BY webhook_id").all(event.id!) as { w: string }[]).map((r) => r.w);
+    const targets = (h.sqlite.query("SELECT webhook_id AS w FROM webhook_deliveries WHERE event_id = ? ORDER BY webhook_id").all(event.id!) as { w: string }[]).map((r) => r.w);
     expect(targets).toEqual([one.id, two.id].sort());
 
     const after = { events: events(), deliveries: count("webhook_deliveries"), entries: positions().length };
@@ -118,22 +118,22 @@ describe("the webhook outbox", () => {
   test("one transaction: when the entry cannot be stored, neither the state nor its event and deliveries are; when the deliveries cannot, neither the state nor its entry", async () => {
     await hook();
     await send("POST", "/v1/projects/default/flags", { key: "f", name: "F" });
-    const state = () => h.ctx.sqlite.query("SELECT count(*) AS n FROM flag_states").get();
+    const state = () => h.sqlite.query("SELECT count(*) AS n FROM flag_states").get();
     const before = { state: state(), events: count("webhook_events"), deliveries: count("webhook_deliveries"), entries: positions() };
     const unchanged = () => expect({ state: state(), events: count("webhook_events"), deliveries: count("webhook_deliveries"), entries: positions() }).toEqual(before);
 
-    h.ctx.sqlite.run("CREATE TEMP TRIGGER refuse_entry BEFORE INSERT ON change_log BEGIN SELECT RAISE(ABORT, 'no entry'); END");
+    h.sqlite.run("CREATE TEMP TRIGGER refuse_entry BEFORE INSERT ON change_log BEGIN SELECT RAISE(ABORT, 'no entry'); END");
     expect((await h.request("PUT", "/v1/projects/default/flags/f/states/production", { headers: admin, body: { enabled: true } })).status).toBe(500);
     unchanged();
-    h.ctx.sqlite.run("DROP TRIGGER refuse_entry");
+    h.sqlite.run("DROP TRIGGER refuse_entry");
 
-    h.ctx.sqlite.run("CREATE TEMP TRIGGER refuse_delivery BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'no delivery'); END");
+    h.sqlite.run("CREATE TEMP TRIGGER refuse_delivery BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'no delivery'); END");
     expect((await h.request("PUT", "/v1/projects/default/flags/f/states/production", { headers: admin, body: { enabled: true } })).status).toBe(500);
     unchanged();
-    h.ctx.sqlite.run("DROP TRIGGER refuse_delivery");
+    h.sqlite.run("DROP TRIGGER refuse_delivery");
 
     // And the evaluation snapshot never saw either.
-    const evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "production").secret);
+    const evalKey = bearer((await seedApiKey(h.ctx, "eval", "default", "production")).secret);
     expect((await json(await h.request("POST", "/v1/evaluate", { headers: evalKey, body: { flagKey: "f" } }), 200)).enabled).toBe(false);
   });
 });

@@ -12,7 +12,7 @@ afterEach(() => h?.close());
 
 async function setup() {
   h = await testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000" });
-  const admin = bearer(seedAdminKey(h.ctx, "alice's key"));
+  const admin = bearer(await seedAdminKey(h.ctx, "alice's key"));
   await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "checkout", name: "Checkout", variants: [{ key: "a" }, { key: "b" }] } }), 201);
   return admin;
 }

@@ -9,7 +9,7 @@ let h: TestApp;
 let admin: Record<string, string>;
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());
 
@@ -17,7 +17,7 @@ const ENV = "/v1/projects/default/environments";
 const get = (path: string, headers = admin) => h.request("GET", path, { headers });
 const patch = (path: string, body: unknown, headers = admin) => h.request("PATCH", path, { body, headers });
 /** The stored projects and environments, to show that a refused or empty write changed nothing. */
-const rows = () => JSON.stringify([h.ctx.sqlite.query("SELECT * FROM projects ORDER BY id").all(), h.ctx.sqlite.query("SELECT * FROM environments ORDER BY id").all()]);
+const rows = () => JSON.stringify([h.sqlite.query("SELECT * FROM projects ORDER BY id").all(), h.sqlite.query("SELECT * FROM environments ORDER BY id").all()]);
 
 describe("GET an environment", () => {
   test("200 with the environment as the list shows it", async () => {
@@ -54,7 +54,7 @@ describe("PATCH an environment (rename)", () => {
   });
 
   test("keys, evaluation and flag states go on by slug after a rename", async () => {
-    const evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "production").secret);
+    const evalKey = bearer((await seedApiKey(h.ctx, "eval", "default", "production")).secret);
     await json(await h.request("POST", "/v1/projects/default/flags", { body: { key: "checkout", name: "Checkout" }, headers: admin }), 201);
     await json(await h.request("PUT", "/v1/projects/default/flags/checkout/states/production", { body: { enabled: true }, headers: admin }), 200);
     const evaluate = async () => json(await h.request("POST", "/v1/evaluate", { body: { flagKey: "checkout", context: { userId: "u1" } }, headers: evalKey }), 200);
@@ -109,30 +109,30 @@ describe("access (group environments: read for GET, write for PATCH)", () => {
   test("GET: mgmt and full keys of the project, admin keys, every role; eval/test keys and other projects 403; no credential 401", async () => {
     await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "Other" }, headers: admin }), 201);
     const path = `${ENV}/production`;
-    const readers = [bearer(seedApiKey(h.ctx, "mgmt").secret), bearer(seedApiKey(h.ctx, "full").secret), await userToken(h.ctx, "admin"), await userToken(h.ctx, "editor"), await userToken(h.ctx, "viewer")];
+    const readers = [bearer((await seedApiKey(h.ctx, "mgmt")).secret), bearer((await seedApiKey(h.ctx, "full")).secret), await userToken(h.ctx, "admin"), await userToken(h.ctx, "editor"), await userToken(h.ctx, "viewer")];
     for (const headers of readers) expect((await json(await get(path, headers), 200)).slug).toBe("production");
     for (const scope of ["eval", "test"] as const) {
-      expect(await json(await get(path, bearer(seedApiKey(h.ctx, scope).secret)), 403)).toEqual({
+      expect(await json(await get(path, bearer((await seedApiKey(h.ctx, scope)).secret)), 403)).toEqual({
         error: "FORBIDDEN",
         message: "This key scope does not have access to this endpoint",
         details: [{ path: "headers.authorization", message: `This key has scope ${scope}; this endpoint takes a key of scope mgmt or full` }],
       });
     }
-    expect(await json(await get(path, bearer(seedApiKey(h.ctx, "mgmt", "other").secret)), 403)).toEqual({ error: "FORBIDDEN", message: "This key does not have access to this project" });
+    expect(await json(await get(path, bearer((await seedApiKey(h.ctx, "mgmt", "other")).secret)), 403)).toEqual({ error: "FORBIDDEN", message: "This key does not have access to this project" });
     expect((await json(await get(path, {}), 401)).error).toBe("UNAUTHORIZED");
   });
 
   test("PATCH: mgmt and full keys of the project, admin keys, admin JWTs; editors, viewers, eval/test keys, other projects 403 and change nothing", async () => {
     await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "Other" }, headers: admin }), 201);
     const path = `${ENV}/production`;
-    const writers = [bearer(seedApiKey(h.ctx, "mgmt").secret), bearer(seedApiKey(h.ctx, "full").secret), admin, await userToken(h.ctx, "admin")];
+    const writers = [bearer((await seedApiKey(h.ctx, "mgmt")).secret), bearer((await seedApiKey(h.ctx, "full")).secret), admin, await userToken(h.ctx, "admin")];
     for (const [i, headers] of writers.entries()) expect((await json(await patch(path, { name: `Name ${i}` }, headers), 200)).name).toBe(`Name ${i}`);
     const stored = rows();
     for (const role of ["editor", "viewer"] as const) {
       expect(await json(await patch(path, { name: "Nope" }, await userToken(h.ctx, role)), 403)).toEqual({ error: "FORBIDDEN", message: `The role ${role} does not have access to this endpoint` });
     }
-    for (const scope of ["eval", "test"] as const) expect((await json(await patch(path, { name: "Nope" }, bearer(seedApiKey(h.ctx, scope).secret)), 403)).error).toBe("FORBIDDEN");
-    expect((await json(await patch(path, { name: "Nope" }, bearer(seedApiKey(h.ctx, "full", "other").secret)), 403)).message).toBe("This key does not have access to this project");
+    for (const scope of ["eval", "test"] as const) expect((await json(await patch(path, { name: "Nope" }, bearer((await seedApiKey(h.ctx, scope)).secret)), 403)).error).toBe("FORBIDDEN");
+    expect((await json(await patch(path, { name: "Nope" }, bearer((await seedApiKey(h.ctx, "full", "other")).secret)), 403)).message).toBe("This key does not have access to this project");
     expect((await json(await patch(path, { name: "Nope" }, {}), 401)).error).toBe("UNAUTHORIZED");
     expect(rows()).toBe(stored);
   });

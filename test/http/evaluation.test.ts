@@ -51,8 +51,8 @@ function withTwins(app: App, services: () => Services): App {
 
 beforeEach(async () => {
   h = await testApp({}, (app) => (base = withTwins(app, () => h.services)));
-  admin = bearer(seedAdminKey(h.ctx));
-  evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
+  admin = bearer(await seedAdminKey(h.ctx));
+  evalKey = bearer((await seedApiKey(h.ctx, "eval")).secret);
 });
 afterEach(() => h.close());
 
@@ -106,7 +106,7 @@ function headerNames(res: Response): string[] {
   return entries.sort();
 }
 
-const projectId = () => (h.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
+const projectId = () => (h.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
 
 describe("single evaluation", () => {
   test("concurrent answers each carry their own request id and remaining count (one Headers reused)", async () => {
@@ -384,7 +384,7 @@ describe("validation", () => {
   });
 
   test("a body that is not JSON is judged after the caller: 401 without a key, 403 for a key of another scope", async () => {
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     for (const send of [evaluate, batch]) {
       expect(await json(await send('{"flagKey": "a",', {}), 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [MISSING_HEADER] });
       expect(await json(await send("[1]", mgmt), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint", details: [MGMT_SCOPE] });
@@ -429,7 +429,7 @@ describe("validation", () => {
 describe("access", () => {
   test("eval, test and full keys evaluate", async () => {
     for (const scope of ["eval", "test", "full"] as const) {
-      const headers = bearer(seedApiKey(h.ctx, scope).secret);
+      const headers = bearer((await seedApiKey(h.ctx, scope)).secret);
       expect((await json(await evaluate({ flagKey: "a" }, headers), 200)).reason).toBe("FLAG_NOT_FOUND");
       expect((await json(await batch({ flags: ["a"] }, headers), 200)).results.a.reason).toBe("FLAG_NOT_FOUND");
     }
@@ -457,12 +457,12 @@ describe("access", () => {
       expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
     }
     // A key of another scope: the spec's message, and in details its scope and the scopes evaluation takes.
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     for (const res of [await evaluate({ flagKey: "a" }, mgmt), await batch({ flags: ["a"] }, mgmt)]) {
       expect(await json(res, 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope, details: [MGMT_SCOPE] });
     }
     // A valid eval key without `Bearer `: the spec's body, and what was expected.
-    const bare = { authorization: seedApiKey(h.ctx, "eval").secret };
+    const bare = { authorization: (await seedApiKey(h.ctx, "eval")).secret };
     for (const res of [await evaluate({ flagKey: "a" }, bare), await batch({ flags: ["a"] }, bare)]) {
       expect(await json(res, 401)).toEqual({ error: "UNAUTHORIZED", message: "Invalid or expired API key", details: [NO_BEARER] });
     }
@@ -472,11 +472,11 @@ describe("access", () => {
   test("401/403 come before body validation", async () => {
     expect((await evaluate({ flagKey: "", extra: 1 }, {})).status).toBe(401);
     expect((await evaluate({ flagKey: "" }, admin)).status).toBe(403);
-    expect((await batch({ flags: [] }, bearer(seedApiKey(h.ctx, "mgmt").secret))).status).toBe(403);
+    expect((await batch({ flags: [] }, bearer((await seedApiKey(h.ctx, "mgmt")).secret))).status).toBe(403);
   });
 
   test("a revoked key is refused at once", async () => {
-    const key = seedApiKey(h.ctx, "eval");
+    const key = await seedApiKey(h.ctx, "eval");
     expect((await evaluate({ flagKey: "a" }, bearer(key.secret))).status).toBe(200);
     expect((await h.request("DELETE", `/v1/api-keys/${key.id}`, { headers: admin })).status).toBe(204);
     expect((await evaluate({ flagKey: "a" }, bearer(key.secret))).status).toBe(401);
@@ -488,8 +488,8 @@ describe("environments and projects come from the key", () => {
     await createFlag({ key: "launch" });
     await setState("launch", { enabled: true }, "development");
     await setState("launch", { enabled: true, rolloutPercentage: 0 }, "staging");
-    const staging = bearer(seedApiKey(h.ctx, "eval", "default", "staging").secret);
-    const production = bearer(seedApiKey(h.ctx, "eval", "default", "production").secret);
+    const staging = bearer((await seedApiKey(h.ctx, "eval", "default", "staging")).secret);
+    const production = bearer((await seedApiKey(h.ctx, "eval", "default", "production")).secret);
     expect((await result("launch", { userId: "u" })).reason).toBe("FLAG_ENABLED");
     expect((await result("launch", { userId: "u" }, staging)).reason).toBe("PERCENTAGE_ROLLOUT_EXCLUDED");
     expect((await result("launch", { userId: "u" }, production)).reason).toBe("FLAG_DISABLED");
@@ -500,7 +500,7 @@ describe("environments and projects come from the key", () => {
     await createFlag({ key: "theirs" }, "other");
     await setState("theirs", { enabled: true }, "development", "other");
     expect((await result("theirs")).reason).toBe("FLAG_NOT_FOUND");
-    const theirKey = bearer(seedApiKey(h.ctx, "eval", "other").secret);
+    const theirKey = bearer((await seedApiKey(h.ctx, "eval", "other")).secret);
     expect((await result("theirs", {}, theirKey)).reason).toBe("FLAG_ENABLED");
   });
 });
@@ -530,7 +530,7 @@ describe("rate limits", () => {
   test("X-RateLimit-* on 200s and on errors; the eval limit; 429 with Retry-After and retryAfter", async () => {
     const r = await testApp({ SVC_RATE_LIMITS: "eval:3" });
     try {
-      const key = bearer(seedApiKey(r.ctx, "eval").secret);
+      const key = bearer((await seedApiKey(r.ctx, "eval")).secret);
       r.clock.ms = Date.parse("2026-11-22T10:00:30.000Z");
       const ok = await r.request("POST", "/v1/evaluate", { body: { flagKey: "a" }, headers: key });
       expect(ok.status).toBe(200);
@@ -621,7 +621,7 @@ describe("the pipeline's behaviour on the native path", () => {
   test("behind a proxy: 403 HTTPS_REQUIRED without X-Forwarded-Proto https (no HSTS); served with it (HSTS)", async () => {
     const p = await testApp({ SVC_BEHIND_PROXY: "true" });
     try {
-      const key = bearer(seedApiKey(p.ctx, "eval").secret);
+      const key = bearer((await seedApiKey(p.ctx, "eval")).secret);
       for (const extra of [{}, { "x-forwarded-proto": "http" }] as Record<string, string>[]) {
         const res = await p.request("POST", "/v1/evaluate", { body: { flagKey: "a" }, headers: { ...key, ...extra } });
         expect(await json(res, 403)).toEqual({ error: "HTTPS_REQUIRED", message: "HTTPS is required: send requests through the TLS proxy" });
@@ -664,7 +664,7 @@ describe("native handlers answer as the pipeline does for the same routes declar
   test("same status, body and headers for good and bad requests", async () => {
     await createFlag({ key: "p", variants: [{ key: "v1", weight: 30 }, { key: "v2", weight: 70 }], rules: [{ conditions: [{ attribute: "plan", operator: "equals", value: "pro" }] }] });
     await setState("p", { enabled: true, rolloutPercentage: 40 });
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     const jwt = await userToken(h.ctx, "editor");
     type Case = { path?: string; body?: string | ReadableStream; type?: string | null; headers?: Record<string, string> };
     const one = (body: unknown) => JSON.stringify(body);
@@ -750,7 +750,7 @@ describe("native handlers answer as the pipeline does for the same routes declar
       let twinApp!: App;
       const p: TestApp = await testApp(env, (app) => (twinApp = withTwins(app, () => p.services)));
       try {
-        const key = bearer(seedApiKey(p.ctx, "eval").secret);
+        const key = bearer((await seedApiKey(p.ctx, "eval")).secret);
         const req = (prefix = "") =>
           new Request(`http://localhost${prefix}/v1/evaluate`, { method: "POST", headers: { ...key, "content-type": "application/json", "x-request-id": "same" }, body: '{"flagKey":"a"}' });
         if (env.SVC_RATE_LIMITS) await p.app.handle(req());
@@ -818,7 +818,7 @@ describe("the listening server", () => {
           return undefined;
         },
       };
-      const key = seedApiKey(server.ctx, "eval").secret;
+      const key = (await seedApiKey(server.ctx, "eval")).secret;
       const tls = { rejectUnauthorized: false };
       const headers = { authorization: `Bearer ${key}`, "content-type": "application/json", "x-service-session": "sess_t" };
       const one = await fetch(`${server.url}/v1/evaluate`, { method: "POST", headers, body: '{"flagKey":"a"}', tls });

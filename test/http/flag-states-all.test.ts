@@ -10,7 +10,7 @@ let h: TestApp;
 let admin: Record<string, string>;
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());
 
@@ -76,16 +76,16 @@ describe("the states of a flag in every environment", () => {
     await createFlag("checkout");
     await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "Other" }, headers: admin }), 201);
     const path = `${BASE}/checkout/states`;
-    const allowed = [bearer(seedApiKey(h.ctx, "mgmt").secret), bearer(seedApiKey(h.ctx, "full").secret), await userToken(h.ctx, "viewer"), await userToken(h.ctx, "editor")];
+    const allowed = [bearer((await seedApiKey(h.ctx, "mgmt")).secret), bearer((await seedApiKey(h.ctx, "full")).secret), await userToken(h.ctx, "viewer"), await userToken(h.ctx, "editor")];
     for (const headers of allowed) expect((await json(await get(path, headers), 200)).states).toHaveLength(3);
     for (const scope of ["eval", "test"] as const) {
-      expect(await json(await get(path, bearer(seedApiKey(h.ctx, scope).secret)), 403)).toEqual({
+      expect(await json(await get(path, bearer((await seedApiKey(h.ctx, scope)).secret)), 403)).toEqual({
         error: "FORBIDDEN",
         message: "This key scope does not have access to this endpoint",
         details: [{ path: "headers.authorization", message: `This key has scope ${scope}; this endpoint takes a key of scope mgmt or full` }],
       });
     }
-    expect(await json(await get(path, bearer(seedApiKey(h.ctx, "mgmt", "other").secret)), 403)).toEqual({ error: "FORBIDDEN", message: "This key does not have access to this project" });
+    expect(await json(await get(path, bearer((await seedApiKey(h.ctx, "mgmt", "other")).secret)), 403)).toEqual({ error: "FORBIDDEN", message: "This key does not have access to this project" });
     expect((await json(await get(path, {}), 401)).error).toBe("UNAUTHORIZED");
   });
 
@@ -107,7 +107,7 @@ describe("the flags list with include=states", () => {
     h.clock.advance(60_000);
     await json(await putState("alpha", "production", { enabled: true, rolloutPercentage: 30 }), 200);
     await json(await putState("beta", "staging", { enabled: true }), 200);
-    const evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "production").secret);
+    const evalKey = bearer((await seedApiKey(h.ctx, "eval", "default", "production")).secret);
     await json(await h.request("POST", "/v1/evaluate", { body: { flagKey: "alpha", context: { userId: "u1" } }, headers: evalKey }), 200);
     const list = await json(await get(`${BASE}?include=states`), 200);
     expect(list.flags.map((f: { key: string }) => f.key)).toEqual(["alpha", "beta", "gamma"]);
@@ -167,10 +167,10 @@ describe("the flags list with include=states", () => {
 
   test("same access as the list: every role, mgmt and full keys", async () => {
     await createFlag("alpha");
-    for (const headers of [await userToken(h.ctx, "viewer"), bearer(seedApiKey(h.ctx, "mgmt").secret)]) {
+    for (const headers of [await userToken(h.ctx, "viewer"), bearer((await seedApiKey(h.ctx, "mgmt")).secret)]) {
       expect((await json(await get(`${BASE}?include=states`, headers), 200)).flags[0].states).toHaveLength(3);
     }
-    expect((await json(await get(`${BASE}?include=states`, bearer(seedApiKey(h.ctx, "eval").secret)), 403)).error).toBe("FORBIDDEN");
+    expect((await json(await get(`${BASE}?include=states`, bearer((await seedApiKey(h.ctx, "eval")).secret)), 403)).error).toBe("FORBIDDEN");
   });
 
   test("the API document describes the option and the items' states", async () => {

@@ -9,7 +9,7 @@ let h: TestApp;
 let admin: Record<string, string>;
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());
 
@@ -379,14 +379,14 @@ describe("path values", () => {
 
 describe("access", () => {
   test("mgmt and full keys of the project; eval key 403; another project's key 403", async () => {
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
-    const full = bearer(seedApiKey(h.ctx, "full").secret);
-    const evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
+    const full = bearer((await seedApiKey(h.ctx, "full")).secret);
+    const evalKey = bearer((await seedApiKey(h.ctx, "eval")).secret);
     await json(await create({ key: "f", name: "F" }, mgmt), 201);
     await json(await get(`${BASE}/f`, full), 200);
     expect(await json(await get(`${BASE}/f`, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint", details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope mgmt or full" }] });
     await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "Other" }, headers: admin }), 201);
-    const otherKey = bearer(seedApiKey(h.ctx, "mgmt", "other").secret);
+    const otherKey = bearer((await seedApiKey(h.ctx, "mgmt", "other")).secret);
     expect((await json(await get(`${BASE}/f`, otherKey), 403)).error).toBe("FORBIDDEN");
     expect((await json(await get(BASE, {}), 401)).message).toBe("Invalid or expired API key");
   });

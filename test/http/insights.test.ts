@@ -24,8 +24,8 @@ let evalKey: Record<string, string>;
 
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
-  evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "production").secret);
+  admin = bearer(await seedAdminKey(h.ctx));
+  evalKey = bearer((await seedApiKey(h.ctx, "eval", "default", "production")).secret);
   // theme: variants a and b; plan=beta gets b by a rule, everyone else a (no weights: the first).
   await call("POST", FLAGS, { key: "theme", name: "Theme", variants: [{ key: "a" }, { key: "b" }], rules: [{ conditions: [{ attribute: "plan", operator: "equals", value: "beta" }], variant: "b" }] }, 201);
   await call("PUT", `${FLAGS}/theme/states/production`, { enabled: true });
@@ -64,7 +64,7 @@ describe("counts", () => {
     // Flushed: the same answer from the database, and the rows hold it.
     expect(h.ctx.insightsFlusher.flush()).toBe(2);
     expect(current(await insights("theme"))).toEqual(current(theme));
-    const rows = h.ctx.sqlite.query("SELECT variant, reason, count FROM flag_insights i JOIN flags f ON f.id = i.flag_id WHERE f.key = 'theme' ORDER BY variant").all();
+    const rows = h.sqlite.query("SELECT variant, reason, count FROM flag_insights i JOIN flags f ON f.id = i.flag_id WHERE f.key = 'theme' ORDER BY variant").all();
     expect(rows).toEqual([
       { variant: "a", reason: "FLAG_ENABLED", count: 4 },
       { variant: "b", reason: "TARGETING_RULE_MATCH", count: 4 },
@@ -73,23 +73,23 @@ describe("counts", () => {
     await evaluate("theme");
     expect(current(await insights("theme")).byVariant).toEqual({ a: 5, b: 4 });
     h.ctx.insightsFlusher.flush();
-    expect(h.ctx.sqlite.query("SELECT sum(count) AS n FROM flag_insights").get()).toEqual({ n: 12 });
+    expect(h.sqlite.query("SELECT sum(count) AS n FROM flag_insights").get()).toEqual({ n: 12 });
   });
 
   test("each flush is one batch: nothing is written by an evaluation, a flush with nothing new writes nothing", async () => {
     await evaluate("theme");
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 0 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 0 });
     expect(h.ctx.insightsFlusher.flush()).toBe(1);
     expect(h.ctx.insightsFlusher.flush()).toBe(0);
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 1 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 1 });
   });
 
   test("a deleted flag's counts go with it", async () => {
     await evaluate("dark");
     h.ctx.insightsFlusher.flush();
     await call("DELETE", `${FLAGS}/dark`, undefined, 204);
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 0 });
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM flag_last_evaluated").get()).toEqual({ n: 0 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 0 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_last_evaluated").get()).toEqual({ n: 0 });
     await call("POST", FLAGS, { key: "dark", name: "Dark again" }, 201);
     expect(current(await insights("dark")).total).toBe(0);
   });
@@ -97,7 +97,7 @@ describe("counts", () => {
 
 describe("test sessions", () => {
   test("overrides are listed under TEST_OVERRIDE only: never in total or byVariant, never lastEvaluatedAt", async () => {
-    const testKey = bearer(seedApiKey(h.ctx, "test", "default", "production").secret);
+    const testKey = bearer((await seedApiKey(h.ctx, "test", "default", "production")).secret);
     const projectId = (await call("GET", "/v1/projects/default")).id;
     const session = await call("POST", "/v1/testing/sessions", { projectId }, 201, testKey);
     await call("PUT", `/v1/testing/sessions/${session.id}/overrides/theme`, { value: "b" }, 200, testKey);
@@ -112,7 +112,7 @@ describe("test sessions", () => {
     expect((await call("GET", `${FLAGS}/theme/states/production`)).lastEvaluatedAt).toBeNull();
     h.ctx.insightsFlusher.flush();
     expect(current(await insights("theme")).byReason).toEqual({ TEST_OVERRIDE: 4 });
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM flag_last_evaluated").get()).toEqual({ n: 0 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_last_evaluated").get()).toEqual({ n: 0 });
 
     // Production traffic beside it: counted, and it sets lastEvaluatedAt.
     h.clock.advance(60_000);
@@ -194,7 +194,7 @@ describe("rollup and retention (test clock)", () => {
     expect(await h.services.insights.rollup()).toEqual({ rolled: 0, deleted: 0 });
     h.clock.ms = NOW + 31 * DAY;
     expect(await h.services.insights.rollup()).toEqual({ rolled: 3, deleted: 0 });
-    expect(h.ctx.sqlite.query("SELECT day, bucket, variant, reason, count FROM flag_insights ORDER BY variant").all()).toEqual([
+    expect(h.sqlite.query("SELECT day, bucket, variant, reason, count FROM flag_insights ORDER BY variant").all()).toEqual([
       { day: 1, bucket: Date.parse("2026-11-22T00:00:00Z"), variant: "a", reason: "FLAG_ENABLED", count: 2 },
       { day: 1, bucket: Date.parse("2026-11-22T00:00:00Z"), variant: "b", reason: "TARGETING_RULE_MATCH", count: 1 },
     ]);
@@ -208,7 +208,7 @@ describe("rollup and retention (test clock)", () => {
     expect(await h.services.insights.rollup()).toEqual({ rolled: 0, deleted: 0 });
     h.clock.ms = NOW + 367 * DAY;
     expect(await h.services.insights.rollup()).toEqual({ rolled: 0, deleted: 2 });
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 0 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 0 });
   });
 
   test("a rollup adds to a daily bucket that already holds counts", async () => {
@@ -217,9 +217,9 @@ describe("rollup and retention (test clock)", () => {
     h.clock.ms = NOW + 31 * DAY;
     await h.services.insights.rollup();
     // Counts for that old hour arrive again (a row written late): rolled into the same day.
-    h.ctx.stores.insights.writeNow(NOW, [{ projectId: (await call("GET", "/v1/projects/default")).id, environmentId: h.ctx.sqlite.query<{ id: string }, []>("SELECT id FROM environments WHERE slug = 'production' AND project_id = (SELECT id FROM projects WHERE slug = 'default')").get()!.id, flagKey: "theme", cells: [{ variant: "a", reason: "FLAG_ENABLED", count: 4 }], lastAt: 0 }]);
+    h.ctx.stores.insights.writeNow(NOW, [{ projectId: (await call("GET", "/v1/projects/default")).id, environmentId: h.sqlite.query<{ id: string }, []>("SELECT id FROM environments WHERE slug = 'production' AND project_id = (SELECT id FROM projects WHERE slug = 'default')").get()!.id, flagKey: "theme", cells: [{ variant: "a", reason: "FLAG_ENABLED", count: 4 }], lastAt: 0 }]);
     await h.services.insights.rollup();
-    expect(h.ctx.sqlite.query("SELECT day, count FROM flag_insights").all()).toEqual([{ day: 1, count: 5 }]);
+    expect(h.sqlite.query("SELECT day, count FROM flag_insights").all()).toEqual([{ day: 1, count: 5 }]);
   });
 });
 
@@ -254,7 +254,7 @@ describe("validation", () => {
   });
 
   test("access as for reading flags: a mgmt key of the project and a viewer read; an eval key does not", async () => {
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     expect((await call("GET", `${FLAGS}/theme/insights?environment=production`, undefined, 200, mgmt)).flagKey).toBe("theme");
     expect((await call("GET", `${FLAGS}/theme/insights?environment=production`, undefined, 403, evalKey)).error).toBe("FORBIDDEN");
     expect((await call("GET", `${FLAGS}/theme/insights?environment=production`, undefined, 401, {})).error).toBe("UNAUTHORIZED");

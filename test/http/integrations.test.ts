@@ -24,7 +24,7 @@ describe("CE", () => {
   afterAll(() => h.close());
 
   test("an admin key or an admin login: 403 PRO_EDITION_REQUIRED on every endpoint, whatever the body", async () => {
-    const callers = [bearer(seedAdminKey(h.ctx)), await userToken(h.ctx, "admin")];
+    const callers = [bearer(await seedAdminKey(h.ctx)), await userToken(h.ctx, "admin")];
     for (const headers of callers) {
       for (const [method, path, body] of ENDPOINTS) {
         const res = await h.request(method, path, { headers, body });
@@ -41,7 +41,7 @@ describe("CE", () => {
 
   test("access comes first: a project key or an editor gets 403 FORBIDDEN, no credential 401", async () => {
     const cases: [Record<string, string>, number, string][] = [
-      [bearer(seedApiKey(h.ctx, "full").secret), 403, "This key scope does not have access to this endpoint"],
+      [bearer((await seedApiKey(h.ctx, "full")).secret), 403, "This key scope does not have access to this endpoint"],
       [await userToken(h.ctx, "editor"), 403, "The role editor does not have access to this endpoint"],
       [{}, 401, "Invalid or expired API key"],
     ];
@@ -75,7 +75,7 @@ describe("Pro", () => {
   const base = "/v1/projects/default/integrations";
   beforeAll(async () => {
     h = await testApp({ SVC_EDITION: "pro" });
-    admin = bearer(seedAdminKey(h.ctx));
+    admin = bearer(await seedAdminKey(h.ctx));
   });
   afterAll(() => h.close());
 
@@ -104,7 +104,7 @@ describe("Pro", () => {
     // "********" keeps the secret; null removes an optional key; a new key merges in.
     const kept = await json(await h.request("PATCH", path, { headers: admin, body: { config: { apiKey: SECRET, attributePrefix: null, environment: "staging" } } }), 200);
     expect(kept.config).toEqual({ apiKey: SECRET, environment: "staging" });
-    const stored = h.ctx.sqlite.query("SELECT config FROM integrations WHERE id = ?").get(created.id) as { config: string };
+    const stored = h.sqlite.query("SELECT config FROM integrations WHERE id = ?").get(created.id) as { config: string };
     expect(JSON.parse(stored.config)).toEqual({ apiKey: "braze-secret-key-1", environment: "staging" });
     const same = await json(await h.request("PATCH", path, { headers: admin, body: { enabled: true } }), 200);
     expect(same.updatedAt).toBe(kept.updatedAt);

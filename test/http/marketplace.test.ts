@@ -36,10 +36,10 @@ describe("Pro", () => {
   let admin: Record<string, string>;
   beforeAll(async () => {
     h = await testApp({ SVC_EDITION: "pro" });
-    admin = bearer(seedAdminKey(h.ctx));
+    admin = bearer(await seedAdminKey(h.ctx));
     await dropFixtures(h);
     // Installs counted by the plugins module: rows of the real table.
-    h.ctx.sqlite.run("INSERT INTO plugin_downloads (package_name, installs) VALUES ('failing', 7), ('@acme/tracker', 3)");
+    h.sqlite.run("INSERT INTO plugin_downloads (package_name, installs) VALUES ('failing', 7), ('@acme/tracker', 3)");
   });
   afterAll(() => h.close());
 
@@ -148,7 +148,7 @@ describe("Pro", () => {
       log: createLogger({ level: "error", format: "json", write: () => {} }),
     });
     try {
-      const headers = bearer(seedAdminKey(server.ctx));
+      const headers = bearer(await seedAdminKey(server.ctx));
       const tls = { rejectUnauthorized: false };
       const at = async (path: string) => {
         const res = await fetch(`${server.url}${path}`, { headers, tls });
@@ -179,8 +179,8 @@ describe("Pro", () => {
       ["admin key", admin, 200],
       ["admin JWT", await userToken(h.ctx, "admin"), 200],
       ["editor JWT", await userToken(h.ctx, "editor"), 403],
-      ["mgmt key", bearer(seedApiKey(h.ctx, "mgmt").secret), 403],
-      ["full key", bearer(seedApiKey(h.ctx, "full").secret), 403],
+      ["mgmt key", bearer((await seedApiKey(h.ctx, "mgmt")).secret), 403],
+      ["full key", bearer((await seedApiKey(h.ctx, "full")).secret), 403],
       ["none", {}, 401],
     ];
     for (const path of ["/v1/marketplace/plugins", "/v1/marketplace/plugins/failing", "/v1/marketplace/plugins/failing/versions"]) {
@@ -211,10 +211,10 @@ describe("CE", () => {
 
   test("an admin: 403 PRO_EDITION_REQUIRED, after the access check (editor 403 FORBIDDEN, none 401)", async () => {
     const cases: [Record<string, string>, number, string][] = [
-      [bearer(seedAdminKey(h.ctx)), 403, "PRO_EDITION_REQUIRED"],
+      [bearer(await seedAdminKey(h.ctx)), 403, "PRO_EDITION_REQUIRED"],
       [await userToken(h.ctx, "admin"), 403, "PRO_EDITION_REQUIRED"],
       [await userToken(h.ctx, "editor"), 403, "FORBIDDEN"],
-      [bearer(seedApiKey(h.ctx, "mgmt").secret), 403, "FORBIDDEN"],
+      [bearer((await seedApiKey(h.ctx, "mgmt")).secret), 403, "FORBIDDEN"],
       [{}, 401, "UNAUTHORIZED"],
     ];
     for (const path of ["/v1/marketplace/plugins?sort=bogus", "/v1/marketplace/plugins/%40acme%2Fecho", "/v1/marketplace/plugins/failing/versions", "/v1/marketplace/plugins/@acme/echo", "/v1/marketplace/plugins/@acme/echo/versions"]) {
@@ -233,7 +233,7 @@ describe("a package never reaches outside its folder (links are skipped, never f
   const secrets: string[] = [];
   beforeAll(async () => {
     h = await testApp({ SVC_EDITION: "pro" });
-    admin = bearer(seedAdminKey(h.ctx));
+    admin = bearer(await seedAdminKey(h.ctx));
     market = join(h.dir, "marketplace");
   });
   afterAll(() => h.close());

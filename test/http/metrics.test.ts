@@ -24,7 +24,7 @@ afterEach(() => {
 async function app(env: Record<string, string> = {}) {
   const h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", ...env });
   apps.push(h);
-  return { h, admin: bearer(seedAdminKey(h.ctx)) };
+  return { h, admin: bearer(await seedAdminKey(h.ctx)) };
 }
 
 async function scrape(h: TestApp, headers: Record<string, string>): Promise<{ text: string; families: Map<string, MetricFamily> }> {
@@ -68,7 +68,7 @@ describe("GET /metrics", () => {
 
   test("evaluations by flag, variant and reason; requests by route template; a deleted flag's series go", async () => {
     const { h, admin } = await app();
-    const evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "development").secret);
+    const evalKey = bearer((await seedApiKey(h.ctx, "eval", "default", "development")).secret);
     json(await h.request("POST", FLAGS, { body: { key: "checkout", name: "Checkout" }, headers: admin }), 201);
     json(await h.request("POST", FLAGS, { body: { key: "banner", name: "Banner" }, headers: admin }), 201);
     json(await h.request("PUT", `${FLAGS}/checkout/states/development`, { body: { enabled: true }, headers: admin }), 200);
@@ -116,7 +116,7 @@ describe("GET /metrics", () => {
 
     expect((await h.request("POST", "/v1/auth/login", { body: { email: "admin@localhost", password: "not the password" } })).status).toBe(401);
     json(await h.request("POST", `${FLAGS}/a/schedules`, { body: { environment: "production", at: "2030-01-01T00:00:00.000Z", state: { enabled: true } }, headers: admin }), 201);
-    const full = bearer(seedApiKey(h.ctx, "full", "default", "production").secret);
+    const full = bearer((await seedApiKey(h.ctx, "full", "default", "production")).secret);
     const stream = await h.request("GET", "/v1/definitions/stream", { headers: full });
     expect(stream.status).toBe(200);
 
@@ -157,7 +157,7 @@ describe("access", () => {
     const wrong = await h.request("GET", "/metrics", { headers: bearer(TOKEN) });
     expect(wrong.status).toBe(401);
     expect((await wrong.json()).error).toBe("UNAUTHORIZED");
-    const key = await h.request("GET", "/metrics", { headers: bearer(seedApiKey(h.ctx, "full").secret) });
+    const key = await h.request("GET", "/metrics", { headers: bearer((await seedApiKey(h.ctx, "full")).secret) });
     expect(key.status).toBe(403);
     expect(await key.json()).toEqual({ error: "FORBIDDEN", message: "GET /metrics takes Authorization: Bearer <SVC_METRICS_TOKEN> or an admin key" });
   });

@@ -15,8 +15,8 @@ let evalKey: string;
 
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
-  evalKey = seedApiKey(h.ctx, "eval").secret;
+  admin = bearer(await seedAdminKey(h.ctx));
+  evalKey = (await seedApiKey(h.ctx, "eval")).secret;
 });
 afterEach(() => h.close());
 
@@ -120,7 +120,7 @@ describe("single evaluation", () => {
   test("credentials: Bearer or X-API-Key; eval, test and full keys; 401/403 as { errorDetails }", async () => {
     await flag({ key: "on" }, { enabled: true });
     for (const scope of ["eval", "test", "full", "client"] as const) {
-      const key = seedApiKey(h.ctx, scope).secret;
+      const key = (await seedApiKey(h.ctx, scope)).secret;
       expect((await json(await one("on", { context: {} }, { "x-api-key": key }), 200)).value).toBe(true);
       expect((await json(await one("on", { context: {} }, bearer(key)), 200)).value).toBe(true);
     }
@@ -128,7 +128,7 @@ describe("single evaluation", () => {
     expect(Object.keys(none)).toEqual(["errorDetails"]);
     expect(none.errorDetails).toContain("Invalid or expired API key");
     expect(await json(await one("on", { context: {} }, { "x-api-key": "svc_sk_eval_nope" }), 401)).toEqual({ errorDetails: "Invalid or expired API key" });
-    const mgmt = seedApiKey(h.ctx, "mgmt").secret;
+    const mgmt = (await seedApiKey(h.ctx, "mgmt")).secret;
     expect((await json(await one("on", { context: {} }, { "x-api-key": mgmt }), 403)).errorDetails).toContain("This key scope does not have access to this endpoint");
     expect((await json(await one("on", { context: {} }, admin), 403)).errorDetails).toContain("Evaluation takes a project API key");
   });
@@ -136,7 +136,7 @@ describe("single evaluation", () => {
   test("a test session's override applies (STATIC, metadata TEST_OVERRIDE)", async () => {
     await flag({ key: "on" }, { enabled: true });
     await flag({ key: "pick", variants: [{ key: "a" }, { key: "b" }] });
-    const testKey = bearer(seedApiKey(h.ctx, "test").secret);
+    const testKey = bearer((await seedApiKey(h.ctx, "test")).secret);
     const session = await json(await h.request("POST", "/v1/testing/sessions", { body: { projectId: "default" }, headers: testKey }), 201);
     for (const [key, value] of [["on", false], ["pick", "b"]] as const) {
       await json(await h.request("PUT", `/v1/testing/sessions/${session.id}/overrides/${key}`, { body: { value }, headers: testKey }), 200);
@@ -149,7 +149,7 @@ describe("single evaluation", () => {
   test("429 with Retry-After, in OFREP's shape", async () => {
     const p = await testApp({ SVC_RATE_LIMITS: "eval:1" });
     try {
-      const key = bearer(seedApiKey(p.ctx, "eval").secret);
+      const key = bearer((await seedApiKey(p.ctx, "eval")).secret);
       await p.request("POST", "/ofrep/v1/evaluate/flags/a", { body: { context: {} }, headers: key });
       const res = await p.request("POST", "/ofrep/v1/evaluate/flags/a", { body: { context: {} }, headers: key });
       expect(res.status).toBe(429);
@@ -227,7 +227,7 @@ describe("CORS (SVC_CORS_ORIGINS)", () => {
   test("listed origins may call evaluation and OFREP: preflight, headers on answers and errors, Vary: Origin; never management", async () => {
     const c = await testApp({ SVC_CORS_ORIGINS: `${PAGE}, http://localhost:5173` });
     try {
-      const key = seedApiKey(c.ctx, "eval").secret;
+      const key = (await seedApiKey(c.ctx, "eval")).secret;
       for (const path of ["/v1/evaluate", "/v1/evaluate/batch", "/ofrep/v1/evaluate/flags", "/ofrep/v1/evaluate/flags/some-flag"]) {
         const pre = await c.app.handle(
           new Request(`http://localhost${path}`, { method: "OPTIONS", headers: { origin: PAGE, "access-control-request-method": "POST", "access-control-request-headers": "x-api-key, content-type" } }),
@@ -263,7 +263,7 @@ describe("CORS (SVC_CORS_ORIGINS)", () => {
       expect(badToken.status).toBe(401);
       expect(badToken.headers.get("access-control-allow-origin")).toBe(PAGE);
       // Management routes never answer a browser of another origin.
-      const flags = await c.request("GET", "/v1/projects/default/flags", { headers: { ...bearer(seedAdminKey(c.ctx, "a2")), origin: PAGE } });
+      const flags = await c.request("GET", "/v1/projects/default/flags", { headers: { ...bearer(await seedAdminKey(c.ctx, "a2")), origin: PAGE } });
       expect(flags.headers.get("access-control-allow-origin")).toBeNull();
       const preflight = await c.app.handle(new Request("http://localhost/v1/projects", { method: "OPTIONS", headers: { origin: PAGE } }));
       expect(preflight.headers.get("access-control-allow-origin")).toBeNull();

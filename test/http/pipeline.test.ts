@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { t } from "elysia";
 import { MAX_BODY_BYTES } from "../../src/http/errors";
 import { createApp, type App } from "../../src/server";
-import { bearer, endlessBody, seedAdminKey, seedApiKey, testApp, type TestApp, userToken } from "../helpers";
+import { bearer, endlessBody, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, sqliteOf } from "../helpers";
 
 const withProbe = (app: App) =>
   app
@@ -170,7 +170,7 @@ describe("error shapes", () => {
     const bodyless = createApp(h.ctx).routes.filter((r) => r.method !== "GET" && r.method !== "HEAD" && !(r.hooks as { body?: unknown }).body);
     expect(bodyless.length).toBeGreaterThanOrEqual(11); // the DELETEs, logout, redeliver
     // A caller each route lets through: the body is judged after the caller.
-    const [admin, tester, user] = [bearer(seedAdminKey(h.ctx)), bearer(seedApiKey(h.ctx, "test").secret), await userToken(h.ctx, "viewer")];
+    const [admin, tester, user] = [bearer(await seedAdminKey(h.ctx)), bearer((await seedApiKey(h.ctx, "test")).secret), await userToken(h.ctx, "viewer")];
     const callerOf = (path: string) => (path.startsWith("/v1/testing/") ? tester : path === "/v1/auth/logout" || path === "/v1/auth/session" ? user : admin);
     for (const r of bodyless) {
       const res = await h.request(r.method, r.path.replace(/:[^/]+/g, "x"), { body: { x: 1 }, headers: callerOf(r.path) });
@@ -374,7 +374,7 @@ describe("health", () => {
   test("503 when the database does not answer", async () => {
     const broken = await testApp({ SVC_EDITION: "pro" });
     try {
-      broken.ctx.sqlite.close();
+      sqliteOf(broken.ctx).sqlite.close();
       const res = await broken.request("GET", "/v1/health");
       expect(res.status).toBe(503);
       const body = await json(res);

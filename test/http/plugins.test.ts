@@ -70,7 +70,7 @@ const settled = (id: string) => until(`plugin ${id} to settle`, async () => ((s)
 beforeAll(async () => {
   receiver = startReceiver();
   h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
   dropPackage(h.dir, "1.0.0");
   dropPackage(h.dir, "2.0.0", { label: { type: "string" } });
   await until("the dropped packages", () => h.ctx.catalog.get(NAME, "2.0.0"));
@@ -101,7 +101,7 @@ describe("install", () => {
     expect(entry).toMatchObject({ resource_type: "plugin", resource_id: body.id, resource_key: NAME, action: "created" });
     expect(JSON.stringify(entry)).not.toContain("tok-secret-1");
     expect(await json(await h.request("GET", base(`/${body.id}`), { headers: admin }), 200)).toMatchObject({ status: "active" });
-    const downloads = h.ctx.sqlite.query("SELECT installs FROM plugin_downloads WHERE package_name = ?").get(NAME) as { installs: number };
+    const downloads = h.sqlite.query("SELECT installs FROM plugin_downloads WHERE package_name = ?").get(NAME) as { installs: number };
     expect(downloads.installs).toBeGreaterThanOrEqual(1);
     expect((await h.request("DELETE", base(`/${body.id}`), { headers: admin })).status).toBe(204);
   });
@@ -225,7 +225,7 @@ describe("lifecycle", () => {
   });
 
   test("onEvaluations gets evaluation records in batches, off the request path", async () => {
-    const key = seedApiKey(h.ctx, "eval");
+    const key = await seedApiKey(h.ctx, "eval");
     for (let i = 0; i < 3; i++) {
       const res = await h.request("POST", "/v1/evaluate", { body: { flagKey: "plugin-seen", context: { userId: `u${i}` } }, headers: bearer(key.secret) });
       expect(res.status).toBe(200);
@@ -242,7 +242,7 @@ describe("lifecycle", () => {
     await until("deactivate", () => hooks("deactivate").length > n);
     await json(await h.request("GET", base(`/${id}`), { headers: admin }), 404);
     await json(await h.request("GET", base(`/${id}/status`), { headers: admin }), 404);
-    const actions = (h.ctx.sqlite.query("SELECT action FROM change_log WHERE resource_id = ? ORDER BY position").all(id) as { action: string }[]).map((r) => r.action);
+    const actions = (h.sqlite.query("SELECT action FROM change_log WHERE resource_id = ? ORDER BY position").all(id) as { action: string }[]).map((r) => r.action);
     expect(actions[0]).toBe("created");
     expect(actions.at(-1)).toBe("deleted");
     expect(actions.filter((a) => a === "updated").length).toBeGreaterThanOrEqual(4);
@@ -269,7 +269,7 @@ describe("a secret stays secret", () => {
     // A client sending back what it read keeps the stored value.
     const label = await json(await h.request("PATCH", base(`/${id}`), { body: { config: { url: receiver.url, token: SECRET } }, headers: admin }), 200);
     shown.push(label);
-    expect(h.ctx.sqlite.query("SELECT config FROM plugins WHERE id = ?").get(id)).toEqual({ config: expect.stringContaining(TOKEN) });
+    expect(h.sqlite.query("SELECT config FROM plugins WHERE id = ?").get(id)).toEqual({ config: expect.stringContaining(TOKEN) });
     shown.push(await json(await h.request("GET", base(`/${id}`), { headers: admin }), 200));
     shown.push(await json(await h.request("GET", base(), { headers: admin }), 200));
     shown.push(await status(id));
@@ -372,7 +372,7 @@ describe("a deleted project", () => {
     expect((await h.request("DELETE", "/v1/projects/doomed", { headers: admin })).status).toBe(204);
     await until("deactivate", () => hooks("deactivate").length > n);
     expect(h.ctx.plugins.live(id)).toBeUndefined();
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM plugins WHERE id = ?").get(id)).toEqual({ n: 0 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM plugins WHERE id = ?").get(id)).toEqual({ n: 0 });
   });
 });
 
@@ -388,7 +388,7 @@ describe("SVC_PLUGIN_MEMORY_MB", () => {
     };
     const small = await testApp({ SVC_PLUGIN_MEMORY_MB: "24" });
     try {
-      const smallAdmin = bearer(seedAdminKey(small.ctx));
+      const smallAdmin = bearer(await seedAdminKey(small.ctx));
       for (const [app, headers, expected] of [[h, admin, "active"], [small, smallAdmin, "error"]] as const) {
         drop(app.dir);
         await until("the package", () => app.ctx.catalog.get("@test/hungry", "1.0.0"));
@@ -409,7 +409,7 @@ describe("access", () => {
   test("admin key and admin JWT only; none 401; unknown project or another project's plugin 404", async () => {
     const id = (await json(await install({ packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "t" } }), 201)).id;
     expect((await h.request("GET", base(), { headers: await userToken(h.ctx, "admin") })).status).toBe(200);
-    for (const headers of [await userToken(h.ctx, "editor"), await userToken(h.ctx, "viewer"), bearer(seedApiKey(h.ctx, "full").secret)]) {
+    for (const headers of [await userToken(h.ctx, "editor"), await userToken(h.ctx, "viewer"), bearer((await seedApiKey(h.ctx, "full")).secret)]) {
       expect((await json(await h.request("GET", base(), { headers }), 403)).error).toBe("FORBIDDEN");
     }
     expect((await h.request("GET", base())).status).toBe(401);

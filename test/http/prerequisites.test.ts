@@ -12,8 +12,8 @@ let admin: Record<string, string>;
 let evalKey: Record<string, string>;
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
-  evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
+  admin = bearer(await seedAdminKey(h.ctx));
+  evalKey = bearer((await seedApiKey(h.ctx, "eval")).secret);
 });
 afterEach(() => h.close());
 
@@ -178,7 +178,7 @@ describe("evaluation", () => {
   });
 
   test("test-session overrides: on the dependant it wins; on a prerequisite it applies to that flag", async () => {
-    const testKey = bearer(seedApiKey(h.ctx, "test").secret);
+    const testKey = bearer((await seedApiKey(h.ctx, "test")).secret);
     const projectId = (await json(await h.request("GET", "/v1/projects/default", { headers: admin }), 200)).id;
     await enable("dep");
     const session = await json(await h.request("POST", "/v1/testing/sessions", { body: { projectId }, headers: testKey }), 201);
@@ -192,7 +192,7 @@ describe("evaluation", () => {
   });
 
   test("the definitions payload carries prerequisites only on flags that have them", async () => {
-    const server = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const server = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     const defs = await json(await h.request("GET", "/v1/definitions", { headers: server }), 200);
     const byKey = Object.fromEntries(defs.flags.map((f: any) => [f.key, f]));
     expect(Object.keys(byKey.base)).toEqual(["key", "variants", "rules", "state"]);

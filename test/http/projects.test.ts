@@ -8,7 +8,7 @@ let h: TestApp;
 let admin: Record<string, string>;
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
 });
 afterEach(() => h.close());
 
@@ -58,7 +58,7 @@ describe("projects", () => {
     const body = await json(await create({ slug: "x", name: "X", environments: [{ slug: "a", name: "A" }, { slug: "a", name: "A2" }] }), 400);
     expect(body.error).toBe("VALIDATION_ERROR");
     expect(body.details).toEqual([{ path: "body.environments[1].slug", message: expect.any(String) }]);
-    expect(h.ctx.db.select().from(projects).where(eq(projects.slug, "x")).get()).toBeUndefined();
+    expect(h.db.select().from(projects).where(eq(projects.slug, "x")).get()).toBeUndefined();
   });
 
   test("validation: slug shape and length, name length, empty environments, unknown fields", async () => {
@@ -95,7 +95,7 @@ describe("projects", () => {
     expect(all.projects[1].environments.map((e: any) => e.slug)).toEqual(["development", "staging", "production"]);
     const viewer = await json(await h.request("GET", "/v1/projects", { headers: await userToken(h.ctx, "viewer") }), 200);
     expect(viewer.projects.map((p: any) => p.slug)).toEqual(["alpha", "default", "zeta"]);
-    const key = seedApiKey(h.ctx, "mgmt", "zeta", "staging");
+    const key = await seedApiKey(h.ctx, "mgmt", "zeta", "staging");
     const own = await json(await h.request("GET", "/v1/projects", { headers: bearer(key.secret) }), 200);
     expect(own.projects.map((p: any) => p.slug)).toEqual(["zeta"]);
     expect(own.projects[0].environments).toHaveLength(3);
@@ -105,7 +105,7 @@ describe("projects", () => {
     await json(await create({ slug: "by-admin-user", name: "A" }, await userToken(h.ctx, "admin")), 201);
     expect((await json(await create({ slug: "by-editor", name: "E" }, await userToken(h.ctx, "editor")), 403)).error).toBe("FORBIDDEN");
     for (const scope of ["mgmt", "full"] as const) {
-      const body = await json(await create({ slug: `by-${scope}`, name: "K" }, bearer(seedApiKey(h.ctx, scope).secret)), 403);
+      const body = await json(await create({ slug: `by-${scope}`, name: "K" }, bearer((await seedApiKey(h.ctx, scope)).secret)), 403);
       expect(body).toEqual({
         error: "FORBIDDEN",
         message: "This key scope does not have access to this endpoint",
@@ -118,7 +118,7 @@ describe("projects", () => {
   test("get: unknown 404; another project's slug with an API key 403 before any 404", async () => {
     const body = await json(await h.request("GET", "/v1/projects/nope", { headers: admin }), 404);
     expect(body.error).toBe("NOT_FOUND");
-    const key = bearer(seedApiKey(h.ctx, "full").secret);
+    const key = bearer((await seedApiKey(h.ctx, "full")).secret);
     await json(await create({ slug: "other", name: "O" }), 201);
     expect((await json(await h.request("GET", "/v1/projects/other", { headers: key }), 403)).message).toBe(
       "This key does not have access to this project",
@@ -128,7 +128,7 @@ describe("projects", () => {
   });
 
   test("an eval key on GET /v1/projects: 403 with the scope message", async () => {
-    const key = bearer(seedApiKey(h.ctx, "eval").secret);
+    const key = bearer((await seedApiKey(h.ctx, "eval")).secret);
     expect(await json(await h.request("GET", "/v1/projects", { headers: key }), 403)).toEqual({
       error: "FORBIDDEN",
       message: "This key scope does not have access to this endpoint",
@@ -156,14 +156,14 @@ describe("projects", () => {
 
   test("patch by role: editor JWT 403, mgmt key of the project 200", async () => {
     expect((await h.request("PATCH", "/v1/projects/default", { body: { name: "E" }, headers: await userToken(h.ctx, "editor") })).status).toBe(403);
-    const key = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const key = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     expect((await json(await h.request("PATCH", "/v1/projects/default", { body: { name: "M" }, headers: key }), 200)).name).toBe("M");
   });
 
   test("delete: 204, then 404; its keys become 401 at once; other projects untouched", async () => {
     await json(await create({ slug: "doomed", name: "D" }), 201);
-    const key = seedApiKey(h.ctx, "mgmt", "doomed", "production");
-    const survivor = seedApiKey(h.ctx, "mgmt", "default");
+    const key = await seedApiKey(h.ctx, "mgmt", "doomed", "production");
+    const survivor = await seedApiKey(h.ctx, "mgmt", "default");
     expect((await h.request("GET", "/v1/projects", { headers: bearer(key.secret) })).status).toBe(200);
 
     const res = await h.request("DELETE", "/v1/projects/doomed", { headers: admin });
@@ -175,7 +175,7 @@ describe("projects", () => {
       message: "Invalid or expired API key",
     });
     expect((await h.request("GET", "/v1/projects", { headers: bearer(survivor.secret) })).status).toBe(200);
-    const rows = h.ctx.sqlite.query("SELECT (SELECT count(*) FROM environments e JOIN projects p ON p.id = e.project_id WHERE p.slug = 'doomed') AS envs, (SELECT count(*) FROM api_keys WHERE id = ?) AS keys").get(key.id) as any;
+    const rows = h.sqlite.query("SELECT (SELECT count(*) FROM environments e JOIN projects p ON p.id = e.project_id WHERE p.slug = 'doomed') AS envs, (SELECT count(*) FROM api_keys WHERE id = ?) AS keys").get(key.id) as any;
     expect(rows).toEqual({ envs: 0, keys: 0 });
     expect((await h.request("DELETE", "/v1/projects/doomed", { headers: admin })).status).toBe(404);
   });
@@ -196,7 +196,7 @@ describe("projects", () => {
 
   test("a mgmt key may delete its own project, not another one", async () => {
     await json(await create({ slug: "mine", name: "M" }), 201);
-    const key = bearer(seedApiKey(h.ctx, "mgmt", "mine").secret);
+    const key = bearer((await seedApiKey(h.ctx, "mgmt", "mine")).secret);
     expect((await h.request("DELETE", "/v1/projects/default", { headers: key })).status).toBe(403);
     expect((await h.request("GET", "/v1/projects/default", { headers: admin })).status).toBe(200);
     expect((await h.request("DELETE", "/v1/projects/mine", { headers: key })).status).toBe(204);
@@ -235,19 +235,19 @@ describe("environments", () => {
   });
 
   test("access: mgmt key on its own project yes, another project 403, eval key 403, viewer reads only", async () => {
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     await json(await h.request("POST", "/v1/projects/default/environments", { body: { slug: "qa", name: "QA" }, headers: mgmt }), 201);
     await json(await create({ slug: "other", name: "O" }), 201);
     expect((await h.request("GET", "/v1/projects/other/environments", { headers: mgmt })).status).toBe(403);
-    expect((await h.request("GET", "/v1/projects/default/environments", { headers: bearer(seedApiKey(h.ctx, "eval").secret) })).status).toBe(403);
+    expect((await h.request("GET", "/v1/projects/default/environments", { headers: bearer((await seedApiKey(h.ctx, "eval")).secret) })).status).toBe(403);
     const viewer = await userToken(h.ctx, "viewer");
     expect((await h.request("GET", "/v1/projects/default/environments", { headers: viewer })).status).toBe(200);
     expect((await h.request("POST", "/v1/projects/default/environments", { body: { slug: "v", name: "V" }, headers: viewer })).status).toBe(403);
   });
 
   test("delete: 204; keys bound to it 401 at once, others keep working; unknown 404", async () => {
-    const bound = seedApiKey(h.ctx, "mgmt", "default", "staging");
-    const other = seedApiKey(h.ctx, "mgmt", "default", "production");
+    const bound = await seedApiKey(h.ctx, "mgmt", "default", "staging");
+    const other = await seedApiKey(h.ctx, "mgmt", "default", "production");
     expect((await h.request("GET", "/v1/projects", { headers: bearer(bound.secret) })).status).toBe(200);
     const res = await h.request("DELETE", "/v1/projects/default/environments/staging", { headers: admin });
     expect(res.status).toBe(204);

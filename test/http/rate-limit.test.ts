@@ -27,7 +27,7 @@ describe("headers on every response", () => {
   test("200, 401, 403, 404 and 405 all carry X-RateLimit-*; Reset is the window's end in Unix seconds", async () => {
     h = await testApp({}, withGuardedProbe);
     h.clock.ms = MID_WINDOW;
-    const evalKey = seedApiKey(h.ctx, "eval").secret;
+    const evalKey = (await seedApiKey(h.ctx, "eval")).secret;
     const cases: [string, string, Record<string, string>, number][] = [
       ["GET", "/v1/health", {}, 200],
       ["GET", "/v1/probe-guarded", {}, 401],
@@ -49,11 +49,11 @@ describe("headers on every response", () => {
   test("the limit shown is the caller's kind: eval 10000, mgmt 500, admin 1000, anonymous 300", async () => {
     h = await testApp();
     const expectations: [Record<string, string>, string][] = [
-      [bearer(seedApiKey(h.ctx, "eval").secret), "10000"],
-      [bearer(seedApiKey(h.ctx, "test").secret), "1000"],
-      [bearer(seedApiKey(h.ctx, "mgmt").secret), "500"],
-      [bearer(seedApiKey(h.ctx, "full").secret), "500"],
-      [bearer(seedAdminKey(h.ctx)), "1000"],
+      [bearer((await seedApiKey(h.ctx, "eval")).secret), "10000"],
+      [bearer((await seedApiKey(h.ctx, "test")).secret), "1000"],
+      [bearer((await seedApiKey(h.ctx, "mgmt")).secret), "500"],
+      [bearer((await seedApiKey(h.ctx, "full")).secret), "500"],
+      [bearer(await seedAdminKey(h.ctx)), "1000"],
       [{}, "300"],
       [bearer("svc_sk_mgmt_unknown"), "300"],
     ];
@@ -68,7 +68,7 @@ describe("limits", () => {
   test("a mgmt key past 500 in one window gets 429 RATE_LIMITED with Retry-After; the next window starts fresh", async () => {
     h = await testApp();
     h.clock.ms = MID_WINDOW;
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     for (let i = 1; i <= 500; i++) {
       const res = await h.request("GET", "/v1/health", { headers: mgmt });
       expect(res.status).toBe(200);
@@ -83,7 +83,7 @@ describe("limits", () => {
     expect(typeof body.message).toBe("string");
 
     // Another key of the same kind has its own counter.
-    const other = await h.request("GET", "/v1/health", { headers: bearer(seedApiKey(h.ctx, "mgmt").secret) });
+    const other = await h.request("GET", "/v1/health", { headers: bearer((await seedApiKey(h.ctx, "mgmt")).secret) });
     expect(other.status).toBe(200);
 
     h.clock.ms = MID_WINDOW + 30_000; // 10:01:00, a new window
@@ -104,7 +104,7 @@ describe("limits", () => {
 
   test("SVC_RATE_LIMITS overrides a kind and the limiter still runs", async () => {
     h = await testApp({ SVC_RATE_LIMITS: "eval:2" });
-    const key = bearer(seedApiKey(h.ctx, "eval").secret);
+    const key = bearer((await seedApiKey(h.ctx, "eval")).secret);
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await h.request("GET", "/v1/health", { headers: key })).status);
     expect(statuses).toEqual([200, 200, 429]);
@@ -137,10 +137,10 @@ describe("limits", () => {
   test("a key's count lives on its record: it survives a reload and restarts with the window", async () => {
     h = await testApp({ SVC_RATE_LIMITS: "eval:3" });
     h.clock.ms = MID_WINDOW;
-    const key = bearer(seedApiKey(h.ctx, "eval").secret);
+    const key = bearer((await seedApiKey(h.ctx, "eval")).secret);
     const remaining = async () => (await h.request("GET", "/v1/health", { headers: key })).headers.get("x-ratelimit-remaining");
     expect(await remaining()).toBe("2");
-    h.ctx.credentials.reload(); // any credential write
+    await h.ctx.credentials.reload(); // any credential write
     expect(await remaining()).toBe("1");
     expect(h.ctx.limiter.size()).toBe(0);
     h.clock.advance(60_000);

@@ -19,8 +19,8 @@ let id: string;
 
 beforeAll(async () => {
   h = await testApp({}, undefined, { recordsBusy: () => busy });
-  admin = bearer(seedAdminKey(h.ctx));
-  evalKey = seedApiKey(h.ctx, "eval").secret;
+  admin = bearer(await seedAdminKey(h.ctx));
+  evalKey = (await seedApiKey(h.ctx, "eval")).secret;
   const folder = join(h.dir, "marketplace", "counter");
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, "index.js"), `let n = 0;\nexport function onEvaluations(batch, ctx) { n += batch.length; ctx.log("info", batch[0].userId + " " + n); }`);

@@ -18,7 +18,7 @@ let admin: Record<string, string>;
 
 beforeEach(async () => {
   h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
-  admin = bearer(seedAdminKey(h.ctx, "ops admin"));
+  admin = bearer(await seedAdminKey(h.ctx, "ops admin"));
   await call("POST", FLAGS, { key: "checkout", name: "Checkout" }, 201);
 });
 afterEach(() => h.close());
@@ -50,7 +50,7 @@ describe("create", () => {
     const rx = startReceiver();
     try {
       await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.created", "flag.updated", "flag.deleted", "flag.enabled", "flag.disabled"], secret: "a-webhook-secret-of-some-length" }, 201);
-      const events = () => (h.ctx.sqlite.query("SELECT count(*) AS n FROM webhook_events").get() as { n: number }).n;
+      const events = () => (h.sqlite.query("SELECT count(*) AS n FROM webhook_events").get() as { n: number }).n;
       const before = events();
       const position = lastPosition(h.ctx);
       const s = await call("POST", SCHEDULES, { environment: "production", at: inMinutes(5), state: { rolloutPercentage: 20 } }, 201);
@@ -192,7 +192,7 @@ describe("applying", () => {
       expect(await h.services.schedules.applyDue()).toBe(0);
       expect((await state()).enabled).toBe(false);
       const position = lastPosition(h.ctx);
-      const deliveries = () => (h.ctx.sqlite.query("SELECT count(*) AS n FROM webhook_deliveries").get() as { n: number }).n;
+      const deliveries = () => (h.sqlite.query("SELECT count(*) AS n FROM webhook_deliveries").get() as { n: number }).n;
       advanceTo(new Date(NOW + 5 * 60_000 + 400).toISOString());
       expect(await h.services.schedules.applyDue()).toBe(1);
       expect(await state()).toMatchObject({ enabled: true, rolloutPercentage: 25, updatedAt: new Date(NOW + 5 * 60_000 + 400).toISOString() });
@@ -277,9 +277,9 @@ describe("access", () => {
     const body = { environment: "production", at: inMinutes(5), state: { enabled: true } };
     const viewer = await userToken(h.ctx, "viewer");
     const editor = await userToken(h.ctx, "editor");
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
-    const full = bearer(seedApiKey(h.ctx, "full").secret);
-    const evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
+    const full = bearer((await seedApiKey(h.ctx, "full")).secret);
+    const evalKey = bearer((await seedApiKey(h.ctx, "eval")).secret);
     for (const who of [viewer, editor, mgmt, full]) {
       await call("GET", SCHEDULES, undefined, 200, who);
       await call("GET", "/v1/projects/default/schedules", undefined, 200, who);

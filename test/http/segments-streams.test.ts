@@ -14,7 +14,7 @@ afterEach(() => h?.close());
 
 async function setup() {
   h = await testApp({ SVC_RATE_LIMITS: "eval:100000,mgmt:100000,full:100000,admin:100000" });
-  const admin = bearer(seedAdminKey(h.ctx));
+  const admin = bearer(await seedAdminKey(h.ctx));
   const made = await json(await h.request("POST", "/v1/projects/default/api-keys", { headers: admin, body: { name: "k", scope: "mgmt", environment: "production" } }), 201);
   return { admin, key: made.key as string, headers: bearer(made.key) };
 }

@@ -18,8 +18,8 @@ let admin: Record<string, string>;
 let evalKey: Record<string, string>;
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
-  evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
+  admin = bearer(await seedAdminKey(h.ctx));
+  evalKey = bearer((await seedApiKey(h.ctx, "eval")).secret);
 });
 afterEach(() => h.close());
 
@@ -184,7 +184,7 @@ describe("update and delete", () => {
     expect((await del("s", viewer)).status).toBe(403);
     expect((await create({ key: "t" }, editor)).status).toBe(201);
     expect((await get(BASE, evalKey)).status).toBe(403);
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     expect((await create({ key: "u" }, mgmt)).status).toBe(201);
   });
 
@@ -278,7 +278,7 @@ describe("in_segment and not_in_segment in flag rules", () => {
     expect(await evaluate("one", { userId: "u9" })).toMatchObject({ reason: "TARGETING_RULE_MATCH" });
     // A restart reads the snapshot whole: the segments with it.
     const fresh = await loadSnapshot(h.ctx.stores.flags);
-    const envId = h.ctx.snapshot.environmentId(h.ctx.db.select().from(projects).all().find((p) => p.slug === "default")!.id, "development")!;
+    const envId = h.ctx.snapshot.environmentId(h.db.select().from(projects).all().find((p) => p.slug === "default")!.id, "development")!;
     for (const userId of ["u1", "u2", "u3", "u9"]) {
       for (const key of ["one", "two"]) {
         const entry = fresh.environment(envId)!.get(key)!;

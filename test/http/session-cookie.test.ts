@@ -15,7 +15,7 @@ let h: TestApp;
 let adminKey: string;
 beforeAll(async () => {
   h = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
-  adminKey = seedAdminKey(h.ctx);
+  adminKey = await seedAdminKey(h.ctx);
 });
 afterAll(() => h.close());
 
@@ -151,7 +151,7 @@ describe("CSRF", () => {
   }, ARGON_TESTS_MS);
 
   test("an API key put in the cookie is no credential", async () => {
-    const key = seedApiKey(h.ctx, "full").secret;
+    const key = (await seedApiKey(h.ctx, "full")).secret;
     expect((await h.request("GET", "/v1/projects/default/flags", { headers: { cookie: `flagsvc_session=${key}` } })).status).toBe(401);
   });
 });

@@ -7,7 +7,7 @@ import { rmSync } from "node:fs";
 import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/lib/log";
 import { startServer } from "../../src/server";
-import { tempDir } from "../helpers";
+import { tempDir, sqliteOf } from "../helpers";
 
 const dir = tempDir();
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -64,5 +64,5 @@ test("stop() lets an in-flight request finish, refuses new ones, then closes the
   await stopping;
   expect(stopped).toBe(true);
   expect(server.ctx.scheduler.names()).toEqual([]);
-  expect(() => server.ctx.sqlite.query("SELECT 1").get()).toThrow();
+  expect(() => sqliteOf(server.ctx).sqlite.query("SELECT 1").get()).toThrow();
 });

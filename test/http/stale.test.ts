@@ -20,8 +20,8 @@ let evalKey: Record<string, string>;
 
 beforeEach(async () => {
   h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
-  admin = bearer(seedAdminKey(h.ctx));
-  evalKey = bearer(seedApiKey(h.ctx, "eval", "default", "production").secret);
+  admin = bearer(await seedAdminKey(h.ctx));
+  evalKey = bearer((await seedApiKey(h.ctx, "eval", "default", "production")).secret);
 });
 afterEach(() => h.close());
 
@@ -65,7 +65,7 @@ describe("not_evaluated", () => {
     await evaluate("checkout"); // production
     // A test session's override on day 40 is not traffic.
     toDay(40);
-    const testKey = bearer(seedApiKey(h.ctx, "test", "default", "production").secret);
+    const testKey = bearer((await seedApiKey(h.ctx, "test", "default", "production")).secret);
     const session = await call("POST", "/v1/testing/sessions", { projectId: (await call("GET", "/v1/projects/default")).id }, 201, testKey);
     await call("PUT", `/v1/testing/sessions/${session.id}/overrides/checkout`, { value: true }, 200, testKey);
     expect((await evaluate("checkout", { ...evalKey, "x-service-session": session.token })).reason).toBe("TEST_OVERRIDE");
@@ -215,6 +215,6 @@ describe("flag.stale", () => {
     expect(old.received.map((r) => r.json.event).sort()).toEqual(["flag.created", "flag.created", "flag.created", "flag.enabled"]);
     // A deleted stale flag takes its staleness with it.
     await call("DELETE", `${FLAGS}/checkout`, undefined, 204);
-    expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM flag_stale").get()).toEqual({ n: 0 });
+    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_stale").get()).toEqual({ n: 0 });
   });
 });

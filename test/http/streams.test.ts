@@ -18,7 +18,7 @@ afterEach(() => h?.close());
 /** A fresh app with an admin key; `key(scope, env)` makes an API key through the API. */
 async function setup(env: Record<string, string> = {}) {
   h = await testApp({ SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,anonymous:100000", ...env });
-  const admin = bearer(seedAdminKey(h.ctx));
+  const admin = bearer(await seedAdminKey(h.ctx));
   const key = async (scope: string, environment = "production", project = "default") => {
     const made = await json(await h.request("POST", `/v1/projects/${project}/api-keys`, { headers: admin, body: { name: `${scope} key`, scope, environment } }), 201);
     return { id: made.id as string, secret: made.key as string, headers: bearer(made.key) };
@@ -313,7 +313,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     expect(hub.lastChange(await environmentId("production", "shop")).position).toBe(shopCreated);
     expect(hub.lastChange("env_unknown")).toEqual({ position: 0, at: 0 });
     // What a restarted server reads from the change log is what the hub kept.
-    const { environments } = await new SqliteDefinitionsStore(h.ctx).lastChanges();
+    const { environments } = await new SqliteDefinitionsStore(h).lastChanges();
     for (const e of environments) expect({ id: e.id, ...hub.lastChange(e.id) }).toEqual({ id: e.id, position: e.position, at: e.at });
     expect(environments.length).toBe(7);
     expect(await hub.waitFor(lastPosition(h.ctx), 10)).toBe(true);

@@ -11,8 +11,8 @@ let admin: Record<string, string>;
 let evalKey: Record<string, string>;
 beforeEach(async () => {
   h = await testApp();
-  admin = bearer(seedAdminKey(h.ctx));
-  evalKey = bearer(seedApiKey(h.ctx, "eval").secret);
+  admin = bearer(await seedAdminKey(h.ctx));
+  evalKey = bearer((await seedApiKey(h.ctx, "eval")).secret);
 });
 afterEach(() => h.close());
 
@@ -135,7 +135,7 @@ describe("bucketBy", () => {
   test("the definitions payload carries it only when set", async () => {
     await json(await create({ key: "plain" }), 201);
     await json(await create({ key: "by-account", bucketBy: "accountId" }), 201);
-    const server = bearer(seedApiKey(h.ctx, "mgmt").secret);
+    const server = bearer((await seedApiKey(h.ctx, "mgmt")).secret);
     const defs = await json(await h.request("GET", "/v1/definitions", { headers: server }), 200);
     const byKey = Object.fromEntries(defs.flags.map((f: any) => [f.key, f]));
     expect(Object.keys(byKey.plain)).toEqual(["key", "variants", "rules", "state"]);

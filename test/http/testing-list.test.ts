@@ -21,8 +21,8 @@ for (const edition of ["ce", "pro"] as const) {
     let projectId: string;
     beforeEach(async () => {
       h = await testApp({ SVC_EDITION: edition });
-      admin = bearer(seedAdminKey(h.ctx));
-      testKey = bearer(seedApiKey(h.ctx, "test").secret);
+      admin = bearer(await seedAdminKey(h.ctx));
+      testKey = bearer((await seedApiKey(h.ctx, "test")).secret);
       projectId = (await json(await h.request("GET", "/v1/projects/default", { headers: admin }), 200)).id;
     });
     afterEach(() => h.close());
@@ -31,7 +31,7 @@ for (const edition of ["ce", "pro"] as const) {
     const ids = async (query?: string, headers?: Record<string, string>) => (await json(await list(query, headers), 200)).sessions.map((s: { id: string }) => s.id);
     const open = async (body: Record<string, unknown> = {}, headers = testKey) => json(await h.request("POST", SESSIONS, { body: { projectId: "default", ...body }, headers }), 201);
     /** The stored sessions and overrides, to show that a refused request changed nothing. */
-    const rows = () => JSON.stringify([h.ctx.sqlite.query("SELECT * FROM test_sessions ORDER BY id").all(), h.ctx.sqlite.query("SELECT * FROM session_overrides ORDER BY session_id, flag_key").all()]);
+    const rows = () => JSON.stringify([h.sqlite.query("SELECT * FROM test_sessions ORDER BY id").all(), h.sqlite.query("SELECT * FROM session_overrides ORDER BY session_id, flag_key").all()]);
 
     test("each live session as GET on it answers, overrides and token included, oldest first; destroyed ones leave", async () => {
       expect(await json(await list(), 200)).toEqual({ sessions: [] });
@@ -98,14 +98,14 @@ for (const edition of ["ce", "pro"] as const) {
       at(HOUR);
       expect(new Date(h.clock.now()).toISOString()).toBe(old.expiresAt);
       expect(await ids()).toEqual([young.id]);
-      expect(h.ctx.sqlite.query("SELECT count(*) AS n FROM test_sessions").get()).toEqual({ n: pro ? 3 : 2 }); // not swept yet
+      expect(h.sqlite.query("SELECT count(*) AS n FROM test_sessions").get()).toEqual({ n: pro ? 3 : 2 }); // not swept yet
       at(HOUR + HOUR / 2);
       expect(await json(await list(), 200)).toEqual({ sessions: [] });
     });
 
     test("another project's sessions are not listed, and its project is 403", async () => {
       await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "Other" }, headers: admin }), 201);
-      const otherKey = bearer(seedApiKey(h.ctx, "test", "other").secret);
+      const otherKey = bearer((await seedApiKey(h.ctx, "test", "other")).secret);
       const mine = await open();
       const theirs = await open({ projectId: "other" }, otherKey);
       expect(await ids()).toEqual([mine.id]);
@@ -130,9 +130,9 @@ for (const edition of ["ce", "pro"] as const) {
 
     test("access: test and full keys; eval and mgmt keys, admin keys and login tokens 403; no credential 401", async () => {
       const mine = await open();
-      for (const scope of ["test", "full"] as const) expect(await ids("", bearer(seedApiKey(h.ctx, scope).secret))).toEqual([mine.id]);
+      for (const scope of ["test", "full"] as const) expect(await ids("", bearer((await seedApiKey(h.ctx, scope)).secret))).toEqual([mine.id]);
       for (const scope of ["eval", "mgmt"] as const) {
-        expect(await json(await list("", bearer(seedApiKey(h.ctx, scope).secret)), 403)).toEqual({
+        expect(await json(await list("", bearer((await seedApiKey(h.ctx, scope)).secret)), 403)).toEqual({
           error: "FORBIDDEN",
           message: "This key scope does not have access to this endpoint",
           details: [{ path: "headers.authorization", message: `This key has scope ${scope}; this endpoint takes a key of scope test or full` }],

@@ -15,7 +15,7 @@ import { PRO_REQUIRED_MESSAGE } from "../../src/http/edition";
 import { createLogger } from "../../src/lib/log";
 import { MAX_OVERRIDES } from "../../src/modules/testing/model";
 import { createApp, createContext, dispatcher, startServer, type App } from "../../src/server";
-import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, TestClock, tick, userToken, type TestApp, ISO_TIMESTAMP } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, TestClock, tick, userToken, type TestApp, ISO_TIMESTAMP, sqliteOf } from "../helpers";
 
 const SESSIONS = "/v1/testing/sessions";
 const RAISED_LIMITS = "test:1000000,eval:1000000,full:1000000,mgmt:1000000,admin:1000000,user:1000000";
@@ -43,16 +43,16 @@ for (const edition of ["ce", "pro"] as const) {
 
     beforeAll(async () => {
       h = await testApp({ SVC_EDITION: edition, SVC_RATE_LIMITS: RAISED_LIMITS }, (app) => (base = app));
-      admin = bearer(seedAdminKey(h.ctx));
+      admin = bearer(await seedAdminKey(h.ctx));
       await json(await h.request("POST", "/v1/projects", { body: { slug: "other", name: "Other" }, headers: admin }), 201);
-      otherKey = bearer(seedApiKey(h.ctx, "test", "other").secret);
+      otherKey = bearer((await seedApiKey(h.ctx, "test", "other")).secret);
     });
     afterAll(() => h.close());
     beforeEach(async () => {
       slug = `p-${++serial}`;
       projectId = (await json(await h.request("POST", "/v1/projects", { body: { slug, name: slug }, headers: admin }), 201)).id;
-      testKey = bearer(seedApiKey(h.ctx, "test", slug).secret);
-      evalKey = bearer(seedApiKey(h.ctx, "eval", slug).secret);
+      testKey = bearer((await seedApiKey(h.ctx, "test", slug)).secret);
+      evalKey = bearer((await seedApiKey(h.ctx, "eval", slug)).secret);
     });
 
     // ---- helpers ------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ for (const edition of ["ce", "pro"] as const) {
         expect(await session({ label: null })).not.toHaveProperty("label");
         const bySlug = await json(await create({ projectId: slug }), 201);
         expect(bySlug.projectId).toBe(projectId);
-        const full = bearer(seedApiKey(h.ctx, "full", slug).secret);
+        const full = bearer((await seedApiKey(h.ctx, "full", slug)).secret);
         expect((await json(await create({ projectId }, full), 201)).projectId).toBe(projectId);
       });
 
@@ -194,7 +194,7 @@ for (const edition of ["ce", "pro"] as const) {
       });
 
       test("a projectId other than the key's own (another project, unknown, by id or slug): 403 FORBIDDEN, nothing stored", async () => {
-        const otherId = (h.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'other'").get() as { id: string }).id;
+        const otherId = (h.sqlite.query("SELECT id FROM projects WHERE slug = 'other'").get() as { id: string }).id;
         for (const value of [otherId, "other", "proj_doesNotExist0000000000", "nope"]) {
           expect(await json(await create({ projectId: value }), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });
         }
@@ -432,7 +432,7 @@ for (const edition of ["ce", "pro"] as const) {
           [{}, 401, "Invalid or expired API key", missing],
           [bearer("svc_sk_test_0123456789abcdefghijklmnopqrstuv"), 401, "Invalid or expired API key"],
           [evalKey, 403, MESSAGES.scope, { details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope test or full" }] }],
-          [bearer(seedApiKey(h.ctx, "mgmt", slug).secret), 403, MESSAGES.scope, { details: [{ path: "headers.authorization", message: "This key has scope mgmt; this endpoint takes a key of scope test or full" }] }],
+          [bearer((await seedApiKey(h.ctx, "mgmt", slug)).secret), 403, MESSAGES.scope, { details: [{ path: "headers.authorization", message: "This key has scope mgmt; this endpoint takes a key of scope test or full" }] }],
           [admin, 403, takes],
           [await userToken(h.ctx, "admin"), 403, takes],
           [await userToken(h.ctx, "editor"), 403, takes],
@@ -449,7 +449,7 @@ for (const edition of ["ce", "pro"] as const) {
           }
         }
         expect(await json(await get(s.id), 200)).toEqual(s);
-        const full = bearer(seedApiKey(h.ctx, "full", slug).secret);
+        const full = bearer((await seedApiKey(h.ctx, "full", slug)).secret);
         const ok = pro ? 200 : 403;
         for (const [headers] of [[testKey], [full]]) {
           expect((await h.request("PUT", `${SESSIONS}/${s.id}/overrides/batch`, { headers, body: { overrides: { a: true } } })).status).toBe(ok);
@@ -528,8 +528,8 @@ for (const edition of ["ce", "pro"] as const) {
         await seedFlags();
         const s = await session();
         await override(s.id, { checkout: false });
-        const production = bearer(seedApiKey(h.ctx, "eval", slug, "production").secret);
-        const full = bearer(seedApiKey(h.ctx, "full", slug).secret);
+        const production = bearer((await seedApiKey(h.ctx, "eval", slug, "production")).secret);
+        const full = bearer((await seedApiKey(h.ctx, "full", slug)).secret);
         for (const key of [evalKey, production, testKey, full]) expect((await evaluate("checkout", s.token, key)).reason).toBe("TEST_OVERRIDE");
         // The Elysia twin (what app.handle serves) reads the same header.
         const twin = await base.handle(
@@ -565,7 +565,7 @@ for (const edition of ["ce", "pro"] as const) {
         // The live session of this project still applies (CE: a 3600 s session created at the same time also expired).
         if (pro) expect((await evaluate("checkout", live.token)).reason).toBe("TEST_OVERRIDE");
         // The other project's token works for the other project's keys.
-        const otherEval = bearer(seedApiKey(h.ctx, "eval", "other").secret);
+        const otherEval = bearer((await seedApiKey(h.ctx, "eval", "other")).secret);
         expect((await evaluate("checkout", theirs.token, otherEval)).reason).toBe(pro ? "TEST_OVERRIDE" : "FLAG_NOT_FOUND");
       });
 
@@ -621,7 +621,7 @@ for (const edition of ["ce", "pro"] as const) {
 
       test("deleting the project drops its sessions at once, from memory and disk", async () => {
         await json(await h.request("POST", "/v1/projects", { body: { slug: "doomed", name: "Doomed" }, headers: admin }), 201);
-        const doomedKey = bearer(seedApiKey(h.ctx, "test", "doomed").secret);
+        const doomedKey = bearer((await seedApiKey(h.ctx, "test", "doomed")).secret);
         const s = await json(await create({ projectId: "doomed" }, doomedKey), 201);
         await json(await put(s.id, "a", { value: true }, doomedKey), 200);
         const kept = await session();
@@ -683,9 +683,9 @@ for (const edition of ["ce", "pro"] as const) {
         const r = await testApp({ SVC_EDITION: edition });
         let reopened: Awaited<ReturnType<typeof createContext>> | undefined;
         try {
-          const rAdmin = bearer(seedAdminKey(r.ctx));
-          const rTest = bearer(seedApiKey(r.ctx, "test").secret);
-          const rEval = bearer(seedApiKey(r.ctx, "eval").secret);
+          const rAdmin = bearer(await seedAdminKey(r.ctx));
+          const rTest = bearer((await seedApiKey(r.ctx, "test")).secret);
+          const rEval = bearer((await seedApiKey(r.ctx, "eval")).secret);
           await json(await r.request("POST", "/v1/projects/default/flags", { body: { key: "checkout", name: "Checkout" }, headers: rAdmin }), 201);
           await json(await r.request("PUT", "/v1/projects/default/flags/checkout/states/development", { body: { enabled: true }, headers: rAdmin }), 200);
           const open = async (body: Record<string, unknown>) => json(await r.request("POST", SESSIONS, { body: { projectId: "default", ...body }, headers: rTest }), 201);
@@ -753,8 +753,8 @@ describe("the listening server", () => {
     // A first run leaves an expired and a live session on disk.
     const first = await createContext(config, { log: quiet, clock });
     const insert = (id: string, expiresAt: string) =>
-      first.sqlite.run("INSERT INTO test_sessions (id, project_id, token, label, created_at, expires_at) SELECT ?, id, ?, NULL, ?, ? FROM projects LIMIT 1", [id, id, new Date(clock.now()).toISOString(), expiresAt]);
-    first.sqlite.run("INSERT INTO projects (id, slug, name, created_at, updated_at) VALUES ('proj_x', 'x', 'X', 'x', 'x')");
+      sqliteOf(first).sqlite.run("INSERT INTO test_sessions (id, project_id, token, label, created_at, expires_at) SELECT ?, id, ?, NULL, ?, ? FROM projects LIMIT 1", [id, id, new Date(clock.now()).toISOString(), expiresAt]);
+    sqliteOf(first).sqlite.run("INSERT INTO projects (id, slug, name, created_at, updated_at) VALUES ('proj_x', 'x', 'X', 'x', 'x')");
     insert("sess_expired", new Date(clock.now() - 1).toISOString());
     insert("sess_live", new Date(clock.now() + HOUR).toISOString());
     first.close();
@@ -762,7 +762,7 @@ describe("the listening server", () => {
     const server = await startServer(config, { log: quiet, clock });
     try {
       expect(server.ctx.scheduler.names()).toContain("test-sessions-sweep");
-      expect(server.ctx.sqlite.query("SELECT id FROM test_sessions").all()).toEqual([{ id: "sess_live" }]);
+      expect(sqliteOf(server.ctx).sqlite.query("SELECT id FROM test_sessions").all()).toEqual([{ id: "sess_live" }]);
       expect(server.ctx.testSessions.live("sess_live", clock.now())?.id).toBe("sess_live");
     } finally {
       await server.stop();

@@ -8,7 +8,7 @@ import { settings, users } from "../../src/db/schema";
 import { tokensValidFrom } from "../../src/http/credentials";
 import { createLogger } from "../../src/lib/log";
 import { createContext } from "../../src/server";
-import { bearer, seedAdminKey, seedApiKey, TestClock, tempDir, testApp, type TestApp } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, TestClock, tempDir, testApp, type TestApp, sqliteOf } from "../helpers";
 
 const PASSWORD = "correct horse battery";
 
@@ -16,7 +16,7 @@ let h: TestApp;
 let admin: string;
 beforeAll(async () => {
   h = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
-  admin = seedAdminKey(h.ctx);
+  admin = await seedAdminKey(h.ctx);
 });
 afterAll(() => h.close());
 
@@ -101,7 +101,7 @@ describe("create and list", () => {
     const logs = JSON.stringify(h.logs());
     expect(logs).not.toContain("my very secret password");
     expect(logs).not.toContain("argon2");
-    const row = h.ctx.db.select().from(users).where(eq(users.email, "secret@example.com")).get()!;
+    const row = h.db.select().from(users).where(eq(users.email, "secret@example.com")).get()!;
     expect(row.passwordHash).toStartWith("$argon2id$");
   });
 });
@@ -119,7 +119,7 @@ describe("access", () => {
       expect(((await res.json()) as Json).error).toBe("FORBIDDEN");
       expect((await create(h, t, { email: "x@example.com", password: "a long password", role: "admin" })).status).toBe(403);
     }
-    const full = seedApiKey(h.ctx, "full");
+    const full = await seedApiKey(h.ctx, "full");
     const res = await h.request("GET", "/v1/users", { headers: bearer(full.secret) });
     expect(res.status).toBe(403);
     expect(await res.json()).toEqual({ error: "FORBIDDEN", message: "This key scope does not have access to this endpoint", details: [{ path: "headers.authorization", message: "This key has scope full; this endpoint takes no API key, only an admin key or a login token of role admin (POST /v1/auth/login)" }] });
@@ -226,7 +226,7 @@ describe("delete and the last admin", () => {
   test("the last admin can be neither deleted nor demoted (409); with a second admin both work", async () => {
     const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
-      const key = seedAdminKey(app.ctx);
+      const key = await seedAdminKey(app.ctx);
       const [first] = await list(app, key);
       expect(first!.role).toBe("admin");
 
@@ -273,7 +273,7 @@ describe("bootstrap: the first admin user and admin key", () => {
       expect(login).not.toBeNull();
       expect(key).not.toBeNull();
       expect(await first.ctx.credentials.resolve(`Bearer ${key![1]}`)).toMatchObject({ principal: { kind: "adminKey" } });
-      const row = first.ctx.db.select().from(users).get()!;
+      const row = sqliteOf(first.ctx).db.select().from(users).get()!;
       expect(row).toMatchObject({ email: "admin@localhost", role: "admin" });
       expect(await Bun.password.verify(login![1]!, row.passwordHash)).toBe(true);
       first.ctx.close();
@@ -297,7 +297,7 @@ describe("bootstrap: the first admin user and admin key", () => {
       expect(text).not.toContain("configured password");
       expect(text).not.toContain(key);
       expect(await ctx.credentials.resolve(`Bearer ${key}`)).toMatchObject({ principal: { kind: "adminKey" } });
-      const row = ctx.db.select().from(users).get()!;
+      const row = sqliteOf(ctx).db.select().from(users).get()!;
       expect(row.email).toBe("ops@example.com");
       expect(await Bun.password.verify("configured password", row.passwordHash)).toBe(true);
       ctx.close();
@@ -310,9 +310,9 @@ describe("bootstrap: the first admin user and admin key", () => {
     const dir = tempDir();
     try {
       const first = await start(dir);
-      first.ctx.sqlite.run("DELETE FROM users");
-      first.ctx.sqlite.run("DELETE FROM admin_keys");
-      expect(first.ctx.db.select().from(settings).where(eq(settings.key, "bootstrapped_at")).get()).toBeDefined();
+      sqliteOf(first.ctx).sqlite.run("DELETE FROM users");
+      sqliteOf(first.ctx).sqlite.run("DELETE FROM admin_keys");
+      expect(sqliteOf(first.ctx).db.select().from(settings).where(eq(settings.key, "bootstrapped_at")).get()).toBeDefined();
       first.ctx.close();
       const again = await start(dir);
       expect(again.result.firstStart).toBe(false);
@@ -328,7 +328,7 @@ describe("bootstrap: the first admin user and admin key", () => {
     const key = `svc_admin_${"Xy9".repeat(12)}`;
     try {
       const first = await start(dir, { SVC_ADMIN_KEY: key });
-      first.ctx.sqlite.run("DELETE FROM admin_keys");
+      sqliteOf(first.ctx).sqlite.run("DELETE FROM admin_keys");
       first.ctx.close();
       const again = await start(dir, { SVC_ADMIN_KEY: key });
       expect(again.result.lines).toEqual(["Admin key:    (from SVC_ADMIN_KEY / --admin-key)"]);
@@ -336,7 +336,7 @@ describe("bootstrap: the first admin user and admin key", () => {
       again.ctx.close();
       const third = await start(dir, { SVC_ADMIN_KEY: key });
       expect(third.result.lines).toEqual([]);
-      expect(third.ctx.sqlite.query("SELECT COUNT(*) AS n FROM admin_keys").get()).toEqual({ n: 1 });
+      expect(sqliteOf(third.ctx).sqlite.query("SELECT COUNT(*) AS n FROM admin_keys").get()).toEqual({ n: 1 });
       third.ctx.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -347,11 +347,11 @@ describe("bootstrap: the first admin user and admin key", () => {
     const dir = tempDir();
     try {
       const first = await start(dir);
-      first.ctx.sqlite.run("DELETE FROM admin_keys");
+      sqliteOf(first.ctx).sqlite.run("DELETE FROM admin_keys");
       first.ctx.close();
       const again = await start(dir);
       expect(again.result.lines).toEqual([]);
-      expect(again.ctx.sqlite.query("SELECT COUNT(*) AS n FROM admin_keys").get()).toEqual({ n: 0 });
+      expect(sqliteOf(again.ctx).sqlite.query("SELECT COUNT(*) AS n FROM admin_keys").get()).toEqual({ n: 0 });
       again.ctx.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -23,7 +23,7 @@ function expectStandardHeaders(res: Response) {
 
 describe("GET /", () => {
   test("the admin console's page (it replaced the redirect to /v1/docs), with no credential, a bad one or a good one; the usual headers and a strict CSP", async () => {
-    for (const headers of [{}, bearer("svc_sk_eval_nope"), bearer(seedAdminKey(h.ctx))]) {
+    for (const headers of [{}, bearer("svc_sk_eval_nope"), bearer(await seedAdminKey(h.ctx))]) {
       for (const method of ["GET", "HEAD"]) {
         const res = await h.request(method, "/", { headers });
         expect({ method, status: res.status, type: res.headers.get("content-type"), cache: res.headers.get("cache-control") }).toEqual({ method, status: 200, type: "text/html;charset=utf-8", cache: "no-cache" });

@@ -18,7 +18,7 @@ let rx: Receiver;
 
 async function start(timeoutMs = 300) {
   h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_WEBHOOK_TIMEOUT_MS: String(timeoutMs) });
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
 }
 beforeEach(() => {
   rx = startReceiver();
@@ -34,7 +34,7 @@ const settle = () => h.ctx.deliveries.drain();
 const at = (ms: number) => new Date(ms).toISOString();
 const fail500 = () => new Response("nope", { status: 500 });
 /** Every delivery row as stored: what a refused request must leave alone. */
-const rows = () => h.ctx.sqlite.query("SELECT * FROM webhook_deliveries ORDER BY id").all();
+const rows = () => h.sqlite.query("SELECT * FROM webhook_deliveries ORDER BY id").all();
 
 /** A flag.enabled delivery whose first attempt got a 500: pending, retry due in a minute. */
 async function pendingDelivery() {
@@ -127,12 +127,12 @@ describe("attempt-now", () => {
     const { delivery } = await pendingDelivery();
     const before = rows();
     await call("POST", "/v1/projects", { slug: "other", name: "Other" }, 201);
-    expect(await attemptNow(delivery.id, 403, bearer(seedApiKey(h.ctx, "mgmt", "other").secret))).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });
+    expect(await attemptNow(delivery.id, 403, bearer((await seedApiKey(h.ctx, "mgmt", "other")).secret))).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });
     expect((await attemptNow(delivery.id, 403, await userToken(h.ctx, "viewer"))).error).toBe("FORBIDDEN");
-    expect((await attemptNow(delivery.id, 403, bearer(seedApiKey(h.ctx, "eval").secret))).error).toBe("FORBIDDEN");
+    expect((await attemptNow(delivery.id, 403, bearer((await seedApiKey(h.ctx, "eval")).secret))).error).toBe("FORBIDDEN");
     expect(rows()).toEqual(before);
     expect((await attemptNow(delivery.id, 202, await userToken(h.ctx, "editor"))).id).toBe(delivery.id);
-    expect((await attemptNow(delivery.id, 202, bearer(seedApiKey(h.ctx, "mgmt").secret))).id).toBe(delivery.id);
+    expect((await attemptNow(delivery.id, 202, bearer((await seedApiKey(h.ctx, "mgmt")).secret))).id).toBe(delivery.id);
     await settle();
   });
 

@@ -17,7 +17,7 @@ let rx: Receiver;
 
 beforeEach(async () => {
   h = await testApp({ SVC_OUTBOUND_ALLOWED_HOSTS: "loopback", SVC_WEBHOOK_TIMEOUT_MS: "2000" });
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
   rx = startReceiver();
 });
 afterEach(() => {
@@ -64,7 +64,7 @@ test("a rollout-only state PUT: flag.updated with rolloutPercentage before and a
     ["flag.updated", true, true],
   ]);
   // The stored event holds the same text (every retry and redelivery sends it).
-  const stored = h.ctx.sqlite.query("SELECT payload FROM webhook_events WHERE event = 'flag.updated' ORDER BY rowid").all() as { payload: string }[];
+  const stored = h.sqlite.query("SELECT payload FROM webhook_events WHERE event = 'flag.updated' ORDER BY rowid").all() as { payload: string }[];
   expect(stored.map((r) => r.payload)).toEqual([first!, raised!, cleared!]);
 });
 

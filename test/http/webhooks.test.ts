@@ -37,7 +37,7 @@ function receiver(...args: Parameters<typeof startReceiver>): Receiver {
 
 beforeEach(async () => {
   h = await app();
-  admin = bearer(seedAdminKey(h.ctx));
+  admin = bearer(await seedAdminKey(h.ctx));
   rx = receiver();
 });
 afterEach(() => {
@@ -52,7 +52,7 @@ const createFlag = (key: string) => call("POST", FLAGS, { key, name: key }, 201)
 const putState = (key: string, env: string, body: unknown) => call("PUT", `${FLAGS}/${key}/states/${env}`, body);
 const deliveries = async (webhookId: string, query = "") => (await call("GET", `/v1/webhooks/${webhookId}/deliveries${query}`)).deliveries as Record<string, any>[];
 /** Rows of a table, counted. */
-const count = (table: string, t = h) => (t.ctx.sqlite.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+const count = (table: string, t = h) => (t.sqlite.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
 /** Runs every due delivery and waits for the attempts to finish. */
 const settle = (t = h) => t.ctx.deliveries.drain();
 /** What arrived so far: [event, environment, previous, current]. */
@@ -271,10 +271,10 @@ describe("outbox: events exist exactly for committed changes", () => {
   test("when storing the deliveries fails, the state change is rolled back with them", async () => {
     await register();
     await createFlag("checkout");
-    h.ctx.sqlite.run("CREATE TEMP TRIGGER refuse_deliveries BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+    h.sqlite.run("CREATE TEMP TRIGGER refuse_deliveries BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
     const res = await h.request("PUT", `${FLAGS}/checkout/states/production`, { body: { enabled: true }, headers: admin });
     expect(res.status).toBe(500);
-    h.ctx.sqlite.run("DROP TRIGGER refuse_deliveries");
+    h.sqlite.run("DROP TRIGGER refuse_deliveries");
     expect((await call("GET", `${FLAGS}/checkout/states/production`)).enabled).toBe(false);
     expect(count("flag_states")).toBe(0);
     expect(count("webhook_events")).toBe(3); // the created events only
@@ -376,7 +376,7 @@ describe("endpoints", () => {
     await call("POST", "/v1/projects/other/flags", { key: "x", name: "x" }, 201);
     await settle();
     const [delivery] = (await call("GET", `/v1/webhooks/${foreign.id}/deliveries`)).deliveries;
-    const mgmt = bearer(seedApiKey(h.ctx, "mgmt", "default").secret);
+    const mgmt = bearer((await seedApiKey(h.ctx, "mgmt", "default")).secret);
     const cases: [string, string, unknown?][] = [
       ["GET", "/v1/projects/other/webhooks"],
       ["POST", "/v1/projects/other/webhooks", { url: rx.url, events: ["flag.created"], secret: SECRET }],
@@ -511,7 +511,7 @@ describe("failures, retries and redelivery", () => {
     const { hook, delivery } = await oneDelivery();
     const pending = await call("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, undefined, 409);
     expect(pending).toEqual({ error: "CONFLICT", message: `Delivery ${delivery.id} is still pending: it will be attempted again on its schedule` });
-    h.ctx.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL");
+    h.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL");
     await call("PATCH", `/v1/webhooks/${hook.id}`, { enabled: false });
     expect((await call("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, undefined, 409)).message).toMatch(/disabled/);
     expect(count("webhook_deliveries")).toBe(1);
@@ -605,7 +605,7 @@ describe("failures, retries and redelivery", () => {
     await createFlag("newer");
     await settle();
     h.clock.advance(1 * 86_400_000 + 1);
-    expect(pruneDeliveries(h.ctx)).toEqual({ deliveries: 3, events: 3 });
+    expect(pruneDeliveries(h)).toEqual({ deliveries: 3, events: 3 });
     expect((await deliveries(hook.id)).length).toBe(3);
     expect(count("webhook_events")).toBe(3);
   });
@@ -614,7 +614,7 @@ describe("failures, retries and redelivery", () => {
 describe("outbound guard (default SVC_OUTBOUND_ALLOWED_HOSTS=external)", () => {
   test("literal blocked addresses are refused at registration with a clear reason", async () => {
     const d = await app({ SVC_OUTBOUND_ALLOWED_HOSTS: "external" });
-    const key = bearer(seedAdminKey(d.ctx));
+    const key = bearer(await seedAdminKey(d.ctx));
     const cases: [string, string][] = [
       [`http://127.0.0.1:${rx.port}/hook`, "127.0.0.1 is loopback"],
       ["http://10.0.0.1/hook", "10.0.0.1 is private"],
@@ -636,7 +636,7 @@ describe("outbound guard (default SVC_OUTBOUND_ALLOWED_HOSTS=external)", () => {
 
   test("a host name that resolves to loopback is accepted at registration and refused at send time", async () => {
     const d = await app({ SVC_OUTBOUND_ALLOWED_HOSTS: "external" });
-    const key = bearer(seedAdminKey(d.ctx));
+    const key = bearer(await seedAdminKey(d.ctx));
     const hook = await call("POST", HOOKS, { url: `http://localhost:${rx.port}/hook`, events: ["flag.created"], secret: SECRET }, 201, key, d);
     await call("POST", FLAGS, { key: "checkout", name: "c" }, 201, key, d);
     await settle(d);
@@ -654,12 +654,12 @@ describe("secrets at rest", () => {
   test("a webhook's replaced or deleted secret does not stay readable in the database file", async () => {
     const app = await testApp();
     try {
-      const admin = bearer(seedAdminKey(app.ctx));
+      const admin = bearer(await seedAdminKey(app.ctx));
       const first = "FIRST-SECRET-0123456789abcdef";
       const hook = await json(await app.request("POST", "/v1/projects/default/webhooks", { headers: admin, body: { url: "https://hooks.example.com/x", events: ["flag.created"], secret: first } }), 201);
       await json(await app.request("PATCH", `/v1/webhooks/${hook.id}`, { headers: admin, body: { secret: "SECOND-SECRET-0123456789abcdef" } }), 200);
       await app.request("DELETE", `/v1/webhooks/${hook.id}`, { headers: admin });
-      app.ctx.sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
+      app.sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
       const file = await Bun.file(join(app.dir, "flagsvc.db")).text();
       expect({ first: file.includes(first), second: file.includes("SECOND-SECRET") }).toEqual({ first: false, second: false });
     } finally {

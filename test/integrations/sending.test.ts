@@ -283,7 +283,7 @@ describe("failures", () => {
 
 describe("the evaluation path", () => {
   test("a project's records are read only while an enabled integration takes evaluations (else evaluation does one map lookup)", async () => {
-    const project = (h.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
+    const project = (h.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
     expect(h.ctx.records.wants(project)).toBe(false);
     const slack = await createIntegration("slack", VENDORS[5]!.config());
     expect(h.ctx.records.wants(project)).toBe(false);
@@ -330,7 +330,7 @@ describe.each(VENDORS.filter((v) => v.type !== "braze").map((v) => [v.type, v] a
   test("the position is never stored ahead of `sent`: the moment it passes a change, the change the vendor took is counted (a crash then keeps both)", async () => {
     const flag = await newFlag();
     const id = await createIntegration(vendor.type, vendor.config());
-    const position = () => (h.ctx.sqlite.query("SELECT event_position AS p FROM integrations WHERE id = ?").get(id) as { p: number }).p;
+    const position = () => (h.sqlite.query("SELECT event_position AS p FROM integrations WHERE id = ?").get(id) as { p: number }).p;
     const before = position();
     await toggle(flag, true);
     // Watched closely: a kill -9 at the first moment the stored position has moved must find the change counted.
@@ -360,7 +360,7 @@ function changeIds(r: Received): [string, string] | null {
 describe("restart", () => {
   test("a change sent before a close and again by the next context carries the same id for every type, derived from the stored event id", async () => {
     const own = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
-    const ownAdmin = bearer(seedAdminKey(own.ctx, "release-bot"));
+    const ownAdmin = bearer(await seedAdminKey(own.ctx, "release-bot"));
     let again: Awaited<ReturnType<typeof createContext>> | undefined;
     const types = ["mixpanel", "amplitude", "segment", "datadog", "slack"];
     try {
@@ -371,7 +371,7 @@ describe("restart", () => {
       // Every vendor takes the request and answers 500: the position stays, as at a crash before it is stored.
       mode = { kind: "status", status: 500, times: 1_000 };
       await json(await own.request("PUT", "/v1/projects/default/flags/id-flag/states/production", { headers: ownAdmin, body: { enabled: true } }), 200);
-      const stored = JSON.parse((own.ctx.sqlite.query("SELECT payload FROM change_events ORDER BY position DESC LIMIT 1").get() as { payload: string }).payload).id as string;
+      const stored = JSON.parse((own.sqlite.query("SELECT payload FROM change_events ORDER BY position DESC LIMIT 1").get() as { payload: string }).payload).id as string;
       expect(stored).toMatch(/^evt_/);
       const ids = () => new Map(rx.received.map(changeIds).filter((x) => x !== null));
       await until("every type tried", () => ids().size === types.length);
@@ -398,7 +398,7 @@ describe("restart", () => {
 
   test("changes the vendor did not take before a close are sent by the next context over the same database, once each", async () => {
     const own = await testApp({ SVC_EDITION: "pro", SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" });
-    const ownAdmin = bearer(seedAdminKey(own.ctx, "release-bot"));
+    const ownAdmin = bearer(await seedAdminKey(own.ctx, "release-bot"));
     let again: Awaited<ReturnType<typeof createContext>> | undefined;
     try {
       await json(await own.request("POST", "/v1/projects/default/flags", { headers: ownAdmin, body: { key: "restart-flag", name: "R" } }), 201);

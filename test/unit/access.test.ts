@@ -10,6 +10,7 @@ import { ChangeBus } from "../../src/changes/bus";
 import { cliAuthor } from "../../src/changes/entry";
 import { SqliteChangeLog } from "../../src/changes/sqlite";
 import { CredentialRegistry } from "../../src/http/credentials";
+import { SqliteCredentialStore } from "../../src/modules/credentials/store";
 import { adminKeyService } from "../../src/modules/admin-keys/service";
 import { createStores } from "../../src/db/sqlite-backend";
 import { coarseClock, iso } from "../../src/lib/clock";
@@ -128,7 +129,7 @@ describe("credential registry", () => {
   test("resolves from memory: keys by hash, unknown and malformed credentials fail", async () => {
     const h = await testApp();
     try {
-      const { id, secret } = seedApiKey(h.ctx, "eval");
+      const { id, secret } = await seedApiKey(h.ctx, "eval");
       const r = await h.ctx.credentials.resolve(`Bearer ${secret}`);
       expect(r.principal).toMatchObject({ kind: "apiKey", id, scope: "eval", projectSlug: "default", environmentSlug: "development" });
       expect((await h.ctx.credentials.resolve(`bearer ${secret}`)).principal?.id).toBe(id);
@@ -148,8 +149,8 @@ describe("credential registry", () => {
   test("a repeated header resolves again (the last-seen entry), alternating keys each resolve, a dropped key is refused at once", async () => {
     const h = await testApp();
     try {
-      const a = seedApiKey(h.ctx, "eval");
-      const b = seedApiKey(h.ctx, "mgmt");
+      const a = await seedApiKey(h.ctx, "eval");
+      const b = await seedApiKey(h.ctx, "mgmt");
       // Each header a fresh string of equal content, as a request brings it.
       for (const [secret, id] of [[a.secret, a.id], [a.secret, a.id], [b.secret, b.id], [a.secret, a.id], [b.secret, b.id], [b.secret, b.id]]) {
         expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal?.id).toBe(id!);
@@ -157,8 +158,8 @@ describe("credential registry", () => {
       // The last value differing only in its last character is another (unknown) key.
       const near = `Bearer ${b.secret.slice(0, -1)}${b.secret.endsWith("A") ? "B" : "A"}`;
       expect(await h.ctx.credentials.resolve(near)).toEqual({ principal: null, failure: "key", meter: null });
-      h.ctx.sqlite.run("DELETE FROM api_keys WHERE id = ?", [b.id]);
-      h.ctx.credentials.reload();
+      h.sqlite.run("DELETE FROM api_keys WHERE id = ?", [b.id]);
+      await h.ctx.credentials.reload();
       expect(await h.ctx.credentials.resolve(`Bearer ${b.secret}`)).toEqual({ principal: null, failure: "key", meter: null });
       expect((await h.ctx.credentials.resolve(`Bearer ${a.secret}`)).principal?.id).toBe(a.id);
     } finally {
@@ -171,10 +172,10 @@ describe("credential registry", () => {
     try {
       let t = Date.parse("2026-11-22T11:00:00.000Z");
       const requestClock = coarseClock({ now: () => t }, 60_000);
-      const registry = new CredentialRegistry(h.ctx, h.clock, "a-jwt-secret-for-this-test", requestClock);
+      const registry = new CredentialRegistry(new SqliteCredentialStore(h), h.clock, "a-jwt-secret-for-this-test", requestClock);
       expect(requestClock.now()).toBe(t);
       t += 5;
-      registry.reload(); // as after a key is written
+      await registry.reload(); // as after a key is written
       expect(requestClock.now()).toBe(t);
     } finally {
       h.close();
@@ -184,17 +185,17 @@ describe("credential registry", () => {
   test("lastUsedAt is kept in memory and written by the flush, not per request", async () => {
     const h = await testApp();
     try {
-      const { id, secret } = seedApiKey(h.ctx, "eval");
-      const admin = seedAdminKey(h.ctx, "flush test");
+      const { id, secret } = await seedApiKey(h.ctx, "eval");
+      const admin = await seedAdminKey(h.ctx, "flush test");
       h.clock.ms = Date.parse("2026-11-22T11:00:00.000Z");
       await h.request("GET", "/v1/health", { headers: bearer(secret) });
       await h.request("GET", "/v1/health", { headers: bearer(admin) });
-      const stored = () => h.ctx.sqlite.query("SELECT last_used_at FROM api_keys WHERE id = ?").get(id) as { last_used_at: string | null };
+      const stored = () => h.sqlite.query("SELECT last_used_at FROM api_keys WHERE id = ?").get(id) as { last_used_at: string | null };
       expect(stored().last_used_at).toBeNull();
       expect(h.ctx.credentials.lastUsedAt(id)).toBe(h.clock.ms);
-      h.ctx.credentials.flushLastUsed();
+      await h.ctx.credentials.flushLastUsed();
       expect(stored().last_used_at).toBe("2026-11-22T11:00:00.000Z");
-      expect(h.ctx.sqlite.query("SELECT last_used_at FROM admin_keys WHERE name = 'flush test'").get()).toEqual({ last_used_at: "2026-11-22T11:00:00.000Z" });
+      expect(h.sqlite.query("SELECT last_used_at FROM admin_keys WHERE name = 'flush test'").get()).toEqual({ last_used_at: "2026-11-22T11:00:00.000Z" });
     } finally {
       h.close();
     }
@@ -208,9 +209,9 @@ describe("credential registry", () => {
       const { key: secret } = await adminKeyService({ adminKeys, clock: h.clock }).create(cliAuthor(), { name: "cli" });
       other.sqlite.close();
       expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal).toBeNull();
-      expect(h.ctx.credentials.pollExternalChanges()).toBe(true);
+      expect(await h.ctx.credentials.pollExternalChanges()).toBe(true);
       expect((await h.ctx.credentials.resolve(`Bearer ${secret}`)).principal?.kind).toBe("adminKey");
-      expect(h.ctx.credentials.pollExternalChanges()).toBe(false);
+      expect(await h.ctx.credentials.pollExternalChanges()).toBe(false);
     } finally {
       h.close();
     }
@@ -222,7 +223,7 @@ describe("credential registry", () => {
       const other = openDatabase(join(h.dir, DB_FILE));
       other.sqlite.run("INSERT INTO settings (key, value, updated_at) VALUES ('unrelated', 'x', ?)", [iso(0)]);
       other.sqlite.close();
-      expect(h.ctx.credentials.pollExternalChanges()).toBe(false);
+      expect(await h.ctx.credentials.pollExternalChanges()).toBe(false);
     } finally {
       h.close();
     }
@@ -232,12 +233,12 @@ describe("credential registry", () => {
     const h = await testApp();
     try {
       const id = newId("usr");
-      h.ctx.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, 'a@b.c', 'x', 'editor', 'x', 'x')", [id]);
-      h.ctx.credentials.reload();
+      h.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, 'a@b.c', 'x', 'editor', 'x', 'x')", [id]);
+      await h.ctx.credentials.reload();
       const { token, expiresAt } = await h.ctx.credentials.issueToken(id, "editor");
       const ok = await h.ctx.credentials.resolve(`Bearer ${token}`);
       expect(ok.principal).toMatchObject({ kind: "user", id, role: "editor", expiresAt });
-      h.ctx.credentials.revoke((ok.principal as { jti: string }).jti, expiresAt);
+      await h.ctx.credentials.revoke((ok.principal as { jti: string }).jti, expiresAt);
       expect(await h.ctx.credentials.resolve(`Bearer ${token}`)).toEqual({ principal: null, failure: "token", meter: null });
       const second = (await h.ctx.credentials.issueToken(id, "editor")).token;
       h.clock.advance(3600_000);

@@ -163,8 +163,8 @@ describe("fed by evaluation", () => {
 
   test("single and batch evaluations of the project are recorded with the key's environment and the context's userId", async () => {
     t = await testApp();
-    const { secret } = seedApiKey(t.ctx, "eval");
-    const projectId = (t.ctx.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
+    const { secret } = await seedApiKey(t.ctx, "eval");
+    const projectId = (t.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
     const batches: string[] = [];
     t.ctx.records.subscribe(projectId, (json) => batches.push(json));
     expect((await t.request("POST", "/v1/evaluate", { body: { flagKey: "nope", context: { userId: 42 } }, headers: bearer(secret) })).status).toBe(200);

@@ -10,7 +10,7 @@ import { environments, flags } from "../../src/db/schema";
 import type { Snapshot } from "../../src/evaluation/snapshot";
 import { loadSnapshot } from "../../src/modules/flags/snapshot";
 import { SYSTEM } from "../../src/changes/entry";
-import { testApp, type TestApp } from "../helpers";
+import { testApp, type TestApp, sqliteOf } from "../helpers";
 
 let h: TestApp | undefined;
 afterEach(() => h?.close());
@@ -83,9 +83,9 @@ test("incremental updates equal a rebuild from the database", async () => {
           if (!(e instanceof Error && "status" in e)) throw e;
         }
       }
-      const ids = ctx.db.select({ id: environments.id }).from(environments).all().map((e) => e.id);
+      const ids = sqliteOf(ctx).db.select({ id: environments.id }).from(environments).all().map((e) => e.id);
       expect(view(ctx.snapshot, ids)).toEqual(view(await loadSnapshot(ctx.stores.flags), ids));
-      expect(ctx.snapshot.flagCount()).toBe(ctx.db.select({ n: count() }).from(flags).get()!.n);
+      expect(ctx.snapshot.flagCount()).toBe(sqliteOf(ctx).db.select({ n: count() }).from(flags).get()!.n);
     }),
     { numRuns: 25 },
   );

@@ -26,7 +26,7 @@ describe("bootstrap", () => {
       const again = await bootstrap(h.ctx);
       // The second start prints nothing (no secret, nothing created).
       expect(again).toEqual({ firstStart: false, lines: [] });
-      expect(h.ctx.sqlite.query("SELECT COUNT(*) AS n FROM projects").get()).toEqual({ n: 1 });
+      expect(h.sqlite.query("SELECT COUNT(*) AS n FROM projects").get()).toEqual({ n: 1 });
     } finally {
       h.close();
     }
@@ -35,9 +35,9 @@ describe("bootstrap", () => {
   test("a deleted default project is not brought back", async () => {
     const h = await testApp();
     try {
-      h.ctx.sqlite.run("DELETE FROM projects");
+      h.sqlite.run("DELETE FROM projects");
       expect(await bootstrap(h.ctx)).toEqual({ firstStart: false, lines: [] });
-      expect(h.ctx.sqlite.query("SELECT COUNT(*) AS n FROM projects").get()).toEqual({ n: 0 });
+      expect(h.sqlite.query("SELECT COUNT(*) AS n FROM projects").get()).toEqual({ n: 0 });
     } finally {
       h.close();
     }
@@ -48,7 +48,7 @@ describe("data-dir lock", () => {
   test("a second context on a data dir in use is refused until the first closes", async () => {
     const h = await testApp();
     try {
-      expect(createContext(h.ctx.config)).rejects.toThrow(DataDirLockedError);
+      await expect(createContext(h.ctx.config)).rejects.toThrow(DataDirLockedError);
       h.ctx.close();
       const second = await createContext(h.ctx.config);
       second.close();

@@ -112,9 +112,9 @@ export const authRoutes = (deps: AuthDeps) => {
     )
     .delete(
       "/v1/auth/session",
-      ({ principal, set, status }) => {
+      async ({ principal, set, status }) => {
         const user = sessionUser(principal);
-        deps.credentials.revoke(user.jti, user.expiresAt);
+        await deps.credentials.revoke(user.jti, user.expiresAt);
         set.headers["set-cookie"] = sessionCookie("", 0);
         return status(204);
       },
@@ -132,9 +132,9 @@ export const authRoutes = (deps: AuthDeps) => {
     )
     .post(
       "/v1/auth/logout",
-      ({ principal, status }) => {
+      async ({ principal, status }) => {
         const user = sessionUser(principal);
-        deps.credentials.revoke(user.jti, user.expiresAt);
+        await deps.credentials.revoke(user.jti, user.expiresAt);
         return status(204);
       },
       {

@@ -157,7 +157,7 @@ export async function login(
   // Before the token is made: a user just created by `flagsvc admin create-user` becomes known,
   // and a password just set by `reset-password` dates the token after the change (issued on the
   // tokens' cut-off as the registry knew it before, it would be refused).
-  credentials.pollExternalChanges();
+  await credentials.pollExternalChanges();
   const { token, expiresAt, jti } = await credentials.issueToken(user.id, user.role);
   return { token, expiresAt, jti, user: { id: user.id, email: user.email, role: user.role } };
 }

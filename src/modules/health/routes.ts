@@ -1,24 +1,23 @@
 import { Elysia } from "elysia";
-import type { Database } from "bun:sqlite";
 import type { Config } from "../../config";
 import { decide } from "../../http/access";
 import type { Resolution } from "../../http/credentials";
 import { VERSION } from "../../version";
 import { Health, Probe } from "./model";
-import { databaseAnswers, healthDetail, type HealthDetailDeps, type Readiness } from "./service";
+import { healthDetail, type DatabaseHealth, type HealthDetailDeps, type Readiness } from "./service";
 
 export interface HealthDeps {
   config: Pick<Config, "edition">;
   /** Monotonic start (performance.now()), for uptime. */
   startedAt: number;
-  sqlite: Pick<Database, "query">;
+  database: Pick<DatabaseHealth, "answers">;
   readiness: Readiness;
   detail: HealthDetailDeps;
 }
 
 const TAGS = ["Operations"];
 
-export const healthRoutes = ({ config, startedAt, sqlite, readiness, detail }: HealthDeps) =>
+export const healthRoutes = ({ config, startedAt, database, readiness, detail }: HealthDeps) =>
   new Elysia({ name: "flagsvc/health" })
     .get(
       "/v1/health",
@@ -30,7 +29,7 @@ export const healthRoutes = ({ config, startedAt, sqlite, readiness, detail }: H
         };
         const { auth } = c as unknown as { auth: Resolution };
         const more = decide(auth.principal, "admin", "GET").allow ? { detail: await healthDetail(detail) } : {};
-        return databaseAnswers(sqlite)
+        return (await database.answers())
           ? c.status(200, { status: "ok" as const, ...body, ...more })
           : c.status(503, { status: "unavailable" as const, ...body, message: "The database does not answer", ...more });
       },
@@ -55,7 +54,7 @@ export const healthRoutes = ({ config, startedAt, sqlite, readiness, detail }: H
         description: "No credential. 200 `{\"status\":\"ok\"}` while the process serves requests, draining included; it reveals nothing else. A liveness probe: restart the instance when it fails.",
       },
     })
-    .get("/readyz", ({ status }) => (readiness.ready && databaseAnswers(sqlite) ? status(200, { status: "ready" as const }) : status(503, { status: "unavailable" as const })), {
+    .get("/readyz", async ({ status }) => (readiness.ready && (await database.answers()) ? status(200, { status: "ready" as const }) : status(503, { status: "unavailable" as const })), {
       response: { 200: Probe, 503: Probe },
       detail: {
         tags: TAGS,

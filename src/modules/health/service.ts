@@ -1,16 +1,9 @@
-import type { Database } from "bun:sqlite";
+import type { Maintenance } from "../../db/sqlite-maintenance";
 import { PLUGIN_STATUSES, type PluginStatus } from "../plugins/model";
-import { databaseBytes } from "../metrics/service";
 import type { MetricsStore } from "../metrics/store";
 
-/** True when the database answers a query. */
-export function databaseAnswers(sqlite: Pick<Database, "query">): boolean {
-  try {
-    return sqlite.query("SELECT 1 AS ok").get() !== null;
-  } catch {
-    return false;
-  }
-}
+/** What health reads of the database: whether it answers, its size. */
+export type DatabaseHealth = Pick<Maintenance, "answers" | "bytes">;
 
 /**
  * Whether the process takes traffic (`/readyz`): `starting` until the server listens (the
@@ -40,8 +33,7 @@ export type ThreadState = "running" | "restarting" | "in-process";
 
 /** What the admin detail of `/v1/health` reads. */
 export interface HealthDetailDeps {
-  sqlite: Pick<Database, "query">;
-  databaseFile: string;
+  database: DatabaseHealth;
   store: Pick<MetricsStore, "pendingDeliveries" | "queuedChangeEvents" | "pluginsByStatus">;
   schedules: { countPending(): Promise<number> };
   threads: () => { background: ThreadState; integrations: ThreadState };
@@ -50,15 +42,15 @@ export interface HealthDetailDeps {
 }
 
 export async function healthDetail(deps: HealthDetailDeps) {
-  const rows = deps.store.pluginsByStatus();
+  const rows = await deps.store.pluginsByStatus();
   const plugins = Object.fromEntries(PLUGIN_STATUSES.map((s) => [s, rows.find((r) => r.status === s)?.n ?? 0])) as Record<PluginStatus, number>;
   return {
-    database: { answers: databaseAnswers(deps.sqlite), bytes: databaseBytes(deps.databaseFile) },
+    database: { answers: await deps.database.answers(), bytes: await deps.database.bytes() },
     threads: deps.threads(),
     pluginHost: { workers: deps.pluginWorkers(), plugins },
     queues: {
-      webhookDeliveries: deps.store.pendingDeliveries(),
-      changeEvents: deps.store.queuedChangeEvents(),
+      webhookDeliveries: await deps.store.pendingDeliveries(),
+      changeEvents: await deps.store.queuedChangeEvents(),
       schedulesPending: await deps.schedules.countPending(),
     },
   };

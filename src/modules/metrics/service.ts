@@ -12,13 +12,13 @@
  * directly (`get`), without its per-series label hashing; the others `collect()` into
  * ordinary gauges and counters. prom-client writes the exposition text.
  */
-import { statSync } from "node:fs";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue, type MetricValueWithName } from "prom-client";
 import type { LabelledCounter } from "../../evaluation/snapshot";
 import { DURATION_BUCKETS, type RequestCounts } from "../../http/request-counts";
 import { PLUGIN_STATUSES } from "../plugins/model";
 import { DELIVERY_OUTCOMES, LOGIN_REFUSALS, type DeliveryOutcome, type LoginRefusal, type Tally } from "./counts";
 import type { MetricsStore } from "./store";
+import type { Maintenance } from "../../db/sqlite-maintenance";
 
 export interface MetricsDeps {
   snapshot: { labelledCounters(): Iterable<LabelledCounter> };
@@ -28,8 +28,8 @@ export interface MetricsDeps {
   store: MetricsStore;
   schedules: { countPending(): Promise<number> };
   streams: { size(): { changes: number; definitions: number; audit: number } };
-  /** The database file; its `-wal` beside it counts too. */
-  databaseFile: string;
+  /** The database's size (on SQLite, its `-wal` beside it counts too). */
+  database: Pick<Maintenance, "bytes">;
   version: string;
   edition: string;
 }
@@ -40,19 +40,6 @@ export const PREFIX = "flagsvc_";
 export interface Metrics {
   contentType: string;
   scrape(): Promise<string>;
-}
-
-/** The database file and its WAL, in bytes (a file that is not there counts 0). */
-export function databaseBytes(file: string): number {
-  let bytes = 0;
-  for (const f of [file, `${file}-wal`]) {
-    try {
-      bytes += statSync(f).size;
-    } catch {
-      // no WAL right now
-    }
-  }
-  return bytes;
 }
 
 export function createMetrics(deps: MetricsDeps): Metrics {
@@ -132,8 +119,8 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     name: `${PREFIX}webhook_deliveries_pending`,
     help: "Webhook deliveries waiting for an attempt (a first one or a retry)",
     registers,
-    collect() {
-      this.set(deps.store.pendingDeliveries());
+    async collect() {
+      this.set(await deps.store.pendingDeliveries());
     },
   });
 
@@ -142,9 +129,10 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     help: "Events the integrations sent, by connector type and outcome (sent: accepted by the vendor; failed: refused, given up or dropped), as stored (every few seconds)",
     labelNames: ["type", "outcome"],
     registers,
-    collect() {
+    async collect() {
+      const rows = await deps.store.integrationEvents();
       this.reset();
-      for (const { type, sent, failed } of deps.store.integrationEvents()) {
+      for (const { type, sent, failed } of rows) {
         this.inc({ type, outcome: "sent" }, sent);
         this.inc({ type, outcome: "failed" }, failed);
       }
@@ -156,8 +144,8 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     help: "Installed plugins by status",
     labelNames: ["status"],
     registers,
-    collect() {
-      const rows = deps.store.pluginsByStatus();
+    async collect() {
+      const rows = await deps.store.pluginsByStatus();
       for (const status of PLUGIN_STATUSES) this.set({ status }, rows.find((r) => r.status === status)?.n ?? 0);
     },
   });
@@ -179,8 +167,8 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     name: `${PREFIX}change_log_position`,
     help: "The change log's newest position (every write appends one or more entries)",
     registers,
-    collect() {
-      this.set(deps.store.changeLogPosition());
+    async collect() {
+      this.set(await deps.store.changeLogPosition());
     },
   });
 
@@ -208,8 +196,8 @@ export function createMetrics(deps: MetricsDeps): Metrics {
     name: `${PREFIX}database_bytes`,
     help: "Size of the SQLite database file and its write-ahead log, in bytes",
     registers,
-    collect() {
-      this.set(databaseBytes(deps.databaseFile));
+    async collect() {
+      this.set(await deps.database.bytes());
     },
   });
 

@@ -14,37 +14,37 @@ const INTEGRATION_EVENTS_SQL = "SELECT type, sum(sent) AS sent, sum(failed) AS f
 
 export interface MetricsStore {
   /** Webhook deliveries still to be attempted. */
-  pendingDeliveries(): number;
+  pendingDeliveries(): Promise<number>;
   /** Change events queued for plugins and integrations (not yet pruned). */
-  queuedChangeEvents(): number;
+  queuedChangeEvents(): Promise<number>;
   /** The change log's newest position (0: empty). */
-  changeLogPosition(): number;
+  changeLogPosition(): Promise<number>;
   /** Installed plugins by status. */
-  pluginsByStatus(): { status: string; n: number }[];
+  pluginsByStatus(): Promise<{ status: string; n: number }[]>;
   /** Events the integrations of each connector type sent (accepted by the vendor) and failed, as stored. */
-  integrationEvents(): { type: string; sent: number; failed: number }[];
+  integrationEvents(): Promise<{ type: string; sent: number; failed: number }[]>;
 }
 
 export class SqliteMetricsStore implements MetricsStore {
   constructor(private readonly sqlite: Database) {}
 
-  pendingDeliveries(): number {
+  async pendingDeliveries(): Promise<number> {
     return this.count(PENDING_DELIVERIES_SQL);
   }
 
-  queuedChangeEvents(): number {
+  async queuedChangeEvents(): Promise<number> {
     return this.count(QUEUED_CHANGE_EVENTS_SQL);
   }
 
-  changeLogPosition(): number {
+  async changeLogPosition(): Promise<number> {
     return this.count(CHANGE_LOG_POSITION_SQL);
   }
 
-  pluginsByStatus(): { status: string; n: number }[] {
+  async pluginsByStatus(): Promise<{ status: string; n: number }[]> {
     return this.sqlite.query<{ status: string; n: number }, []>(PLUGINS_BY_STATUS_SQL).all();
   }
 
-  integrationEvents(): { type: string; sent: number; failed: number }[] {
+  async integrationEvents(): Promise<{ type: string; sent: number; failed: number }[]> {
     return this.sqlite.query<{ type: string; sent: number; failed: number }, []>(INTEGRATION_EVENTS_SQL).all();
   }
 

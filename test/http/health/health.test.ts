@@ -68,12 +68,12 @@ describe("/v1/health", () => {
   test("the same bytes for everyone without an admin credential; an admin key or an admin's token adds the detail", async () => {
     const h = await testApp();
     apps.push(h);
-    const admin = bearer(seedAdminKey(h.ctx));
+    const admin = bearer(await seedAdminKey(h.ctx));
     // The text as sent, its uptime aside (a second may tick between two calls).
     const plain = async (headers: Record<string, string>) => (await h.request("GET", "/v1/health", { headers })).text().then((t) => t.replace(/"uptimeSeconds":\d+/, '"uptimeSeconds":0'));
     const anonymous = await plain({});
     expect(anonymous).toMatch(new RegExp(`^\\{"status":"ok","version":"${VERSION.replace(/\./g, "\\.")}","edition":"ce","uptimeSeconds":0\\}$`));
-    for (const headers of [bearer(seedApiKey(h.ctx, "full").secret), bearer("svc_admin_not-a-real-key-at-all-000000000"), { authorization: "nonsense" }]) {
+    for (const headers of [bearer((await seedApiKey(h.ctx, "full")).secret), bearer("svc_admin_not-a-real-key-at-all-000000000"), { authorization: "nonsense" }]) {
       expect(await plain(headers)).toBe(anonymous);
     }
     expect(await plain(await userToken(h.ctx, "editor"))).toBe(anonymous);
