@@ -80,14 +80,14 @@ import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service"
 import { SqliteWebhookStore } from "./modules/webhooks/store";
 import { OutboundPolicy } from "./lib/outbound";
 import { ChangeEventQueue } from "./modules/change-events/queue";
-import { ChangeEventRows } from "./modules/change-events/store";
+import { SqliteChangeEventStore } from "./modules/change-events/store";
 import { CONNECTORS } from "./modules/integrations/connectors";
 import { IntegrationFeed } from "./modules/integrations/feed";
 import { IntegrationSender, type IntegrationSink } from "./modules/integrations/sender";
 import { IntegrationThread } from "./modules/integrations/thread";
 import { integrationsRoutes } from "./modules/integrations/routes";
 import { integrationService } from "./modules/integrations/service";
-import { SqliteIntegrationStore } from "./modules/integrations/store";
+import { SqliteIntegrationRuntimeStore, SqliteIntegrationStore } from "./modules/integrations/store";
 import { marketplaceRoutes } from "./modules/marketplace/routes";
 import { marketplaceService } from "./modules/marketplace/service";
 import { SqliteDownloadStore } from "./modules/marketplace/store";
@@ -362,9 +362,9 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   // The integrations' sender: on a thread of its own (lowest CPU priority) in the server, here otherwise.
   const sender: IntegrationSink = deps.background
     ? new IntegrationThread({ file: join(config.dataDir, DB_FILE), config, log })
-    : new IntegrationSender({ sqlite: store.sqlite, clock, log, config, connectors: CONNECTORS });
-  const integrations = new IntegrationFeed({ sqlite: store.sqlite, records, sink: sender, connectors: CONNECTORS });
-  const changeEvents = new ChangeEventQueue((tx: Store) => ({ events: new ChangeEventRows(tx.sqlite), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
+    : new IntegrationSender({ store: new SqliteIntegrationRuntimeStore(store.sqlite), clock, log, config, connectors: CONNECTORS });
+  const integrations = new IntegrationFeed({ store: new SqliteIntegrationRuntimeStore(store.sqlite), records, sink: sender, connectors: CONNECTORS, log });
+  const changeEvents = new ChangeEventQueue((tx: Store) => ({ events: new SqliteChangeEventStore(tx.sqlite), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
   changeLog.participate(outbox.participant);
   changeLog.participate(changeEvents.participant);
   // A scheduled change's own flag-state write marks it applied, in that write's transaction.
