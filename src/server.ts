@@ -11,6 +11,7 @@ import { ConfigError, type Config } from "./config";
 import type { AppContext, Stores } from "./context";
 import { DB_FILE, openDatabase, type Store } from "./db/client";
 import { lockDataDir } from "./db/lock";
+import { SqliteMaintenance } from "./db/maintenance";
 import { migrate } from "./db/migrate";
 import { OperatorError } from "./lib/errors";
 import { accessGuard, admitter, RATE_LIMIT_HEADERS } from "./http/auth";
@@ -77,7 +78,7 @@ import { SqliteUserStore } from "./modules/users/store";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
-import { SqliteWebhookStore } from "./modules/webhooks/store";
+import { SqliteDeliveryQueue, SqliteWebhookStore } from "./modules/webhooks/store";
 import { OutboundPolicy } from "./lib/outbound";
 import { ChangeEventQueue } from "./modules/change-events/queue";
 import { SqliteChangeEventStore } from "./modules/change-events/store";
@@ -332,8 +333,8 @@ export function createContext(config: Config, deps: ContextDeps = {}): AppContex
   const clock = deps.clock ?? systemClock;
   const requestClock = coarseClock(clock, deps.clock ? 0 : REQUEST_CLOCK_MS);
   const deliveries = deps.background
-    ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
-    : new DeliveryDispatcher({ ...store, clock, log, config });
+    ? new BackgroundThread({ maintenance: new SqliteMaintenance(store.sqlite), file: join(config.dataDir, DB_FILE), config, log })
+    : new DeliveryDispatcher({ queue: new SqliteDeliveryQueue(store.sqlite), clock, log, config });
   // The change log and its subscribers, in this order: evaluation (then the streams), credentials, test sessions, webhook sender, change events (plugins, integrations).
   const bus = new ChangeBus(log);
   const changeLog = new SqliteChangeLog(store, bus, clock);
