@@ -67,15 +67,17 @@ import { userService } from "./modules/users/service";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
+import { SqliteDeliveryQueue } from "./modules/webhooks/store";
 import { OutboundPolicy } from "./lib/outbound";
 import { ChangeEventQueue } from "./modules/change-events/queue";
-import { ChangeEventRows } from "./modules/change-events/store";
+import { SqliteChangeEventStore } from "./modules/change-events/store";
 import { CONNECTORS } from "./modules/integrations/connectors";
 import { IntegrationFeed } from "./modules/integrations/feed";
 import { IntegrationSender, type IntegrationSink } from "./modules/integrations/sender";
 import { IntegrationThread } from "./modules/integrations/thread";
 import { integrationsRoutes } from "./modules/integrations/routes";
 import { integrationService } from "./modules/integrations/service";
+import { SqliteIntegrationRuntimeStore } from "./modules/integrations/store";
 import { marketplaceRoutes } from "./modules/marketplace/routes";
 import { marketplaceService } from "./modules/marketplace/service";
 import { Catalog } from "./plugins/catalog";
@@ -261,8 +263,8 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   const scheduler = new Scheduler(log);
   const requestClock = coarseClock(clock, deps.clock ? 0 : REQUEST_CLOCK_MS);
   const deliveries = deps.background
-    ? new BackgroundThread({ sqlite: store.sqlite, file: join(config.dataDir, DB_FILE), config, log })
-    : new DeliveryDispatcher({ ...store, clock, log, config });
+    ? new BackgroundThread({ maintenance: new SqliteMaintenance(store, join(config.dataDir, DB_FILE)), file: join(config.dataDir, DB_FILE), config, log })
+    : new DeliveryDispatcher({ queue: new SqliteDeliveryQueue(store.sqlite), clock, log, config });
   const snapshot = await loadSnapshot(stores.flags);
   const credentialStore = new SqliteCredentialStore(store);
   const secret = await jwtSecret(credentialStore, config.jwtSecret, clock);
@@ -288,9 +290,9 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   // The integrations' sender: on a thread of its own (lowest CPU priority) in the server, here otherwise.
   const sender: IntegrationSink = deps.background
     ? new IntegrationThread({ file: join(config.dataDir, DB_FILE), config, log })
-    : new IntegrationSender({ sqlite: store.sqlite, clock, log, config, connectors: CONNECTORS });
-  const integrations = new IntegrationFeed({ sqlite: store.sqlite, records, sink: sender, connectors: CONNECTORS });
-  const changeEvents = new ChangeEventQueue((tx) => ({ events: new ChangeEventRows(sqliteTx(tx).sqlite), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
+    : new IntegrationSender({ store: new SqliteIntegrationRuntimeStore(store.sqlite), clock, log, config, connectors: CONNECTORS });
+  const integrations = new IntegrationFeed({ store: new SqliteIntegrationRuntimeStore(store.sqlite), records, sink: sender, connectors: CONNECTORS, log });
+  const changeEvents = new ChangeEventQueue((tx) => ({ events: new SqliteChangeEventStore(sqliteTx(tx).sqlite), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
   changeLog.participate(outbox.participant);
   changeLog.participate(changeEvents.participant);
   // A scheduled change's own flag-state write marks it applied, in that write's transaction.

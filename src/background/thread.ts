@@ -10,8 +10,8 @@
  */
 import { SupervisedWorker } from "../lib/supervised-worker";
 import { workerUrl } from "../lib/worker-url";
-import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
+import type { SqliteMaintenance } from "../db/sqlite-maintenance";
 import type { Logger } from "../lib/log";
 import type { Deliveries } from "../modules/webhooks/dispatcher";
 import { DELIVERY_OUTCOMES, Tally, type DeliveryOutcome } from "../modules/metrics/counts";
@@ -24,7 +24,8 @@ const KICK_WAIT_MS = 2000;
 const AUTO_CHECKPOINT_PAGES = 1000;
 
 export interface BackgroundDeps {
-  sqlite: Database;
+  /** The main connection's checkpoints (off while the worker runs). */
+  maintenance: Pick<SqliteMaintenance, "autoCheckpoint">;
   /** The database file the main connection has open (migrated). */
   file: string;
   config: Config;
@@ -133,7 +134,7 @@ export class BackgroundThread implements Deliveries {
 
   private autoCheckpoint(pages: number): void {
     try {
-      this.deps.sqlite.run(`PRAGMA wal_autocheckpoint = ${pages}`);
+      this.deps.maintenance.autoCheckpoint(pages);
     } catch {
       // The connection is closed: the process is stopping.
     }

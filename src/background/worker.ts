@@ -13,11 +13,13 @@
  * Log lines go to the main thread's logger. Started and watched by thread.ts.
  */
 import { openDatabase, type Store } from "../db/client";
+import { SqliteMaintenance } from "../db/sqlite-maintenance";
 import { systemClock } from "../lib/clock";
 import { forwardingLogger, type Logger } from "../lib/log";
 import { pruneAuditLog } from "../modules/audit/retention";
 import { SqliteAuditStore } from "../modules/audit/store";
 import { DeliveryDispatcher } from "../modules/webhooks/dispatcher";
+import { SqliteDeliveryQueue } from "../modules/webhooks/store";
 import type { FromWorker, ToWorker } from "./protocol";
 
 declare const self: Worker;
@@ -26,11 +28,13 @@ const CHECKPOINT_EVERY_MS = 1000;
 
 const send = (message: FromWorker) => self.postMessage(message);
 
-let running: { store: Store; dispatcher: DeliveryDispatcher; log: Logger; timer: ReturnType<typeof setInterval>; retentionDays: number } | undefined;
+let running:
+  | { store: Store; maintenance: SqliteMaintenance; dispatcher: DeliveryDispatcher; log: Logger; timer: ReturnType<typeof setInterval>; retentionDays: number }
+  | undefined;
 
-function checkpoint(store: Store, log: Logger): void {
+function checkpoint(maintenance: SqliteMaintenance, log: Logger): void {
   try {
-    store.sqlite.run("PRAGMA wal_checkpoint(PASSIVE)");
+    maintenance.checkpoint();
   } catch (e) {
     log.warn("WAL checkpoint failed; retrying in a second", { error: e instanceof Error ? e.message : String(e) });
   }
@@ -51,17 +55,18 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     case "start": {
       const log = forwardingLogger(message.config.logLevel, (record) => send({ kind: "log", record }));
       const store = openDatabase(message.file);
-      const dispatcher = new DeliveryDispatcher({ ...store, clock: systemClock, log, config: message.config });
+      const maintenance = new SqliteMaintenance(store, message.file);
+      const dispatcher = new DeliveryDispatcher({ queue: new SqliteDeliveryQueue(store.sqlite), clock: systemClock, log, config: message.config });
       let reported = 0;
       const timer = setInterval(() => {
-        checkpoint(store, log);
+        checkpoint(maintenance, log);
         // The stored webhook outcomes, for /metrics, when they moved.
         const counts = dispatcher.storedOutcomes();
         const total = Object.values(counts).reduce((a, b) => a + b, 0);
         if (total !== reported) send({ kind: "outcomes", counts: { ...counts } });
         reported = total;
       }, CHECKPOINT_EVERY_MS);
-      running = { store, dispatcher, log, timer, retentionDays: message.config.auditRetentionDays };
+      running = { store, maintenance, dispatcher, log, timer, retentionDays: message.config.auditRetentionDays };
       send({ kind: "ready" });
       return;
     }
@@ -70,7 +75,10 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       if (message.id !== undefined) send({ kind: "kicked", id: message.id });
       return;
     case "prune":
-      running?.dispatcher.prune();
+      if (running) {
+        const { log } = running;
+        running.dispatcher.prune().catch((e) => log.error("webhook retention failed", { error: e instanceof Error ? e.message : String(e) }));
+      }
       return;
     case "prune-audit-log":
       if (running) void pruneAudit(running);
@@ -78,15 +86,20 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     case "drain":
       void (running ? running.dispatcher.drain() : Promise.resolve()).then(() => send({ kind: "drained", id: message.id }));
       return;
-    case "stop":
-      if (running) {
-        clearInterval(running.timer);
-        running.dispatcher.stop();
-        checkpoint(running.store, running.log);
-        running.store.sqlite.close();
-        running = undefined;
+    case "stop": {
+      const stopping = running;
+      running = undefined;
+      if (!stopping) {
+        send({ kind: "stopped" });
+        return;
       }
-      send({ kind: "stopped" });
+      clearInterval(stopping.timer);
+      void stopping.dispatcher.stop().finally(() => {
+        checkpoint(stopping.maintenance, stopping.log);
+        stopping.store.sqlite.close();
+        send({ kind: "stopped" });
+      });
       return;
+    }
   }
 };

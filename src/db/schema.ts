@@ -268,8 +268,8 @@ export const webhookDeliveries = sqliteTable(
     createdAt: text("created_at").notNull(),
   },
   (table) => [
-    // The sender's queue, per webhook (src/modules/webhooks/dispatcher.ts).
-    index("webhook_deliveries_due").on(table.webhookId, table.status, table.nextAttemptAt),
+    // The sender's queue, per webhook (DeliveryQueue.due, src/modules/webhooks/store.ts): due order, ids from the index alone.
+    index("webhook_deliveries_due").on(table.webhookId, table.status, table.nextAttemptAt, table.id),
     // Retention's "no delivery refers to this event", and the cascade when an event goes.
     index("webhook_deliveries_event").on(table.eventId),
     index("webhook_deliveries_webhook").on(table.webhookId, table.createdAt),

@@ -71,4 +71,18 @@ export class SqliteMaintenance implements Maintenance {
   async schemaStatus(): Promise<SchemaStatus> {
     return schemaStatus(this.store.sqlite);
   }
+
+  // SQLite alone (no interface: PostgreSQL's server checkpoints by itself). The background
+  // thread checkpoints every second on its own connection, and the main connection's automatic
+  // checkpoints are off while it runs (src/background/).
+
+  /** A passive checkpoint: copies what it can of the WAL into the database without waiting for readers or writers. */
+  checkpoint(): void {
+    this.store.sqlite.run("PRAGMA wal_checkpoint(PASSIVE)");
+  }
+
+  /** This connection checkpoints once the WAL holds `pages` pages (0: never by itself). */
+  autoCheckpoint(pages: number): void {
+    this.store.sqlite.run(`PRAGMA wal_autocheckpoint = ${Math.trunc(pages)}`);
+  }
 }

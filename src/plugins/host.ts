@@ -87,6 +87,11 @@ interface Running {
   evaluationsWaiting: string | null;
   /** Records dropped and not yet added to the stored count. */
   dropped: number;
+  /** The stored count of dropped records (read at launch, then kept with each flush). */
+  storedDropped: number;
+  /** Events are being read from the store; `feedAgain`: new ones were committed meanwhile. */
+  feeding: boolean;
+  feedAgain: boolean;
   /** Work posted that the worker has not answered yet (the watchdog runs while there is some). */
   owed: number;
   /** Cancels the watchdog's timer (none while nothing is owed). */
@@ -102,6 +107,7 @@ interface Running {
 export class PluginHost {
   private readonly runs = new Map<string, Running>();
   private readonly dropsTimer: ReturnType<typeof setInterval>;
+  private statusWrites: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: PluginHostDeps) {
     this.dropsTimer = setInterval(() => this.flushDrops(), FLUSH_DROPS_EVERY_MS);
@@ -137,6 +143,9 @@ export class PluginHost {
       evaluationsBusy: false,
       evaluationsWaiting: null,
       dropped: 0,
+      storedDropped: 0,
+      feeding: false,
+      feedAgain: false,
       owed: 0,
       watchdog: undefined,
       tid: null,
@@ -174,7 +183,7 @@ export class PluginHost {
       this.post(r, { kind: "stop" });
     });
     clearTimeout(timer);
-    this.end(r);
+    await this.end(r);
   }
 
   /** New rows in the change-event queue for this project (after a commit): its running plugins pull them. */
@@ -186,7 +195,7 @@ export class PluginHost {
   live(id: string): { logs: LogLine[]; evaluationsDropped: number } | undefined {
     const r = this.runs.get(id);
     if (!r) return undefined;
-    return { logs: [...r.logs], evaluationsDropped: this.deps.store.droppedOf(id) + r.dropped };
+    return { logs: [...r.logs], evaluationsDropped: r.storedDropped + r.dropped };
   }
 
   /** A deleted project's plugins (their rows went with it): stopped. */
@@ -200,11 +209,15 @@ export class PluginHost {
     await Promise.all([...this.runs.keys()].map((id) => this.stop(id)));
   }
 
-  /** At once: every worker terminated, what each got through stored (the database is about to close). */
-  close(): void {
+  /**
+   * At once: every worker terminated, what each got through stored (the database is about to
+   * close; the SQLite store has written it when this returns, the promise is for the others).
+   */
+  close(): Promise<void> {
     clearInterval(this.dropsTimer);
-    for (const r of this.runs.values()) this.end(r);
+    const writes = [...this.runs.values()].map((r) => this.end(r));
     this.runs.clear();
+    return Promise.all(writes).then(() => undefined);
   }
 
   private async launch(r: Running): Promise<void> {
@@ -212,11 +225,12 @@ export class PluginHost {
     const wasm = await wasmModule().catch(() => null);
     if (r.state !== "starting") return;
     try {
-      r.position = this.deps.store.positionOf(r.run.id);
+      [r.position, r.storedDropped] = await Promise.all([this.deps.store.positionOf(r.run.id), this.deps.store.droppedOf(r.run.id)]);
     } catch (e) {
       this.fail(r, `host error: ${e instanceof Error ? e.message : String(e)}`);
       return;
     }
+    if (r.state !== "starting") return;
     const { source, config } = r.run;
     this.post(r, {
       kind: "start",
@@ -275,7 +289,7 @@ export class PluginHost {
       case "done":
         this.answered(r);
         if (m.batch === "events") {
-          this.recordEvents(r);
+          this.recordEvents(r).catch((e) => this.fail(r, `host error: ${e instanceof Error ? e.message : String(e)}`));
           if (r.state === "active") this.feed(r);
           return;
         }
@@ -298,32 +312,52 @@ export class PluginHost {
     if (++r.failures >= FAILURES_IN_A_ROW && r.state === "active") this.fail(r, `${FAILURES_IN_A_ROW} hook calls failed in a row; last: ${hook}: ${error}`);
   }
 
-  /** Hands the plugin the next events of its project, one batch in flight at a time. */
+  /** Hands the plugin the next events of its project, one batch in flight at a time (one read at a time). */
   private feed(r: Running): void {
     if (r.events || !this.current(r)) return;
+    if (r.feeding) {
+      r.feedAgain = true;
+      return;
+    }
+    r.feeding = true;
+    r.feedAgain = false;
+    this.pull(r).then(
+      () => {
+        r.feeding = false;
+        if (r.feedAgain) this.feed(r);
+      },
+      (e) => {
+        r.feeding = false;
+        this.fail(r, `host error: ${e instanceof Error ? e.message : String(e)}`);
+      },
+    );
+  }
+
+  private async pull(r: Running): Promise<void> {
     const { store } = this.deps;
     if (!r.hooks.has("onEvent")) {
       // Nothing to hand: the position follows the queue, so that the events can be pruned.
-      for (let rows = store.eventsAfter(r.run.projectId, r.position, EVENTS_PER_BATCH); rows.length > 0; rows = store.eventsAfter(r.run.projectId, r.position, EVENTS_PER_BATCH)) {
+      for (;;) {
+        const rows = await store.eventsAfter(r.run.projectId, r.position, EVENTS_PER_BATCH);
+        if (rows.length === 0 || !this.current(r)) return;
         r.position = rows[rows.length - 1]!.position;
-        store.handed(r.run.id, r.position, { handled: 0, errors: 0, lastEventAt: null });
+        await store.handed(r.run.id, r.position, { handled: 0, errors: 0, lastEventAt: null });
       }
-      return;
     }
-    const events = store.eventsAfter(r.run.projectId, r.position, EVENTS_PER_BATCH);
-    if (events.length === 0) return;
+    const events = await store.eventsAfter(r.run.projectId, r.position, EVENTS_PER_BATCH);
+    if (events.length === 0 || r.events || !this.current(r)) return;
     r.events = { last: r.position, handled: 0, errors: 0 };
     this.post(r, { kind: "events", events });
   }
 
   /** The batch in flight, as far as the worker got: its position and counters stored. */
-  private recordEvents(r: Running): void {
+  private recordEvents(r: Running): Promise<void> {
     const batch = r.events;
     r.events = null;
-    if (!batch || batch.last <= r.position) return;
+    if (!batch || batch.last <= r.position) return Promise.resolve();
     r.position = batch.last;
     const lastEventAt = batch.handled + batch.errors > 0 ? iso(this.deps.clock.now()) : null;
-    this.deps.store.handed(r.run.id, batch.last, { handled: batch.handled, errors: batch.errors, lastEventAt });
+    return this.deps.store.handed(r.run.id, batch.last, { handled: batch.handled, errors: batch.errors, lastEventAt });
   }
 
   private sendEvaluations(r: Running, batch: string): void {
@@ -368,28 +402,25 @@ export class PluginHost {
     this.deps.log.warn("plugin error", { pluginId: r.run.id, packageName: r.run.packageName, version: r.run.version, error: errorMessage });
   }
 
+  /** Stores the status; status writes are stored in the order they were settled. */
   private settle(id: string, status: RunStatus, r?: Running): void {
     if (r && this.runs.get(id) !== r) return;
-    try {
-      this.deps.store.setStatus(id, status);
-    } catch (e) {
-      this.deps.log.error("plugin status not stored", { pluginId: id, error: e instanceof Error ? e.message : String(e) });
-    }
+    this.statusWrites = this.statusWrites
+      .then(() => this.deps.store.setStatus(id, status))
+      .catch((e) => this.deps.log.error("plugin status not stored", { pluginId: id, error: e instanceof Error ? e.message : String(e) }));
   }
 
-  /** Terminates the worker and frees what the run holds; what it got through is stored. */
-  private end(r: Running): void {
-    if (r.state === "ended") return;
+  /** Terminates the worker and frees what the run holds; what it got through is stored (the promise settles then). */
+  private end(r: Running): Promise<void> {
+    if (r.state === "ended") return Promise.resolve();
     r.state = "ended";
     r.watchdog?.();
     r.unsubscribe?.();
     r.worker.terminate();
-    try {
-      this.recordEvents(r);
-      this.flushDropsOf(r);
-    } catch (e) {
-      this.deps.log.error("plugin counters not stored", { pluginId: r.run.id, error: e instanceof Error ? e.message : String(e) });
-    }
+    return Promise.all([this.recordEvents(r), this.flushDropsOf(r)]).then(
+      () => undefined,
+      (e) => this.deps.log.error("plugin counters not stored", { pluginId: r.run.id, error: e instanceof Error ? e.message : String(e) }),
+    );
   }
 
   private keep(r: Running, level: string, message: string): void {
@@ -398,17 +429,16 @@ export class PluginHost {
   }
 
   private flushDrops(): void {
-    try {
-      for (const r of this.runs.values()) this.flushDropsOf(r);
-    } catch (e) {
-      this.deps.log.error("dropped evaluation counts not stored", { error: e instanceof Error ? e.message : String(e) });
-    }
+    Promise.all([...this.runs.values()].map((r) => this.flushDropsOf(r))).catch((e) =>
+      this.deps.log.error("dropped evaluation counts not stored", { error: e instanceof Error ? e.message : String(e) }),
+    );
   }
 
-  private flushDropsOf(r: Running): void {
+  private async flushDropsOf(r: Running): Promise<void> {
     if (r.dropped === 0) return;
     const count = r.dropped;
     r.dropped = 0;
-    this.deps.store.addDropped(r.run.id, count);
+    r.storedDropped += count;
+    await this.deps.store.addDropped(r.run.id, count);
   }
 }

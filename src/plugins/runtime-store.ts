@@ -1,11 +1,13 @@
 /**
  * What the plugin host reads and writes of the table `plugins` and the change-event queue
- * (../modules/change-events/, shared with integrations): where each plugin is in it, its counters, the status it settled in. Synchronous
- * SQLite (each a single short statement on the main connection). These are the host's runtime
+ * (../modules/change-events/, shared with integrations): where each plugin is in it, its counters, the status it settled in.
+ * `RuntimeStore` is asynchronous (a PostgreSQL implementation stands behind the same interface);
+ * `SqliteRuntimeStore` is synchronous SQLite inside (each a single short statement on the main
+ * connection). These are the host's runtime
  * bookkeeping, not changes of a resource: no change-log entries (the plugins API writes those).
  */
 import type { Database } from "bun:sqlite";
-import { ChangeEventRows } from "../modules/change-events/store";
+import { SqliteChangeEventStore } from "../modules/change-events/store";
 
 export interface HandedStats {
   handled: number;
@@ -18,24 +20,24 @@ export type RunStatus = { status: "installing" | "active" } | { status: "error";
 
 export interface RuntimeStore {
   /** Ignores a row that is gone or no longer enabled (a disable or removal won the race). */
-  setStatus(id: string, s: RunStatus): void;
+  setStatus(id: string, s: RunStatus): Promise<void>;
   /** The plugin's stored position in its project's event queue (0 for a row that is gone). */
-  positionOf(id: string): number;
+  positionOf(id: string): Promise<number>;
   /** The evaluation records dropped for the plugin so far, as stored. */
-  droppedOf(id: string): number;
-  eventsAfter(projectId: string, position: number, limit: number): { position: number; payload: string }[];
+  droppedOf(id: string): Promise<number>;
+  eventsAfter(projectId: string, position: number, limit: number): Promise<{ position: number; payload: string }[]>;
   /** The position only moves forward; the counters are added. */
-  handed(id: string, position: number, stats: HandedStats): void;
-  addDropped(id: string, count: number): void;
+  handed(id: string, position: number, stats: HandedStats): Promise<void>;
+  addDropped(id: string, count: number): Promise<void>;
   /** Removes the events every enabled reader (plugin, integration) of their project is past, and all events of projects with none. */
-  pruneEvents(): void;
+  pruneEvents(): Promise<void>;
 }
 
 export class SqliteRuntimeStore implements RuntimeStore {
   private readonly statusQuery;
   private readonly positionQuery;
   private readonly droppedQuery;
-  private readonly events: ChangeEventRows;
+  private readonly events: SqliteChangeEventStore;
   private readonly handedQuery;
   private readonly droppedUpdate;
 
@@ -43,7 +45,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
     this.statusQuery = sqlite.query<unknown, [string, string | null, string]>("UPDATE plugins SET status = ?, error_message = ? WHERE id = ? AND enabled = 1");
     this.positionQuery = sqlite.query<{ p: number }, [string]>("SELECT event_position AS p FROM plugins WHERE id = ?");
     this.droppedQuery = sqlite.query<{ d: number }, [string]>("SELECT evaluations_dropped AS d FROM plugins WHERE id = ?");
-    this.events = new ChangeEventRows(sqlite);
+    this.events = new SqliteChangeEventStore(sqlite);
     this.handedQuery = sqlite.query<unknown, [number, number, number, string | null, string]>(
       `UPDATE plugins SET event_position = max(event_position, ?), events_handled = events_handled + ?, errors = errors + ?,
          last_event_at = coalesce(?, last_event_at) WHERE id = ?`,
@@ -51,31 +53,31 @@ export class SqliteRuntimeStore implements RuntimeStore {
     this.droppedUpdate = sqlite.query<unknown, [number, string]>("UPDATE plugins SET evaluations_dropped = evaluations_dropped + ? WHERE id = ?");
   }
 
-  setStatus(id: string, s: RunStatus): void {
+  async setStatus(id: string, s: RunStatus): Promise<void> {
     this.statusQuery.run(s.status, s.status === "error" ? s.errorMessage : null, id);
   }
 
-  positionOf(id: string): number {
+  async positionOf(id: string): Promise<number> {
     return this.positionQuery.get(id)?.p ?? 0;
   }
 
-  droppedOf(id: string): number {
+  async droppedOf(id: string): Promise<number> {
     return this.droppedQuery.get(id)?.d ?? 0;
   }
 
-  eventsAfter(projectId: string, position: number, limit: number): { position: number; payload: string }[] {
+  eventsAfter(projectId: string, position: number, limit: number): Promise<{ position: number; payload: string }[]> {
     return this.events.after(projectId, position, limit);
   }
 
-  handed(id: string, position: number, stats: HandedStats): void {
+  async handed(id: string, position: number, stats: HandedStats): Promise<void> {
     this.handedQuery.run(position, stats.handled, stats.errors, stats.lastEventAt, id);
   }
 
-  addDropped(id: string, count: number): void {
+  async addDropped(id: string, count: number): Promise<void> {
     if (count > 0) this.droppedUpdate.run(count, id);
   }
 
-  pruneEvents(): void {
-    this.events.prune();
+  pruneEvents(): Promise<void> {
+    return this.events.prune();
   }
 }

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { MESSAGES } from "../../src/http/access";
 import { PER_WEBHOOK_IN_FLIGHT, type DeliveryDispatcher } from "../../src/modules/webhooks/dispatcher";
-import { pruneDeliveries } from "../../src/modules/webhooks/store";
+import { SqliteDeliveryQueue } from "../../src/modules/webhooks/store";
 import { VERSION } from "../../src/version";
 import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, ISO_TIMESTAMP } from "../helpers";
 import { signatureMatches, startReceiver, type Receiver } from "../webhook-receiver";
@@ -605,7 +605,7 @@ describe("failures, retries and redelivery", () => {
     await createFlag("newer");
     await settle();
     h.clock.advance(1 * 86_400_000 + 1);
-    expect(pruneDeliveries(h)).toEqual({ deliveries: 3, events: 3 });
+    expect(await new SqliteDeliveryQueue(h.sqlite).prune(h.clock.now())).toEqual({ deliveries: 3, events: 3 });
     expect((await deliveries(hook.id)).length).toBe(3);
     expect(count("webhook_events")).toBe(3);
   });

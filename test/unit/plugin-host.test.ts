@@ -365,14 +365,14 @@ describe("onEvent", () => {
     await settled(h, none.id);
     expect(row(h, none.id).event_position).toBe(2);
     // `slow` has not run: its position holds the queue.
-    h.runtime.pruneEvents();
+    await h.runtime.pruneEvents();
     expect(h.store.sqlite.query("SELECT count(*) AS n FROM change_events").get()).toEqual({ n: 2 });
     h.store.sqlite.run("UPDATE plugins SET event_position = 1 WHERE id = ?", [slow.id]);
-    h.runtime.pruneEvents();
+    await h.runtime.pruneEvents();
     expect(h.store.sqlite.query("SELECT position FROM change_events").all()).toEqual([{ position: 2 }]);
     // Disabled plugins do not hold it.
     h.store.sqlite.run("UPDATE plugins SET enabled = 0 WHERE id = ?", [slow.id]);
-    h.runtime.pruneEvents();
+    await h.runtime.pruneEvents();
     expect(h.store.sqlite.query("SELECT count(*) AS n FROM change_events").get()).toEqual({ n: 0 });
   });
 });

@@ -7,22 +7,29 @@
  * tells the sender to do the same. The sender runs on a thread of its own in the server, so
  * each of these is one message to the integrations thread.
  */
-import type { Database } from "bun:sqlite";
 import type { ChangeEntry } from "../../changes/entry";
+import type { Logger } from "../../lib/log";
 import type { EvaluationRecords } from "../evaluation/records";
 import type { Connector } from "./connectors/types";
 import { takesEvaluations, type IntegrationSink } from "./sender";
-import { IntegrationRuntimeRows } from "./store";
+import type { IntegrationRuntimeStore } from "./store";
 
 export class IntegrationFeed {
   /** Projects with an enabled integration, and the unsubscribe of those whose records are read. */
   private projects = new Map<string, (() => void) | null>();
-  private readonly rows: IntegrationRuntimeRows;
+  /** Refreshes run one at a time, in order. */
+  private refreshing: Promise<void> = Promise.resolve();
+  private closed = false;
 
   constructor(
-    private readonly deps: { sqlite: Database; records: EvaluationRecords; sink: IntegrationSink; connectors: Readonly<Record<string, Connector>> },
+    private readonly deps: {
+      store: Pick<IntegrationRuntimeStore, "enabled">;
+      records: EvaluationRecords;
+      sink: IntegrationSink;
+      connectors: Readonly<Record<string, Connector>>;
+      log: Logger;
+    },
   ) {
-    this.rows = new IntegrationRuntimeRows(deps.sqlite);
     this.refresh(false);
   }
 
@@ -37,6 +44,7 @@ export class IntegrationFeed {
   }
 
   close(): void {
+    this.closed = true;
     for (const unsubscribe of this.projects.values()) unsubscribe?.();
     this.projects.clear();
   }
@@ -52,9 +60,17 @@ export class IntegrationFeed {
   }
 
   private refresh(tellSender: boolean): void {
+    this.refreshing = this.refreshing
+      .then(() => this.reread(tellSender))
+      .catch((e) => this.deps.log.error("integrations: reading the enabled integrations failed", { error: e instanceof Error ? e.message : String(e) }));
+  }
+
+  private async reread(tellSender: boolean): Promise<void> {
     const { sink, connectors } = this.deps;
+    const rows = await this.deps.store.enabled();
+    if (this.closed) return;
     const wanted = new Map<string, boolean>();
-    for (const row of this.rows.enabled()) {
+    for (const row of rows) {
       const evaluations = takesEvaluations(connectors[row.type], JSON.parse(row.config) as Record<string, unknown>);
       wanted.set(row.projectId, (wanted.get(row.projectId) ?? false) || evaluations);
     }

@@ -41,7 +41,6 @@
  * - A disabled or deleted integration, or one whose config changed, is stopped at once: its
  *   requests in flight are aborted, nothing it held is sent (a new config starts a new runner).
  */
-import type { Database } from "bun:sqlite";
 import type { Config } from "../../config";
 import type { Clock } from "../../lib/clock";
 import { iso } from "../../lib/clock";
@@ -50,9 +49,9 @@ import { secretValues } from "../../lib/config-secrets";
 import { guardedFetch, OutboundBlockedError, OutboundPolicy, readTextCapped } from "../../lib/outbound";
 import { secretForms, secretMask } from "../../lib/secret-text";
 import { VERSION } from "../../version";
-import { ChangeEventRows, type QueuedEvent } from "../change-events/store";
+import type { QueuedEvent } from "../change-events/store";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./connectors/types";
-import { IntegrationRuntimeRows, type EnabledIntegration, type StatsDelta } from "./store";
+import type { EnabledIntegration, IntegrationRuntimeStore, StatsDelta } from "./store";
 
 export const USER_AGENT = `flagsvc-integrations/${VERSION}`;
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -94,7 +93,8 @@ export function takesEvaluations(connector: Connector | undefined, config: Recor
 }
 
 export interface SenderDeps {
-  sqlite: Database;
+  /** The enabled integrations, the change-event queue, the stats (on the sender's own connection). */
+  store: IntegrationRuntimeStore;
   /** For `lastSentAt` only: waits, retries and Datadog's seconds run on real time (Date.now). */
   clock: Clock;
   log: Logger;
@@ -133,6 +133,9 @@ interface Runner {
   evaluationJobs: Job[];
   /** The change batch under way (null: none; the next is read when it settles). */
   batch: ChangeBatch | null;
+  /** The next change batch is being read; `readAgain`: new events were committed meanwhile. */
+  reading: boolean;
+  readAgain: boolean;
   position: number;
   /** No request starts before this (a 429's Retry-After, a 401's pause). */
   holdUntil: number;
@@ -156,32 +159,47 @@ function noStats(): StatsDelta {
   return { sent: 0, failed: 0, lastError: null, lastSentAt: null };
 }
 
+/** Counters a write did not store, back with those gathered since (the newer error and time win). */
+function keep(r: Runner, unstored: StatsDelta): void {
+  r.stats = {
+    sent: unstored.sent + r.stats.sent,
+    failed: unstored.failed + r.stats.failed,
+    lastError: r.stats.lastError ?? unstored.lastError,
+    lastSentAt: r.stats.lastSentAt ?? unstored.lastSentAt,
+  };
+}
+
 function clip(text: string): string {
   return text.length > ERROR_MAX ? `${text.slice(0, ERROR_MAX - 1)}…` : text;
 }
 
 export class IntegrationSender implements IntegrationSink {
   private readonly runners = new Map<string, Runner>();
-  private readonly events: ChangeEventRows;
   private readonly policy: OutboundPolicy;
-  private readonly rows: IntegrationRuntimeRows;
   private readonly random: () => number;
+  /** Reloads run one at a time, in order. */
+  private reloading: Promise<void> = Promise.resolve();
   private readonly tick: ReturnType<typeof setInterval>;
   private statsTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
 
   constructor(private readonly deps: SenderDeps) {
-    this.events = new ChangeEventRows(deps.sqlite);
     this.policy = new OutboundPolicy(deps.config.outboundAllowedHosts);
-    this.rows = new IntegrationRuntimeRows(deps.sqlite);
     this.random = deps.random ?? Math.random;
     this.tick = setInterval(() => this.everySecond(), TICK_MS);
     this.reload();
   }
 
   reload(): void {
+    this.reloading = this.reloading
+      .then(() => this.reread())
+      .catch((e) => this.deps.log.warn("integrations: reading the enabled integrations failed", { error: String(e) }));
+  }
+
+  private async reread(): Promise<void> {
     if (this.closed) return;
-    const rows = this.rows.enabled();
+    const rows = await this.deps.store.enabled();
+    if (this.closed) return;
     const seen = new Set<string>();
     for (const row of rows) {
       seen.add(row.id);
@@ -226,12 +244,12 @@ export class IntegrationSender implements IntegrationSink {
   }
 
   /** Stops every runner (requests in flight aborted: their changes stay queued) and stores the stats. */
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.tick);
-    for (const r of this.runners.values()) this.stopRunner(r);
-    this.flushStats();
+    const flushes = [...this.runners.values()].map((r) => this.stopRunner(r));
+    await Promise.all([...flushes, this.flushStats()]);
   }
 
   private startRunner(row: EnabledIntegration, connector: Connector): Runner {
@@ -249,6 +267,8 @@ export class IntegrationSender implements IntegrationSink {
       changeJobs: [],
       evaluationJobs: [],
       batch: null,
+      reading: false,
+      readAgain: false,
       position: row.position,
       holdUntil: 0,
       pauseMs: PAUSE_MS,
@@ -258,7 +278,7 @@ export class IntegrationSender implements IntegrationSink {
     };
   }
 
-  private stopRunner(r: Runner): void {
+  private stopRunner(r: Runner): Promise<void> {
     r.stopped = true;
     r.controller.abort();
     clearTimeout(r.timer);
@@ -266,7 +286,7 @@ export class IntegrationSender implements IntegrationSink {
     r.changeJobs = [];
     r.evaluationJobs = [];
     this.runners.delete(r.row.id);
-    this.flushStats(r);
+    return this.flushStats(r);
   }
 
   private everySecond(): void {
@@ -277,17 +297,31 @@ export class IntegrationSender implements IntegrationSink {
     }
   }
 
-  /** The next change batch, when none is under way. */
+  /** The next change batch, when none is under way (one read at a time). */
   private pullChanges(r: Runner): void {
     if (r.stopped || r.batch !== null) return;
-    let rows: QueuedEvent[];
-    try {
-      rows = this.events.after(r.row.projectId, r.position, CHANGES_PER_BATCH);
-    } catch (e) {
-      this.deps.log.warn("integrations: reading the change queue failed; retrying in a second", { integration: r.row.id, error: String(e) });
+    if (r.reading) {
+      r.readAgain = true;
       return;
     }
-    if (rows.length === 0) return;
+    r.reading = true;
+    r.readAgain = false;
+    this.deps.store.eventsAfter(r.row.projectId, r.position, CHANGES_PER_BATCH).then(
+      (rows) => {
+        r.reading = false;
+        this.took(r, rows);
+        if (r.readAgain) this.pullChanges(r);
+      },
+      (e) => {
+        r.reading = false;
+        this.deps.log.warn("integrations: reading the change queue failed; retrying in a second", { integration: r.row.id, error: String(e) });
+      },
+    );
+  }
+
+  /** A change batch read: its requests queued (none: the position moves past it and the next is read). */
+  private took(r: Runner, rows: QueuedEvent[]): void {
+    if (r.stopped || r.batch !== null || rows.length === 0) return;
     const last = rows[rows.length - 1]!.position;
     const wanted = r.connector.changes && r.config.trackChanges !== false;
     const requests = wanted ? r.connector.changes!(rows.map(changeEventOf), r.config) : [];
@@ -306,13 +340,13 @@ export class IntegrationSender implements IntegrationSink {
   /** Stores the position together with everything counted so far (what was sent before it included), in one write. */
   private moveTo(r: Runner, position: number): void {
     r.position = position;
-    try {
-      this.rows.addStats(r.row.id, r.stats, position);
-      r.stats = noStats();
-    } catch (e) {
+    const stats = r.stats;
+    r.stats = noStats();
+    this.deps.store.addStats(r.row.id, stats, position).catch((e) => {
       // Neither was stored: the counters wait for the next flush, and after a crash these changes are sent again.
+      keep(r, stats);
       this.deps.log.warn("integrations: storing the position failed", { integration: r.row.id, error: String(e) });
-    }
+    });
   }
 
   /** The runner's buffered records as requests (all of them: the connector splits at the vendor's limits). */
@@ -471,22 +505,25 @@ export class IntegrationSender implements IntegrationSink {
   }
 
   /** Adds the counters gathered so far to the rows (of one runner, or of all). */
-  private flushStats(only?: Runner): void {
+  private flushStats(only?: Runner): Promise<void> {
     if (!only) {
       clearTimeout(this.statsTimer);
       this.statsTimer = undefined;
     }
+    const writes: Promise<void>[] = [];
     for (const r of only ? [only] : this.runners.values()) {
       const s = r.stats;
       if (s.sent === 0 && s.failed === 0 && s.lastError === null && s.lastSentAt === null) continue;
-      try {
-        this.rows.addStats(r.row.id, s);
-        r.stats = noStats();
-      } catch (e) {
-        // Kept: added with the next position or flush.
-        this.deps.log.warn("integrations: storing stats failed", { integration: r.row.id, error: String(e) });
-        if (!r.stopped) this.statsTimer ??= setTimeout(() => this.flushStats(), STATS_FLUSH_MS);
-      }
+      r.stats = noStats();
+      writes.push(
+        this.deps.store.addStats(r.row.id, s).catch((e) => {
+          // Kept: added with the next position or flush.
+          keep(r, s);
+          this.deps.log.warn("integrations: storing stats failed", { integration: r.row.id, error: String(e) });
+          if (!r.stopped) this.statsTimer ??= setTimeout(() => this.flushStats(), STATS_FLUSH_MS);
+        }),
+      );
     }
+    return Promise.all(writes).then(() => undefined);
   }
 }

@@ -4,8 +4,9 @@
  * (throws to refuse; no change, nothing written), committed with their change-log entry. The
  * sender's own writes (stats, position) are runtime state: no entry (sender.ts).
  *
- * `IntegrationRuntimeRows` is the sending side's SQL (feed.ts, sender.ts): prepared statements on
- * whichever connection it is given (the integrations thread has its own).
+ * `IntegrationRuntimeStore` is the sending side's reads and runtime writes (feed.ts, sender.ts),
+ * asynchronous too; `SqliteIntegrationRuntimeStore` prepares its statements on whichever
+ * connection it is given (the integrations thread has its own).
  *
  * An integration reads the change-event queue from where it was created, or enabled again: what
  * was committed while it was off is not sent. `lastError` is written as the service decided
@@ -16,7 +17,7 @@ import { asc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { integrations, projects } from "../../db/schema";
-import { ChangeEventRows } from "../change-events/store";
+import { SqliteChangeEventStore, type QueuedEvent } from "../change-events/store";
 
 /** An integration as stored: its configuration in clear (the API masks its secrets), its project, its stats. */
 export interface StoredIntegration {
@@ -59,10 +60,10 @@ const COLUMNS = {
 };
 
 export class SqliteIntegrationStore implements IntegrationStore {
-  private readonly events: ChangeEventRows;
+  private readonly events: SqliteChangeEventStore;
 
   constructor(private readonly log: SqliteChangeLog) {
-    this.events = new ChangeEventRows(log.sqlite);
+    this.events = new SqliteChangeEventStore(log.sqlite);
   }
 
   private select() {
@@ -84,7 +85,7 @@ export class SqliteIntegrationStore implements IntegrationStore {
   async create(author: Author, integration: StoredIntegration, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = integration;
     await this.log.commit(author, async () => {
-      this.log.store.db.insert(integrations).values({ ...row, eventPosition: this.events.latest() }).run();
+      this.log.store.db.insert(integrations).values({ ...row, eventPosition: await this.events.latest() }).run();
       return { result: undefined, changes: [change] };
     });
   }
@@ -99,7 +100,7 @@ export class SqliteIntegrationStore implements IntegrationStore {
         const enabledAgain = enabled && !current.enabled;
         this.log.store.db
           .update(integrations)
-          .set({ config, enabled, lastError, updatedAt, ...(enabledAgain ? { eventPosition: this.events.latest() } : {}) })
+          .set({ config, enabled, lastError, updatedAt, ...(enabledAgain ? { eventPosition: await this.events.latest() } : {}) })
           .where(eq(integrations.id, integrationId))
           .run();
       }
@@ -134,33 +135,46 @@ export interface StatsDelta {
   lastSentAt: string | null;
 }
 
-const ENABLED_SQL = "SELECT id, project_id AS projectId, type, config, event_position AS position FROM integrations WHERE enabled = 1 ORDER BY rowid";
+const ENABLED_SQL = "SELECT id, project_id AS projectId, type, config, event_position AS position FROM integrations WHERE enabled = 1 ORDER BY created_at, id";
 /** The counters, and the position they report what was sent up to: one statement, so a crash never keeps one without the other. */
 const STATS_SQL = `UPDATE integrations SET event_position = max(event_position, ?1), sent = sent + ?2, failed = failed + ?3,
   last_error = coalesce(?4, last_error), last_sent_at = coalesce(?5, last_sent_at) WHERE id = ?6`;
 
 /** The sending side's reads and runtime writes (no change-log entry: stats and positions are runtime state). */
-export class IntegrationRuntimeRows {
+export interface IntegrationRuntimeStore {
+  /** The enabled integrations, oldest first. */
+  enabled(): Promise<EnabledIntegration[]>;
+  /** The project's change events after `position`, oldest first (the change-event queue). */
+  eventsAfter(projectId: string, position: number, limit: number): Promise<QueuedEvent[]>;
+  /**
+   * Adds `delta` to the integration's stats (a null `lastError` or `lastSentAt` keeps the stored
+   * one) and, in the same write, moves its change-queue position forward (never back) to
+   * `position` (0, the default, leaves it): after a crash `sent` is never below what the vendor
+   * took of the events before the stored position.
+   */
+  addStats(integrationId: string, delta: StatsDelta, position?: number): Promise<void>;
+}
+
+export class SqliteIntegrationRuntimeStore implements IntegrationRuntimeStore {
   private readonly enabledQuery;
   private readonly statsQuery;
+  private readonly events: SqliteChangeEventStore;
 
   constructor(sqlite: Database) {
     this.enabledQuery = sqlite.query<EnabledIntegration, []>(ENABLED_SQL);
     this.statsQuery = sqlite.query<unknown, [number, number, number, string | null, string | null, string]>(STATS_SQL);
+    this.events = new SqliteChangeEventStore(sqlite);
   }
 
-  /** The enabled integrations, oldest first. */
-  enabled(): EnabledIntegration[] {
+  async enabled(): Promise<EnabledIntegration[]> {
     return this.enabledQuery.all();
   }
 
-  /**
-   * Adds `delta` to the integration's stats (a null `lastError` or `lastSentAt` keeps the stored
-   * one) and, in the same UPDATE, moves its change-queue position forward (never back) to
-   * `position` (0, the default, leaves it): after a crash `sent` is never below what the vendor
-   * took of the events before the stored position.
-   */
-  addStats(integrationId: string, delta: StatsDelta, position = 0): void {
+  eventsAfter(projectId: string, position: number, limit: number): Promise<QueuedEvent[]> {
+    return this.events.after(projectId, position, limit);
+  }
+
+  async addStats(integrationId: string, delta: StatsDelta, position = 0): Promise<void> {
     this.statsQuery.run(position, delta.sent, delta.failed, delta.lastError, delta.lastSentAt, integrationId);
   }
 }

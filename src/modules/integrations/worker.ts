@@ -12,6 +12,7 @@ import { forwardingLogger } from "../../lib/log";
 import { lowestPriority } from "../../lib/scheduling";
 import { CONNECTORS } from "./connectors";
 import { IntegrationSender } from "./sender";
+import { SqliteIntegrationRuntimeStore } from "./store";
 import type { FromIntegrations, ToIntegrations } from "./thread";
 
 declare const self: Worker;
@@ -31,7 +32,7 @@ self.onmessage = (event: MessageEvent<ToIntegrations>) => {
       const log = forwardingLogger(message.config.logLevel, (record) => send({ kind: "log", record }));
       if (priority !== "idle") log.info("integrations thread: SCHED_IDLE is not available here", { priority });
       const store = openDatabase(message.file);
-      running = { store, sender: new IntegrationSender({ sqlite: store.sqlite, clock: systemClock, log, config: message.config, connectors: CONNECTORS }) };
+      running = { store, sender: new IntegrationSender({ store: new SqliteIntegrationRuntimeStore(store.sqlite), clock: systemClock, log, config: message.config, connectors: CONNECTORS }) };
       return;
     }
     case "reload":
@@ -47,13 +48,14 @@ self.onmessage = (event: MessageEvent<ToIntegrations>) => {
     case "events":
       running?.sender.eventsCommitted(message.projectId);
       return;
-    case "stop":
-      if (running) {
-        running.sender.stop();
-        running.store.sqlite.close();
-        running = undefined;
-      }
-      send({ kind: "stopped" });
+    case "stop": {
+      const stopping = running;
+      running = undefined;
+      void (stopping ? stopping.sender.stop() : Promise.resolve()).finally(() => {
+        stopping?.store.sqlite.close();
+        send({ kind: "stopped" });
+      });
       return;
+    }
   }
 };

@@ -12,7 +12,7 @@ import { asc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { plugins, projects } from "../../db/schema";
-import { ChangeEventRows } from "../change-events/store";
+import { SqliteChangeEventStore } from "../change-events/store";
 import type { PluginStatus } from "./model";
 
 /** A plugin as stored: its configuration in clear (the API masks its secrets), its project, its counters. */
@@ -78,10 +78,10 @@ const COUNT_DOWNLOAD_SQL =
   "INSERT INTO plugin_downloads (package_name, installs) VALUES (?1, 1) ON CONFLICT (package_name) DO UPDATE SET installs = installs + 1";
 
 export class SqlitePluginStore implements PluginStore {
-  private readonly events: ChangeEventRows;
+  private readonly events: SqliteChangeEventStore;
 
   constructor(private readonly log: SqliteChangeLog) {
-    this.events = new ChangeEventRows(log.sqlite);
+    this.events = new SqliteChangeEventStore(log.sqlite);
   }
 
   private select() {
@@ -110,7 +110,7 @@ export class SqlitePluginStore implements PluginStore {
   async install(author: Author, plugin: StoredPlugin, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = plugin;
     await this.log.commit(author, async () => {
-      this.log.store.db.insert(plugins).values({ ...row, eventPosition: this.events.latest() }).run();
+      this.log.store.db.insert(plugins).values({ ...row, eventPosition: await this.events.latest() }).run();
       this.log.sqlite.run(COUNT_DOWNLOAD_SQL, [plugin.packageName]);
       return { result: undefined, changes: [change] };
     });
@@ -123,7 +123,7 @@ export class SqlitePluginStore implements PluginStore {
         const { version, enabled, status, config, secretKeys, errorMessage, updatedAt, feedFromNow } = written.result;
         this.log.store.db
           .update(plugins)
-          .set({ version, enabled, status, config, secretKeys, errorMessage, updatedAt, ...(feedFromNow ? { eventPosition: this.events.latest() } : {}) })
+          .set({ version, enabled, status, config, secretKeys, errorMessage, updatedAt, ...(feedFromNow ? { eventPosition: await this.events.latest() } : {}) })
           .where(eq(plugins.id, pluginId))
           .run();
       }

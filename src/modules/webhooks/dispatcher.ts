@@ -25,19 +25,17 @@
  * - stop(): no new attempts; outcomes already known are stored, attempts in flight are aborted
  *   and stay pending.
  *
- * Its queue SQL stays here rather than in store.ts: it runs on the sender's own connection (the
- * background thread's, in the server), synchronously between attempts, and is the sender's
- * alone; the store's webhooks, deliveries and outbox SQL serve the request thread.
+ * The queue is a `DeliveryQueue` (store.ts), on the sender's own connection (the background
+ * thread's, in the server). Passes run one at a time: a pass asked for while one runs follows it.
  */
 import { createHmac } from "node:crypto";
 import type { Config } from "../../config";
-import type { Store } from "../../db/client";
 import { iso, type Clock } from "../../lib/clock";
 import type { Logger } from "../../lib/log";
 import { guardedFetch, OutboundBlockedError, OutboundPolicy } from "../../lib/outbound";
 import { VERSION } from "../../version";
 import { DELIVERY_OUTCOMES, Tally, type DeliveryOutcome } from "../metrics/counts";
-import { pruneDeliveries } from "./store";
+import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue, DeliveryTarget } from "./store";
 
 export const MAX_IN_FLIGHT = 16;
 export const PER_WEBHOOK_IN_FLIGHT = 4;
@@ -53,61 +51,13 @@ export function signature(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
 }
 
-/** Enabled webhooks: the ones a pass over everything looks at. */
-const ENABLED_SQL = "SELECT id FROM webhooks WHERE enabled = 1 ORDER BY id";
-
-/** When an enabled webhook's next pending delivery comes due after ?1: one index seek each. */
-const NEXT_DUE_SQL = `
-  SELECT MIN(d.next_attempt_at) AS at FROM webhooks w
-  JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at > ?1
-  WHERE w.enabled = 1`;
-
-/**
- * The due deliveries of one webhook (?1), oldest due first, as row numbers: a seek and a short
- * walk on the (webhook_id, status, next_attempt_at) index alone, however long the backlog of
- * this or any other webhook. The first rows are often held already (attempting, or outcome
- * not stored yet): they cost an index entry each here, not a payload.
- */
-const DUE_SQL = `
-  SELECT rowid FROM webhook_deliveries
-  WHERE webhook_id = ?1 AND status = 'pending' AND next_attempt_at <= ?2
-  ORDER BY next_attempt_at
-  LIMIT ?3`;
-
-/** Where and how a pass sends one webhook's deliveries: nothing when it is disabled (or gone). */
-const TARGET_SQL = "SELECT url, secret FROM webhooks WHERE id = ?1 AND enabled = 1";
-
-/** One delivery with what an attempt needs, if it is still pending and due (?2). */
-const ATTEMPT_SQL = `
-  SELECT d.id, d.attempts, e.event, e.payload
-  FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-  WHERE d.rowid = ?1 AND d.status = 'pending' AND d.next_attempt_at <= ?2`;
-
-/** Row numbers of due deliveries fetched beyond the room there is, kept for the next passes. */
+/** Due deliveries fetched beyond the room there is, kept for the next passes. */
 const PREFETCH = 64;
 
-/** An attempt's outcome; `status = 'pending'` in the condition: never undo a deletion's cascade or revive a row. */
-const RECORD_SQL = `
-  UPDATE webhook_deliveries
-  SET status = ?1, attempts = ?2, last_attempt_at = ?3, next_attempt_at = ?4, response_status = ?5, error = ?6, duration_ms = ?7
-  WHERE id = ?8 AND status = 'pending'`;
-
-interface DueRow {
-  rowid: number;
-  id: string;
-  webhookId: string;
-  attempts: number;
-  event: string;
-  payload: string;
-  url: string;
-  secret: string;
-}
-
-type Outcome = [status: string, attempts: number, lastAttemptAt: string, nextAttemptAt: string | null, responseStatus: number | null, error: string | null, durationMs: number, id: string];
+type DueRow = ClaimedDelivery & DeliveryTarget & { webhookId: string };
 
 interface Held {
   webhookId: string;
-  rowid: number;
   controller: AbortController;
   /** Resolves once the attempt's outcome is stored (or abandoned). */
   done: Promise<void>;
@@ -128,8 +78,8 @@ export interface Deliveries {
   kick(webhookIds?: readonly string[]): void | Promise<void>;
   /** Attempts every due delivery and resolves once none is in flight (tests and tools). */
   drain(): Promise<void>;
-  /** The daily retention clean-up (pruneDeliveries), where the sender runs. */
-  prune(): void;
+  /** The daily retention clean-up (DeliveryQueue.prune), where the sender runs. */
+  prune(): void | Promise<void>;
   /** No new attempts; outcomes already known are stored. */
   stop(): void | Promise<void>;
   /** Attempts whose outcome was stored since start, by outcome (`/metrics`). */
@@ -142,8 +92,6 @@ class Stopped extends Error {}
 export class DeliveryDispatcher implements Deliveries {
   /** Deliveries started and not settled yet (attempting, or outcome not stored): no pass starts these. */
   private readonly held = new Map<string, Held>();
-  /** The row numbers of the held deliveries, which the due query returns. */
-  private readonly heldRows = new Set<number>();
   /** Attempts in progress, what the bounds count: overall, and per webhook with its held deliveries. */
   private attempting = 0;
   private readonly perWebhook = new Map<string, { attempting: number; held: number }>();
@@ -151,8 +99,11 @@ export class DeliveryDispatcher implements Deliveries {
   private readonly delays: readonly number[];
   private readonly timeoutMs: number;
   /** Outcomes waiting to be stored, FLUSH_AFTER_MS at most: one transaction for many attempts. */
-  private outcomes: Outcome[] = [];
+  private outcomes: AttemptOutcome[] = [];
   private scheduled = false;
+  /** The pass under way (passes run one at a time), and whether another was asked for meanwhile. */
+  private pumping: Promise<number> | null = null;
+  private pumpAgain = false;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   /**
    * A pass when the next pending delivery comes due (`wakeAt`, ms), so that a retry runs when due
@@ -173,13 +124,13 @@ export class DeliveryDispatcher implements Deliveries {
   private readonly dirty = new Set<string>();
   private everything = true;
   /**
-   * Per webhook, row numbers of due deliveries from its last due query, oldest first, that a
-   * pass takes before it asks again (each is checked to be pending and due before it starts).
+   * Per webhook, ids of due deliveries from its last due query, oldest first, that a pass takes
+   * before it asks again (each is claimed, if still pending and due, before it starts).
    * Forgotten on every pass over everything, so retries that came due are found in order.
    */
-  private readonly candidates = new Map<string, number[]>();
+  private readonly candidates = new Map<string, string[]>();
 
-  constructor(private readonly deps: Store & { clock: Clock; log: Logger; config: Config }) {
+  constructor(private readonly deps: { queue: DeliveryQueue; clock: Clock; log: Logger; config: Config }) {
     this.policy = new OutboundPolicy(deps.config.outboundAllowedHosts);
     this.delays = deps.config.webhookRetryDelays;
     this.timeoutMs = deps.config.webhookTimeoutMs;
@@ -207,58 +158,79 @@ export class DeliveryDispatcher implements Deliveries {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      this.pump();
+      this.pump().catch((e) => this.deps.log.error("webhook pass failed", { error: e instanceof Error ? e.message : String(e) }));
     });
   }
 
   /**
    * Starts every due delivery there is room for, now, webhook by webhook (round robin: a
-   * webhook looked at goes to the back of the line). Returns how many it started.
+   * webhook looked at goes to the back of the line). Resolves with how many it started. While a
+   * pass runs, a call asks for one more after it, and resolves with both.
    */
-  pump(): number {
+  pump(): Promise<number> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return this.pumping;
+    }
+    this.pumping = this.passes();
+    return this.pumping;
+  }
+
+  private async passes(): Promise<number> {
+    let started = 0;
+    try {
+      do {
+        this.pumpAgain = false;
+        started += await this.pass();
+      } while (this.pumpAgain && !this.stopped);
+    } finally {
+      this.pumping = null;
+    }
+    return started;
+  }
+
+  private async pass(): Promise<number> {
     if (this.stopped) return 0;
+    const { queue } = this.deps;
     const everything = this.everything;
     if (everything) {
       this.everything = false;
       this.candidates.clear();
-      for (const { id } of this.deps.sqlite.query<{ id: string }, []>(ENABLED_SQL).all()) this.dirty.add(id);
+      for (const id of await queue.enabledWebhooks()) this.dirty.add(id);
     }
     const now = iso(this.deps.clock.now());
-    const due = this.deps.sqlite.query<{ rowid: number }, [string, string, number]>(DUE_SQL);
-    const target = this.deps.sqlite.query<{ url: string; secret: string }, [string]>(TARGET_SQL);
-    const attempt = this.deps.sqlite.query<{ id: string; attempts: number; event: string; payload: string }, [number, string]>(ATTEMPT_SQL);
     let started = 0;
     for (const webhookId of this.dirty) {
-      if (this.attempting >= MAX_IN_FLIGHT) break; // the rest stay in line
+      if (this.stopped || this.attempting >= MAX_IN_FLIGHT) break; // the rest stay in line
       this.dirty.delete(webhookId); // an attempt of it that ends puts it back
       const counts = this.perWebhook.get(webhookId);
       let room = Math.min(PER_WEBHOOK_IN_FLIGHT - (counts?.attempting ?? 0), MAX_IN_FLIGHT - this.attempting);
       if (room <= 0) continue;
-      let hook: { url: string; secret: string } | null | undefined;
-      let queue = this.candidates.get(webhookId);
+      let hook: DeliveryTarget | null | undefined;
+      let ids = this.candidates.get(webhookId);
       let fresh = false;
-      while (room > 0) {
-        if (queue === undefined || queue.length === 0) {
+      while (room > 0 && !this.stopped) {
+        if (ids === undefined || ids.length === 0) {
           if (fresh) break; // all there is
           // Its held deliveries are pending (and maybe due) in the table still: ask for that many more.
-          queue = due.all(webhookId, now, room + (counts?.held ?? 0) + PREFETCH).map((r) => r.rowid);
-          this.candidates.set(webhookId, queue);
+          ids = await queue.due(webhookId, now, room + (this.perWebhook.get(webhookId)?.held ?? 0) + PREFETCH);
+          this.candidates.set(webhookId, ids);
           fresh = true;
           continue;
         }
-        const rowid = queue.shift()!;
-        if (this.heldRows.has(rowid)) continue;
-        if ((hook ??= target.get(webhookId)) === null) break; // disabled
-        const row = attempt.get(rowid, now);
-        if (row === null || this.held.has(row.id)) continue; // settled meanwhile, or renumbered by a VACUUM
-        this.start({ rowid, webhookId, ...hook, ...row });
+        const id = ids.shift()!;
+        if (this.held.has(id)) continue;
+        if ((hook ??= await queue.target(webhookId)) === null) break; // disabled
+        const row = await queue.claim(id, now);
+        if (row === null || this.held.has(id) || this.stopped) continue; // settled meanwhile
+        this.start({ webhookId, ...hook, ...row });
         started++;
         if (--room === 0 && this.perWebhook.get(webhookId)!.attempting < PER_WEBHOOK_IN_FLIGHT) {
           this.dirty.add(webhookId); // cut short by the overall bound, not its own: next in line
         }
       }
     }
-    if (everything) this.wakeForNext();
+    if (everything) await this.wakeForNext();
     return started;
   }
 
@@ -270,7 +242,7 @@ export class DeliveryDispatcher implements Deliveries {
   async drain(): Promise<void> {
     for (;;) {
       this.everything = true;
-      this.pump();
+      await this.pump();
       if (this.held.size === 0) return;
       await Promise.all([...this.held.values()].map((f) => f.done));
     }
@@ -280,8 +252,8 @@ export class DeliveryDispatcher implements Deliveries {
     return this.stored.counts;
   }
 
-  prune(): void {
-    const removed = pruneDeliveries(this.deps);
+  async prune(): Promise<void> {
+    const removed = await this.deps.queue.prune(this.deps.clock.now());
     if (removed.deliveries + removed.events > 0) this.deps.log.info("old webhook deliveries removed", removed);
   }
 
@@ -289,20 +261,20 @@ export class DeliveryDispatcher implements Deliveries {
    * No new attempts. Outcomes already known are stored; attempts in flight are aborted
    * unrecorded, so their deliveries stay pending and due.
    */
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.stopped) return;
-    this.flush();
+    const flushing = this.flush();
     this.stopped = true;
     clearTimeout(this.wakeTimer);
     for (const f of this.held.values()) f.controller.abort(new Stopped("stopping"));
+    await flushing;
   }
 
   private start(row: DueRow): void {
     let release!: () => void;
     const done = new Promise<void>((resolve) => (release = resolve));
     const controller = new AbortController();
-    this.held.set(row.id, { webhookId: row.webhookId, rowid: row.rowid, controller, done, release });
-    this.heldRows.add(row.rowid);
+    this.held.set(row.id, { webhookId: row.webhookId, controller, done, release });
     const counts = this.perWebhook.get(row.webhookId);
     if (counts) {
       counts.attempting++;
@@ -322,37 +294,39 @@ export class DeliveryDispatcher implements Deliveries {
    * The attempt is over: its room goes to the next delivery at once, while the delivery stays
    * held until its outcome is stored (null: abandoned, it stays pending as it is).
    */
-  private attempted(row: DueRow, outcome: Outcome | null): void {
+  private attempted(row: DueRow, outcome: AttemptOutcome | null): void {
     this.attempting--;
     this.perWebhook.get(row.webhookId)!.attempting--;
     this.dirty.add(row.webhookId);
     if (outcome && !this.stopped) {
       this.outcomes.push(outcome);
-      if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), FLUSH_AFTER_MS);
+      if (!this.flushTimer) this.flushTimer = setTimeout(() => void this.flush(), FLUSH_AFTER_MS);
     } else this.settle(row.id);
     this.schedule();
   }
 
-  private flush(): void {
+  /** Stores the outcomes known so far (resolves once stored, or not: then logged). */
+  private flush(): Promise<void> {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    if (this.stopped || this.outcomes.length === 0) return;
+    if (this.stopped || this.outcomes.length === 0) return Promise.resolve();
     const batch = this.outcomes;
     this.outcomes = [];
+    return this.store(batch);
+  }
+
+  private async store(batch: AttemptOutcome[]): Promise<void> {
     try {
-      const record = this.deps.sqlite.query(RECORD_SQL);
-      this.deps.sqlite.transaction(() => {
-        for (const o of batch) record.run(...o);
-      }).immediate();
-      for (const o of batch) this.stored.add(o[0] === "succeeded" ? "succeeded" : o[0] === "failed" ? "failed" : "retried");
+      await this.deps.queue.record(batch);
+      for (const o of batch) this.stored.add(o.status === "pending" ? "retried" : o.status);
     } catch (e) {
       // Not stored: the deliveries stay pending and due, and are attempted again.
       this.deps.log.error("webhook outcomes not stored", { deliveries: batch.length, error: e instanceof Error ? e.message : String(e) });
     }
-    for (const o of batch) this.settle(o[7]);
+    for (const o of batch) this.settle(o.id);
     this.schedule();
     let next = Infinity;
-    for (const o of batch) if (o[3] !== null) next = Math.min(next, Date.parse(o[3]));
+    for (const o of batch) if (o.nextAttemptAt !== null) next = Math.min(next, Date.parse(o.nextAttemptAt));
     this.wake(next);
   }
 
@@ -372,9 +346,9 @@ export class DeliveryDispatcher implements Deliveries {
   }
 
   /** A wake-up for the next pending delivery that is not due yet, if any. */
-  private wakeForNext(): void {
+  private async wakeForNext(): Promise<void> {
     if (this.stopped) return;
-    const next = this.deps.sqlite.query<{ at: string | null }, [string]>(NEXT_DUE_SQL).get(iso(this.deps.clock.now()))?.at;
+    const next = await this.deps.queue.nextDue(iso(this.deps.clock.now()));
     if (next) this.wake(Date.parse(next));
   }
 
@@ -383,14 +357,13 @@ export class DeliveryDispatcher implements Deliveries {
     const entry = this.held.get(id);
     if (!entry) return;
     this.held.delete(id);
-    this.heldRows.delete(entry.rowid);
     const counts = this.perWebhook.get(entry.webhookId)!;
     if (--counts.held === 0) this.perWebhook.delete(entry.webhookId);
     entry.release();
   }
 
   /** One attempt; null when it was abandoned (stopping). */
-  private async attempt(row: DueRow, controller: AbortController): Promise<Outcome | null> {
+  private async attempt(row: DueRow, controller: AbortController): Promise<AttemptOutcome | null> {
     const { clock, log } = this.deps;
     const startedAt = clock.now();
     const t0 = performance.now();
@@ -434,7 +407,16 @@ export class DeliveryDispatcher implements Deliveries {
     if (ok) log.debug("webhook delivered", fields);
     else if (failed) log.warn("webhook delivery failed for good", { ...fields, error });
     else log.info("webhook attempt failed; will retry", { ...fields, error, nextAttemptAt });
-    return [ok ? "succeeded" : failed ? "failed" : "pending", attempts, iso(startedAt), nextAttemptAt, responseStatus, error, durationMs, row.id];
+    return {
+      id: row.id,
+      status: ok ? "succeeded" : failed ? "failed" : "pending",
+      attempts,
+      lastAttemptAt: iso(startedAt),
+      nextAttemptAt,
+      responseStatus,
+      error,
+      durationMs,
+    };
   }
 
   private describe(e: unknown, signal: AbortSignal): string {

@@ -1,12 +1,11 @@
 /**
  * All SQL of webhooks, their events and their delivery log, behind `WebhookStore`: asynchronous
  * at its boundary (a PostgreSQL implementation stands behind the same interface), synchronous
- * SQLite inside. Two parts are not behind the asynchronous interface, and say why:
+ * SQLite inside. Two more interfaces, asynchronous too:
  * - `OutboxRows`: what the outbox reads and writes inside every flag and state write's
- *   transaction (outbox.ts), synchronous as the change log's participants are;
- * - `pruneDeliveries`: the daily retention clean-up, run by the sender where it runs (the
- *   background thread, on its own connection).
- * The sender's own queue queries (dispatcher.ts) stay with it, on its connection.
+ *   transaction (outbox.ts), on that transaction;
+ * - `DeliveryQueue`: the sender's queue (dispatcher.ts) and the daily retention clean-up, on the
+ *   sender's own connection (the background thread's, in the server).
  *
  * Writes of webhooks take the author and a pure `decide` of what is stored now (throws to
  * refuse; no change, nothing written), committed with their change-log entry. Redeliver and
@@ -18,9 +17,9 @@ import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import { sqliteTx, type SqliteChangeLog, type Written } from "../../changes/sqlite";
 import type { Tx } from "../../changes/log";
-import { prepared, transaction, type Store } from "../../db/client";
+import { prepared, transaction } from "../../db/client";
 import { projects, webhookDeliveries, webhookEvents, webhooks } from "../../db/schema";
-import { iso, type Clock } from "../../lib/clock";
+import { iso } from "../../lib/clock";
 import { sortableId } from "../../lib/ids";
 import { eventPayload, type FlagChange, type FlagReads, type StateValues } from "./events";
 import type { DeliveryStatus } from "./model";
@@ -322,33 +321,142 @@ function newDelivery(webhookId: string, eventId: string, at: string, redeliveryO
   };
 }
 
-// ---- retention ------------------------------------------------------------------------------
+// ---- the delivery queue (dispatcher.ts) ------------------------------------------------------
+
+/** Where and how a webhook's deliveries are sent. */
+export interface DeliveryTarget {
+  url: string;
+  secret: string;
+}
+
+/** A delivery claimed for an attempt: what the attempt needs. */
+export interface ClaimedDelivery {
+  id: string;
+  attempts: number;
+  event: string;
+  payload: string;
+}
+
+/** An attempt's outcome, as stored on its delivery. */
+export interface AttemptOutcome {
+  id: string;
+  /** `pending`: a retry is due at `nextAttemptAt`. */
+  status: "succeeded" | "failed" | "pending";
+  attempts: number;
+  lastAttemptAt: string;
+  nextAttemptAt: string | null;
+  responseStatus: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/**
+ * The database as the sender's queue (dispatcher.ts), on the sender's own connection (the
+ * background thread's, in the server). Deliveries are named by their id; times are ISO texts.
+ * `claim` is the one call that takes a delivery for an attempt: with one sender (SQLite) a read
+ * of the row if it is still pending and due; with several, where a lease or `FOR UPDATE SKIP
+ * LOCKED` keeps any other sender off it.
+ */
+export interface DeliveryQueue {
+  /** The enabled webhooks' ids: the ones a pass over everything looks at. */
+  enabledWebhooks(): Promise<string[]>;
+  /** Ids of the webhook's pending deliveries due at `now`, oldest due first, `limit` at most. */
+  due(webhookId: string, now: string, limit: number): Promise<string[]>;
+  /** Where the webhook's deliveries go; null when it is disabled or gone. */
+  target(webhookId: string): Promise<DeliveryTarget | null>;
+  /** The delivery with what an attempt needs, if it is still pending and due at `now`; else null. */
+  claim(deliveryId: string, now: string): Promise<ClaimedDelivery | null>;
+  /** Outcomes stored together (one transaction); a delivery no longer pending (deleted, settled) is left as it is. */
+  record(outcomes: readonly AttemptOutcome[]): Promise<void>;
+  /** When an enabled webhook's next pending delivery comes due after `now`, if any. */
+  nextDue(now: string): Promise<string | null>;
+  /**
+   * The daily clean-up: deliveries older than RETENTION_DAYS before `now` (ms), then events no
+   * delivery refers to (a redelivery keeps its event). Returns how many of each went.
+   */
+  prune(now: number): Promise<{ deliveries: number; events: number }>;
+}
+
+const ENABLED_SQL = "SELECT id FROM webhooks WHERE enabled = 1 ORDER BY id";
+/** One index seek each (webhook_id, status, next_attempt_at). */
+const NEXT_DUE_SQL = `
+  SELECT MIN(d.next_attempt_at) AS at FROM webhooks w
+  JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at > ?1
+  WHERE w.enabled = 1`;
+/**
+ * A seek and a short walk on the (webhook_id, status, next_attempt_at, id) index alone, however
+ * long the backlog of this or any other webhook. The first rows are often held by the sender
+ * already (attempting, or outcome not stored yet): they cost an index entry each here, not a payload.
+ */
+const DUE_SQL = `
+  SELECT id FROM webhook_deliveries
+  WHERE webhook_id = ?1 AND status = 'pending' AND next_attempt_at <= ?2
+  ORDER BY next_attempt_at, id
+  LIMIT ?3`;
+const TARGET_SQL = "SELECT url, secret FROM webhooks WHERE id = ?1 AND enabled = 1";
+const CLAIM_SQL = `
+  SELECT d.id, d.attempts, e.event, e.payload
+  FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+  WHERE d.id = ?1 AND d.status = 'pending' AND d.next_attempt_at <= ?2`;
+/** `status = 'pending'` in the condition: never undo a deletion's cascade or revive a row. */
+const RECORD_SQL = `
+  UPDATE webhook_deliveries
+  SET status = ?1, attempts = ?2, last_attempt_at = ?3, next_attempt_at = ?4, response_status = ?5, error = ?6, duration_ms = ?7
+  WHERE id = ?8 AND status = 'pending'`;
 
 /** Deliveries older than this are removed by the daily job, and events no delivery refers to. */
 export const RETENTION_DAYS = 30;
 const PRUNE_CHUNK = 1000;
-const PRUNE_DELIVERIES_SQL =
-  "DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE created_at < ?1 LIMIT ?2)";
+const PRUNE_DELIVERIES_SQL = "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < ?1 LIMIT ?2)";
 const PRUNE_EVENTS_SQL = `
-  DELETE FROM webhook_events WHERE rowid IN (
-    SELECT rowid FROM webhook_events e
+  DELETE FROM webhook_events WHERE id IN (
+    SELECT id FROM webhook_events e
     WHERE created_at < ?1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
     LIMIT ?2)`;
 
-/**
- * The daily clean-up: deliveries older than RETENTION_DAYS, then events no delivery refers to
- * (a redelivery keeps its event). In chunks of PRUNE_CHUNK rows, each its own short
- * transaction: a month of deliveries is never one long hold on the write lock. Synchronous, on
- * the connection of the sender that runs it (the background thread's, in the server).
- */
-export function pruneDeliveries(store: Store & { clock: Clock }): { deliveries: number; events: number } {
-  const cutoff = iso(store.clock.now() - RETENTION_DAYS * 86_400_000);
-  const drop = (sql: string) => {
-    for (let total = 0; ; ) {
-      const n = store.sqlite.run(sql, [cutoff, PRUNE_CHUNK]).changes;
-      total += n;
-      if (n < PRUNE_CHUNK) return total;
-    }
-  };
-  return { deliveries: drop(PRUNE_DELIVERIES_SQL), events: drop(PRUNE_EVENTS_SQL) };
+/** The queue on one SQLite connection: raw statements, prepared once (bun:sqlite caches them). */
+export class SqliteDeliveryQueue implements DeliveryQueue {
+  constructor(private readonly sqlite: Database) {}
+
+  async enabledWebhooks(): Promise<string[]> {
+    return this.sqlite.query<{ id: string }, []>(ENABLED_SQL).all().map((r) => r.id);
+  }
+
+  async due(webhookId: string, now: string, limit: number): Promise<string[]> {
+    return this.sqlite.query<{ id: string }, [string, string, number]>(DUE_SQL).all(webhookId, now, limit).map((r) => r.id);
+  }
+
+  async target(webhookId: string): Promise<DeliveryTarget | null> {
+    return this.sqlite.query<DeliveryTarget, [string]>(TARGET_SQL).get(webhookId);
+  }
+
+  async claim(deliveryId: string, now: string): Promise<ClaimedDelivery | null> {
+    return this.sqlite.query<ClaimedDelivery, [string, string]>(CLAIM_SQL).get(deliveryId, now);
+  }
+
+  async record(outcomes: readonly AttemptOutcome[]): Promise<void> {
+    const record = this.sqlite.query(RECORD_SQL);
+    this.sqlite
+      .transaction(() => {
+        for (const o of outcomes) record.run(o.status, o.attempts, o.lastAttemptAt, o.nextAttemptAt, o.responseStatus, o.error, o.durationMs, o.id);
+      })
+      .immediate();
+  }
+
+  async nextDue(now: string): Promise<string | null> {
+    return this.sqlite.query<{ at: string | null }, [string]>(NEXT_DUE_SQL).get(now)?.at ?? null;
+  }
+
+  /** In chunks of PRUNE_CHUNK rows, each its own short transaction: a month of deliveries is never one long hold on the write lock. */
+  async prune(now: number): Promise<{ deliveries: number; events: number }> {
+    const cutoff = iso(now - RETENTION_DAYS * 86_400_000);
+    const drop = (sql: string) => {
+      for (let total = 0; ; ) {
+        const n = this.sqlite.run(sql, [cutoff, PRUNE_CHUNK]).changes;
+        total += n;
+        if (n < PRUNE_CHUNK) return total;
+      }
+    };
+    return { deliveries: drop(PRUNE_DELIVERIES_SQL), events: drop(PRUNE_EVENTS_SQL) };
+  }
 }
