@@ -1,0 +1,28 @@
+/**
+ * Every store's contract suite (test/contract/*.contract.ts) on SQLite: each test gets a fresh,
+ * migrated database file, built as the server builds its own (src/server.ts).
+ */
+import { rmSync } from "node:fs";
+import { loadConfig } from "../../src/config";
+import { SqliteChangeLog } from "../../src/changes/sqlite";
+import { createStores, openStore } from "../../src/server";
+import { tempDir } from "../helpers";
+import type { MakeBackend } from "./backend";
+import { describeChangeLogContract } from "./change-log.contract";
+
+/** One function: the lead's `openSqliteBackend` (src/db/backend.ts) takes its place once it lands. */
+const makeBackend: MakeBackend = async ({ clock, bus }) => {
+  const dir = tempDir("flagsvc-contract-");
+  const store = openStore(loadConfig({ SVC_DATA_DIR: dir }));
+  const changeLog = new SqliteChangeLog(store, bus, clock);
+  return {
+    changeLog,
+    stores: createStores(changeLog),
+    close() {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+};
+
+describeChangeLogContract(makeBackend);
