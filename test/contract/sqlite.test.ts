@@ -9,6 +9,8 @@ import { createStores, openStore } from "../../src/server";
 import { tempDir } from "../helpers";
 import type { MakeBackend } from "./backend";
 import { describeChangeLogContract } from "./change-log.contract";
+import { describeFlagStoreContract } from "./flags.contract";
+import { describeProjectStoreContract } from "./projects.contract";
 
 /** One function: the lead's `openSqliteBackend` (src/db/backend.ts) takes its place once it lands. */
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
@@ -26,3 +28,5 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
 };
 
 describeChangeLogContract(makeBackend);
+describeProjectStoreContract(makeBackend);
+describeFlagStoreContract(makeBackend);
