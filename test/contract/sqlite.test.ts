@@ -10,7 +10,10 @@ import { tempDir } from "../helpers";
 import type { MakeBackend } from "./backend";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeFlagStoreContract } from "./flags.contract";
+import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeProjectStoreContract } from "./projects.contract";
+import { describeScheduleStoreContract } from "./schedules.contract";
+import { describeSegmentStoreContract } from "./segments.contract";
 
 /** One function: the lead's `openSqliteBackend` (src/db/backend.ts) takes its place once it lands. */
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
@@ -30,3 +33,8 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
 describeChangeLogContract(makeBackend);
 describeProjectStoreContract(makeBackend);
 describeFlagStoreContract(makeBackend);
+describeSegmentStoreContract(makeBackend);
+describeScheduleStoreContract(makeBackend);
+describeUserStoreContract(makeBackend);
+describeAdminKeyStoreContract(makeBackend);
+describeApiKeyStoreContract(makeBackend);
