@@ -7,7 +7,7 @@ const segment = (id: string, key: string, over: Partial<Segment> = {}): Segment 
   id,
   key,
   name: `Segment ${key}`,
-  conditions: [{ attribute: "country", operator: "eq", value: "FR" }],
+  conditions: [{ attribute: "country", operator: "equals", value: "FR" }],
   included: ["u1"],
   excluded: [],
   createdAt: T0,

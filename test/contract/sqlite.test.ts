@@ -8,12 +8,15 @@ import { SqliteChangeLog } from "../../src/changes/sqlite";
 import { createStores, openStore } from "../../src/server";
 import { tempDir } from "../helpers";
 import type { MakeBackend } from "./backend";
+import { describeAuditStoreContract } from "./audit.contract";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeFlagStoreContract } from "./flags.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 import { describeScheduleStoreContract } from "./schedules.contract";
 import { describeSegmentStoreContract } from "./segments.contract";
+import { describeTestSessionStoreContract } from "./test-sessions.contract";
+import { describeWebhookStoreContract } from "./webhooks.contract";
 
 /** One function: the lead's `openSqliteBackend` (src/db/backend.ts) takes its place once it lands. */
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
@@ -38,3 +41,6 @@ describeScheduleStoreContract(makeBackend);
 describeUserStoreContract(makeBackend);
 describeAdminKeyStoreContract(makeBackend);
 describeApiKeyStoreContract(makeBackend);
+describeWebhookStoreContract(makeBackend);
+describeAuditStoreContract(makeBackend);
+describeTestSessionStoreContract(makeBackend);
