@@ -1,23 +1,14 @@
 /** The change log (src/changes/log.ts), through its interface: commit, create, participants, publication. */
 import { describe, expect, test } from "bun:test";
-import { ChangeBus } from "../../src/changes/bus";
 import type { ChangeEntry } from "../../src/changes/entry";
-import { AUTHOR, change, FixedClock, project, refuse, Refused, T0, type ContractBackend, type MakeBackend } from "./backend";
+import { AUTHOR, change, onFresh, project, refuse, Refused, T0, type ContractBackend, type MakeBackend } from "./backend";
 
 export function describeChangeLogContract(makeBackend: MakeBackend) {
   describe("ChangeLog contract", () => {
-    async function open() {
-      const bus = new ChangeBus();
-      const published: ChangeEntry[][] = [];
-      bus.subscribe("contract", (entries) => void published.push([...entries]));
-      const b = await makeBackend({ clock: new FixedClock(), bus });
-      return { b, published };
-    }
     const entries = async (b: ContractBackend) => (await b.stores.audit.page({}, 100)).entries;
 
     test("a commit appends its entries with strictly increasing positions, at the clock's time, by its author, and publishes them in commit order", async () => {
-      const { b, published } = await open();
-      try {
+      await onFresh(makeBackend, async (b, { published }) => {
         const first = await b.changeLog.commit(AUTHOR, async () => ({ result: "one", changes: [change("user", "u1", "a@x"), change("user", "u2", "b@x")] }));
         const second = await b.changeLog.commit(AUTHOR, async () => ({ result: "two", changes: [change("user", "u3", "c@x")] }));
         expect([first, second]).toEqual(["one", "two"]);
@@ -28,28 +19,22 @@ export function describeChangeLogContract(makeBackend: MakeBackend) {
         // What is read back is what was published: newest first.
         const stored = await entries(b);
         expect(stored.map((e) => [e.position, e.resource.id])).toEqual(flat.map((e) => [e.position, e.resource.id]).reverse());
-      } finally {
-        await b.close();
-      }
+      });
     });
 
     test("a commit without changes appends nothing and publishes nothing", async () => {
-      const { b, published } = await open();
-      try {
+      await onFresh(makeBackend, async (b, { published }) => {
         expect(await b.changeLog.commit(AUTHOR, async () => ({ result: 7, changes: [] }))).toBe(7);
         expect(published).toEqual([]);
         expect(await entries(b)).toEqual([]);
-      } finally {
-        await b.close();
-      }
+      });
     });
 
     test("a write that throws stores nothing and appends nothing; participants and subscribers never hear of it", async () => {
-      const { b, published } = await open();
-      try {
+      await onFresh(makeBackend, async (b, { published }) => {
         let participated = 0;
         b.changeLog.participate(async () => void participated++);
-        // A store's write that refuses in the middle: the project row goes with the refusal.
+        // A write that refuses, by itself or in a store's decide.
         const p = project("p1", "alpha");
         await expect(
           b.changeLog.commit(AUTHOR, async () => {
@@ -64,14 +49,11 @@ export function describeChangeLogContract(makeBackend: MakeBackend) {
         // The log still takes the next write.
         expect(await b.stores.projects.create(AUTHOR, p, change("project", "p1", "alpha"))).toBe(true);
         expect((await entries(b)).map((e) => e.resource.id)).toEqual(["p1"]);
-      } finally {
-        await b.close();
-      }
+      });
     });
 
     test("a participant sees the entries in the transaction; its effect runs after the commit, after publication", async () => {
-      const { b, published } = await open();
-      try {
+      await onFresh(makeBackend, async (b, { published }) => {
         const order: string[] = [];
         let seen: ChangeEntry[] = [];
         b.changeLog.participate(async (_tx, es) => {
@@ -84,14 +66,11 @@ export function describeChangeLogContract(makeBackend: MakeBackend) {
         await b.changeLog.commit(AUTHOR, async () => ({ result: undefined, changes: [change("user", "u1", "a@x")] }));
         expect(seen.map((e) => e.resource.id)).toEqual(["u1"]);
         expect(order).toEqual(["participant", "effect:1"]);
-      } finally {
-        await b.close();
-      }
+      });
     });
 
     test("a participant that throws rolls the whole write back: nothing stored, nothing appended, no effect, nothing published", async () => {
-      const { b, published } = await open();
-      try {
+      await onFresh(makeBackend, async (b, { published }) => {
         let effects = 0;
         b.changeLog.participate(async () => () => void effects++);
         b.changeLog.participate(async (_tx, es) => {
@@ -104,14 +83,11 @@ export function describeChangeLogContract(makeBackend: MakeBackend) {
         expect((await entries(b)).map((e) => e.resource.id)).toEqual(["p1"]);
         expect(effects).toBe(1);
         expect(published.map((batch) => batch.map((e) => e.resource.id))).toEqual([["p1"]]);
-      } finally {
-        await b.close();
-      }
+      });
     });
 
     test("create: false on a unique violation, with nothing appended; concurrent commits are serialised in call order", async () => {
-      const { b, published } = await open();
-      try {
+      await onFresh(makeBackend, async (b, { published }) => {
         expect(await b.stores.projects.create(AUTHOR, project("p1", "alpha"), change("project", "p1", "alpha"))).toBe(true);
         expect(await b.stores.projects.create(AUTHOR, project("p2", "alpha"), change("project", "p2", "alpha"))).toBe(false);
         const ids = ["u1", "u2", "u3", "u4", "u5"];
@@ -120,9 +96,7 @@ export function describeChangeLogContract(makeBackend: MakeBackend) {
         expect(flat.map((e) => e.resource.id)).toEqual(["p1", ...ids]);
         for (let i = 1; i < flat.length; i++) expect(flat[i]!.position).toBeGreaterThan(flat[i - 1]!.position);
         expect((await entries(b)).length).toBe(6);
-      } finally {
-        await b.close();
-      }
+      });
     });
   });
 }
