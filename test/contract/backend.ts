@@ -11,6 +11,7 @@ import type { Stores } from "../../src/context";
 import type { Clock } from "../../src/lib/clock";
 import type { Environment, Project, ProjectStore } from "../../src/modules/projects/store";
 import type { Flag, FlagStore } from "../../src/modules/flags/store";
+import { TestClock } from "../helpers";
 
 export interface ContractBackend {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the dialect's transaction handle: the suites never look into it
@@ -22,14 +23,7 @@ export interface ContractBackend {
 /** A fresh, migrated database with the change log and every store on it; `bus` hears the commits. */
 export type MakeBackend = (deps: { clock: Clock; bus: ChangeBus }) => Promise<ContractBackend>;
 
-/** The fixed test clock: 2026-11-22T10:00:00.000Z, moved only by the test. */
-export class FixedClock implements Clock {
-  constructor(public ms = Date.parse("2026-11-22T10:00:00.000Z")) {}
-  now(): number {
-    return this.ms;
-  }
-}
-
+/** Where every test's clock starts (test/helpers.ts `TestClock`): it moves only when the test moves it. */
 export const T0 = "2026-11-22T10:00:00.000Z";
 export const T1 = "2026-11-22T11:00:00.000Z";
 export const T2 = "2026-11-22T12:00:00.000Z";
@@ -72,11 +66,11 @@ export function refuse(): never {
 }
 
 /** Runs `fn` on a fresh backend (its bus's publications collected in `published`), closed after. */
-export async function onFresh(makeBackend: MakeBackend, fn: (b: ContractBackend, t: { clock: FixedClock; published: ChangeEntry[][] }) => Promise<void>): Promise<void> {
+export async function onFresh(makeBackend: MakeBackend, fn: (b: ContractBackend, t: { clock: TestClock; published: ChangeEntry[][] }) => Promise<void>): Promise<void> {
   const bus = new ChangeBus();
   const published: ChangeEntry[][] = [];
   bus.subscribe("contract", (entries) => void published.push([...entries]));
-  const clock = new FixedClock();
+  const clock = new TestClock(Date.parse(T0));
   const b = await makeBackend({ clock, bus });
   try {
     await fn(b, { clock, published });
