@@ -1,0 +1,50 @@
+/**
+ * Every store's contract suite (test/contract/*.contract.ts) on SQLite: each test gets a fresh,
+ * migrated database file, opened as the server opens its own (`openSqliteBackend`).
+ */
+import { rmSync } from "node:fs";
+import { loadConfig } from "../../src/config";
+import { openSqliteBackend } from "../../src/db/sqlite-backend";
+import { tempDir } from "../helpers";
+import type { MakeBackend } from "./backend";
+import { describeAuditStoreContract } from "./audit.contract";
+import { describeChangeLogContract } from "./change-log.contract";
+import { describeDefinitionsStoreContract } from "./definitions.contract";
+import { describeFlagStoreContract } from "./flags.contract";
+import { describeInsightsStoreContract } from "./insights.contract";
+import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
+import { describeIntegrationStoreContract, describePluginStoreContract } from "./plugins-integrations.contract";
+import { describeProjectStoreContract } from "./projects.contract";
+import { describeScheduleStoreContract } from "./schedules.contract";
+import { describeSegmentStoreContract } from "./segments.contract";
+import { describeTestSessionStoreContract } from "./test-sessions.contract";
+import { describeWebhookStoreContract } from "./webhooks.contract";
+
+const makeBackend: MakeBackend = async ({ clock, bus }) => {
+  const dir = tempDir("flagsvc-contract-");
+  const backend = openSqliteBackend(loadConfig({ SVC_DATA_DIR: dir }), bus, clock);
+  return {
+    changeLog: backend.changeLog,
+    stores: backend.stores,
+    close() {
+      backend.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+};
+
+describeChangeLogContract(makeBackend);
+describeProjectStoreContract(makeBackend);
+describeFlagStoreContract(makeBackend);
+describeSegmentStoreContract(makeBackend);
+describeScheduleStoreContract(makeBackend);
+describeUserStoreContract(makeBackend);
+describeAdminKeyStoreContract(makeBackend);
+describeApiKeyStoreContract(makeBackend);
+describeWebhookStoreContract(makeBackend);
+describeAuditStoreContract(makeBackend);
+describeTestSessionStoreContract(makeBackend);
+describeInsightsStoreContract(makeBackend);
+describePluginStoreContract(makeBackend);
+describeIntegrationStoreContract(makeBackend);
+describeDefinitionsStoreContract(makeBackend);
