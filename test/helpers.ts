@@ -12,6 +12,7 @@ import type { Clock } from "../src/lib/clock";
 import { createLogger } from "../src/lib/log";
 import { eq } from "drizzle-orm";
 import { adminKeys, apiKeys, environments, projects, users } from "../src/db/schema";
+import { nextSeq } from "../src/db/client";
 import type { Role, Scope } from "../src/http/access";
 import { iso } from "../src/lib/clock";
 import { newId } from "../src/lib/ids";
@@ -97,7 +98,7 @@ export const tick = () => new Promise((r) => setImmediate(r));
 /** Stores an admin key straight in the database (as the services do) and returns its secret. */
 export function seedAdminKey(ctx: AppContext, name = "test admin"): string {
   const { secret, hash, keyPrefix } = generateSecret("svc_admin_");
-  ctx.db.insert(adminKeys).values({ id: newId("key"), name, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) }).run();
+  ctx.db.insert(adminKeys).values({ id: newId("key"), name, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()), seq: nextSeq(adminKeys) }).run();
   ctx.credentials.reload();
   return secret;
 }
@@ -110,7 +111,7 @@ export function seedApiKey(ctx: AppContext, scope: Scope, projectSlug = "default
   const id = newId("key");
   ctx.db
     .insert(apiKeys)
-    .values({ id, projectId: project.id, environmentId: env.id, name: `${scope} key`, scope, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) })
+    .values({ id, projectId: project.id, environmentId: env.id, name: `${scope} key`, scope, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()), seq: nextSeq(apiKeys) })
     .run();
   ctx.credentials.reload();
   return { id, secret };

@@ -16,6 +16,7 @@ import m12 from "./0012_flag_bucket_by.sql" with { type: "text" };
 import m13 from "./0013_flag_prerequisites.sql" with { type: "text" };
 import m14 from "./0014_segments.sql" with { type: "text" };
 import m15 from "./0015_insights_stale.sql" with { type: "text" };
+import m16 from "./0016_explicit_order.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -36,4 +37,5 @@ export const migrationSql: Record<string, string> = {
   "0013_flag_prerequisites": m13,
   "0014_segments": m14,
   "0015_insights_stale": m15,
+  "0016_explicit_order": m16,
 };

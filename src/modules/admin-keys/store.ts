@@ -2,7 +2,8 @@
  * All SQL of admin keys, behind `AdminKeyStore` (asynchronous at its boundary, synchronous
  * SQLite inside). Writes go through the change log with their entries.
  */
-import { asc, count, eq, sql } from "drizzle-orm";
+import { asc, count, eq } from "drizzle-orm";
+import { nextSeq } from "../../db/client";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog } from "../../changes/sqlite";
 import { adminKeys } from "../../db/schema";
@@ -47,7 +48,7 @@ export class SqliteAdminKeyStore implements AdminKeyStore {
     return this.log.store.db
       .select({ id: adminKeys.id, name: adminKeys.name, keyPrefix: adminKeys.keyPrefix, createdAt: adminKeys.createdAt, lastUsedAt: adminKeys.lastUsedAt })
       .from(adminKeys)
-      .orderBy(asc(adminKeys.createdAt), sql`rowid`)
+      .orderBy(asc(adminKeys.createdAt), asc(adminKeys.seq))
       .all();
   }
 
@@ -66,7 +67,7 @@ export class SqliteAdminKeyStore implements AdminKeyStore {
 
   /** Inside a transaction (the first start's bootstrap). */
   insertNow(key: StoredAdminKey): true {
-    this.log.store.db.insert(adminKeys).values(key).run();
+    this.log.store.db.insert(adminKeys).values({ ...key, seq: nextSeq(adminKeys) }).run();
     return true;
   }
 

@@ -139,7 +139,7 @@ const queries = prepared((db) => ({
     .from(flagStates)
     .innerJoin(environments, eq(environments.id, flagStates.environmentId))
     .where(eq(flagStates.flagId, sql.placeholder("flagId")))
-    .orderBy(sql`${environments}.rowid`)
+    .orderBy(asc(environments.seq))
     .prepare(),
   /** A state PUT's write: the row, created or replaced. */
   upsertState: db
@@ -321,7 +321,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     const { db } = this.log.store;
     const project = db.select({ slug: projects.slug }).from(projects).where(eq(projects.id, projectId)).get();
     if (!project) return undefined;
-    const envs = db.select({ id: environments.id, slug: environments.slug }).from(environments).where(eq(environments.projectId, projectId)).orderBy(sql`rowid`).all();
+    const envs = db.select({ id: environments.id, slug: environments.slug }).from(environments).where(eq(environments.projectId, projectId)).orderBy(asc(environments.seq)).all();
     const defs = db
       .select({ key: flags.key, variants: flags.variants, rules: flags.rules, bucketBy: flags.bucketBy, prerequisites: flags.prerequisites })
       .from(flags)

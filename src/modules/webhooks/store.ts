@@ -17,7 +17,7 @@ import type { Database } from "bun:sqlite";
 import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
-import { prepared, transaction, type Store } from "../../db/client";
+import { nextSeq, prepared, transaction, type Store } from "../../db/client";
 import { projects, webhookDeliveries, webhookEvents, webhooks } from "../../db/schema";
 import { iso, type Clock } from "../../lib/clock";
 import { sortableId } from "../../lib/ids";
@@ -172,7 +172,7 @@ export class SqliteWebhookStore implements WebhookStore {
       .from(webhooks)
       .innerJoin(projects, eq(projects.id, webhooks.projectId))
       .where(eq(webhooks.projectId, projectId))
-      .orderBy(asc(webhooks.createdAt), sql`${webhooks}.rowid`)
+      .orderBy(asc(webhooks.createdAt), asc(webhooks.seq))
       .all()
       .map(recordOf);
   }
@@ -180,7 +180,7 @@ export class SqliteWebhookStore implements WebhookStore {
   async create(author: Author, webhook: StoredWebhook, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = webhook;
     await this.log.commit(author, async () => {
-      this.log.store.db.insert(webhooks).values(row).run();
+      this.log.store.db.insert(webhooks).values({ ...row, seq: nextSeq(webhooks) }).run();
       return { result: undefined, changes: [change] };
     });
   }
@@ -213,7 +213,7 @@ export class SqliteWebhookStore implements WebhookStore {
       .from(webhookDeliveries)
       .innerJoin(webhookEvents, eq(webhookEvents.id, webhookDeliveries.eventId))
       .where(and(...where))
-      .orderBy(desc(webhookDeliveries.createdAt), desc(sql`${webhookDeliveries}.rowid`))
+      .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.seq))
       .limit(query.limit)
       .all();
   }
@@ -223,7 +223,7 @@ export class SqliteWebhookStore implements WebhookStore {
       const original = this.q.delivery.get({ id: deliveryId });
       const at = decide(original, original && this.findNow(original.webhookId));
       const row = newDelivery(original!.webhookId, original!.eventId, at, deliveryId);
-      this.log.store.db.insert(webhookDeliveries).values(row).run();
+      this.log.store.db.insert(webhookDeliveries).values({ ...row, seq: nextSeq(webhookDeliveries) }).run();
       return this.q.delivery.get({ id: row.id })!;
     });
   }
@@ -244,14 +244,15 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 }
 
-const ENVIRONMENTS_SQL = "SELECT id, slug FROM environments WHERE project_id = ?1 ORDER BY rowid";
+const ENVIRONMENTS_SQL = "SELECT id, slug FROM environments WHERE project_id = ?1 ORDER BY seq";
 const STATES_SQL = "SELECT environment_id AS environmentId, enabled FROM flag_states WHERE flag_id = ?1";
 const STATE_SQL = `SELECT s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage FROM flag_states s
   JOIN environments e ON e.id = s.environment_id WHERE s.flag_id = ?1 AND e.project_id = ?2 AND e.slug = ?3`;
 const TAKERS_SQL = "SELECT id, events, environments FROM webhooks WHERE project_id = ?1 AND enabled = 1";
 const INSERT_EVENT_SQL = "INSERT INTO webhook_events (id, project_id, event, environment, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 const INSERT_DELIVERY_SQL =
-  "INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)";
+  `INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, attempts, next_attempt_at, created_at, seq)
+  VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, (SELECT coalesce(max(seq), 0) + 1 FROM webhook_deliveries))`;
 
 /**
  * The outbox's statements on one connection (a write's transaction): raw, prepared once per
@@ -325,10 +326,10 @@ function newDelivery(webhookId: string, eventId: string, at: string, redeliveryO
 export const RETENTION_DAYS = 30;
 const PRUNE_CHUNK = 1000;
 const PRUNE_DELIVERIES_SQL =
-  "DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE created_at < ?1 LIMIT ?2)";
+  "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < ?1 LIMIT ?2)";
 const PRUNE_EVENTS_SQL = `
-  DELETE FROM webhook_events WHERE rowid IN (
-    SELECT rowid FROM webhook_events e
+  DELETE FROM webhook_events WHERE id IN (
+    SELECT id FROM webhook_events e
     WHERE created_at < ?1 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
     LIMIT ?2)`;
 
