@@ -40,10 +40,6 @@ export function nextSeq(table: SQLiteTable, offset = 0): SQL {
   return sql.raw(`(SELECT coalesce(max(seq), 0) + ${1 + offset} FROM "${getTableName(table)}")`);
 }
 
-export function isUniqueViolation(e: unknown): boolean {
-  return e instanceof Error && /UNIQUE constraint failed/.test(e.message);
-}
-
 /**
  * Runs `fn` in a transaction (a savepoint when already inside one), so that services compose:
  * drizzle's own `db.transaction` cannot nest. Queries inside use `store.db` as usual.
