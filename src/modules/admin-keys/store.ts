@@ -2,7 +2,7 @@
  * All SQL of admin keys, behind `AdminKeyStore` (asynchronous at its boundary, synchronous
  * SQLite inside). Writes go through the change log with their entries.
  */
-import { asc, count, eq } from "drizzle-orm";
+import { asc, count, eq, getTableColumns } from "drizzle-orm";
 import { nextSeq } from "../../db/client";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog } from "../../changes/sqlite";
@@ -74,7 +74,8 @@ export class SqliteAdminKeyStore implements AdminKeyStore {
   remove(author: Author, id: string, decide: (current: StoredAdminKey | undefined, remaining: Remaining) => ChangeDraft): Promise<void> {
     return this.log.commit(author, async () => {
       const { db } = this.log.store;
-      const current = db.select().from(adminKeys).where(eq(adminKeys.id, id)).get();
+      const { seq: _, ...columns } = getTableColumns(adminKeys);
+      const current = db.select(columns).from(adminKeys).where(eq(adminKeys.id, id)).get();
       const change = decide(current, { keys: this.countNow(), adminUsers: this.users.adminsNow() });
       db.delete(adminKeys).where(eq(adminKeys.id, id)).run();
       return { result: undefined, changes: [change] };
