@@ -12,6 +12,7 @@ import type { Clock } from "../src/lib/clock";
 import { createLogger } from "../src/lib/log";
 import { eq } from "drizzle-orm";
 import { adminKeys, apiKeys, environments, projects, users } from "../src/db/schema";
+import { nextSeq } from "../src/db/client";
 import type { Role, Scope } from "../src/http/access";
 import { iso } from "../src/lib/clock";
 import { newId } from "../src/lib/ids";
@@ -114,7 +115,7 @@ export function sqliteOf(ctx: AppContext): Store {
 /** Stores an admin key straight in the database (as the services do) and returns its secret, once the registry knows it. */
 export async function seedAdminKey(ctx: AppContext, name = "test admin"): Promise<string> {
   const { secret, hash, keyPrefix } = generateSecret("svc_admin_");
-  sqliteOf(ctx).db.insert(adminKeys).values({ id: newId("key"), name, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) }).run();
+  sqliteOf(ctx).db.insert(adminKeys).values({ id: newId("key"), name, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()), seq: nextSeq(adminKeys) }).run();
   await ctx.credentials.reload();
   return secret;
 }
@@ -127,7 +128,7 @@ export async function seedApiKey(ctx: AppContext, scope: Scope, projectSlug = "d
   const { secret, hash, keyPrefix } = generateSecret(`svc_sk_${scope}_`);
   const id = newId("key");
   db.insert(apiKeys)
-    .values({ id, projectId: project.id, environmentId: env.id, name: `${scope} key`, scope, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) })
+    .values({ id, projectId: project.id, environmentId: env.id, name: `${scope} key`, scope, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()), seq: nextSeq(apiKeys) })
     .run();
   await ctx.credentials.reload();
   return { id, secret };

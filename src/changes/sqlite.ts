@@ -6,7 +6,8 @@
  * order keeps it.
  */
 import type { Database } from "bun:sqlite";
-import { isUniqueViolation, type Store } from "../db/client";
+import type { Store } from "../db/client";
+import { constraintOf } from "../db/sqlite-errors";
 import { iso, type Clock } from "../lib/clock";
 import { sortableId } from "../lib/ids";
 import type { ChangeBus } from "./bus";
@@ -58,7 +59,7 @@ export class SqliteChangeLog implements ChangeLog {
         return { result: true, changes: [change] };
       });
     } catch (e) {
-      if (isUniqueViolation(e)) return false;
+      if (constraintOf(e)?.kind === "unique") return false;
       throw e;
     }
   }

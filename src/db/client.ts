@@ -1,7 +1,9 @@
 /** Opens the SQLite database with the pragmas the service relies on. */
 import { Database } from "bun:sqlite";
 import { chmodSync, existsSync } from "node:fs";
+import { getTableName, sql, type SQL } from "drizzle-orm";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import * as schema from "./schema";
 
 export type Db = BunSQLiteDatabase<typeof schema>;
@@ -29,8 +31,13 @@ export function openDatabase(file: string, opts: { readonly?: boolean } = {}): S
   return { sqlite, db: drizzle({ client: sqlite, schema }) };
 }
 
-export function isUniqueViolation(e: unknown): boolean {
-  return e instanceof Error && /UNIQUE constraint failed/.test(e.message);
+/**
+ * The `seq` of a row about to be inserted: one more than the table's largest (docs/architecture.md,
+ * Storage: lists are ordered by explicit columns, never rowid). Correct because SQLite serialises
+ * writers; `offset` numbers several rows inserted by one statement.
+ */
+export function nextSeq(table: SQLiteTable, offset = 0): SQL {
+  return sql.raw(`(SELECT coalesce(max(seq), 0) + ${1 + offset} FROM "${getTableName(table)}")`);
 }
 
 /**

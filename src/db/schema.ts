@@ -26,12 +26,14 @@ export const environments = sqliteTable(
     slug: text("slug").notNull(),
     name: text("name").notNull(),
     createdAt: text("created_at").notNull(),
+    /** A project's environments in the order given (at creation) or added: the store writes max + 1. */
+    seq: integer("seq").notNull().default(0),
   },
   (table) => [
     uniqueIndex("environments_project_slug").on(table.projectId, table.slug),
-    // A project's environments in the order they were added (rowid), read by every management
+    // A project's environments in the order they were added (seq), read by every management
     // request: without it SQLite sorts them in a temporary b-tree (21 us against 7).
-    index("environments_project").on(table.projectId),
+    index("environments_project_seq").on(table.projectId, table.seq),
   ],
 );
 
@@ -61,6 +63,8 @@ export const adminKeys = sqliteTable("admin_keys", {
   keyHash: text("key_hash").notNull().unique(),
   keyPrefix: text("key_prefix").notNull(),
   createdAt: text("created_at").notNull(),
+  /** Creation order (docs/architecture.md, Storage: explicit order): the store writes max + 1. */
+  seq: integer("seq").notNull().default(0),
   lastUsedAt: text("last_used_at"),
 });
 
@@ -86,6 +90,8 @@ export const apiKeys = sqliteTable(
     previousHash: text("previous_hash"),
     previousExpiresAt: text("previous_expires_at"),
     createdAt: text("created_at").notNull(),
+    /** Creation order (docs/architecture.md, Storage: explicit order): the store writes max + 1. */
+    seq: integer("seq").notNull().default(0),
     lastUsedAt: text("last_used_at"),
   },
   (table) => [index("api_keys_project").on(table.projectId), index("api_keys_environment").on(table.environmentId)],
@@ -222,6 +228,8 @@ export const webhooks = sqliteTable(
     description: text("description"),
     enabled: integer("enabled", { mode: "boolean" }).notNull(),
     createdAt: text("created_at").notNull(),
+    /** Creation order (docs/architecture.md, Storage: explicit order): the store writes max + 1. */
+    seq: integer("seq").notNull().default(0),
     updatedAt: text("updated_at").notNull(),
   },
   (table) => [index("webhooks_project").on(table.projectId)],
@@ -266,6 +274,8 @@ export const webhookDeliveries = sqliteTable(
     durationMs: integer("duration_ms"),
     redeliveryOf: text("redelivery_of"),
     createdAt: text("created_at").notNull(),
+    /** Creation order (docs/architecture.md, Storage: explicit order): the store writes max + 1. */
+    seq: integer("seq").notNull().default(0),
   },
   (table) => [
     // The sender's queue, per webhook (DeliveryQueue.due, src/modules/webhooks/store.ts): due order, ids from the index alone.
@@ -273,6 +283,7 @@ export const webhookDeliveries = sqliteTable(
     // Retention's "no delivery refers to this event", and the cascade when an event goes.
     index("webhook_deliveries_event").on(table.eventId),
     index("webhook_deliveries_webhook").on(table.webhookId, table.createdAt),
+    index("webhook_deliveries_seq").on(table.seq),
     index("webhook_deliveries_created").on(table.createdAt),
   ],
 );
@@ -340,6 +351,8 @@ export const plugins = sqliteTable(
     lastEventAt: text("last_event_at"),
     evaluationsDropped: integer("evaluations_dropped").notNull().default(0),
     installedAt: text("installed_at").notNull(),
+    /** Creation order (docs/architecture.md, Storage: explicit order): the store writes max + 1. */
+    seq: integer("seq").notNull().default(0),
     updatedAt: text("updated_at").notNull(),
   },
   (table) => [index("plugins_project").on(table.projectId)],
@@ -393,6 +406,8 @@ export const integrations = sqliteTable(
     lastSentAt: text("last_sent_at"),
     eventPosition: integer("event_position").notNull().default(0),
     createdAt: text("created_at").notNull(),
+    /** Creation order (docs/architecture.md, Storage: explicit order): the store writes max + 1. */
+    seq: integer("seq").notNull().default(0),
     updatedAt: text("updated_at").notNull(),
   },
   (table) => [index("integrations_project").on(table.projectId)],

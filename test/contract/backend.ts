@@ -11,6 +11,7 @@ import type { Stores } from "../../src/context";
 import type { Clock } from "../../src/lib/clock";
 import type { Environment, Project, ProjectStore } from "../../src/modules/projects/store";
 import type { Flag, FlagStore } from "../../src/modules/flags/store";
+import type { PageRequest } from "../../src/db/paging";
 import { TestClock } from "../helpers";
 
 export interface ContractBackend {
@@ -23,6 +24,9 @@ export interface ContractBackend {
 export type MakeBackend = (deps: { clock: Clock; bus: ChangeBus }) => Promise<ContractBackend>;
 
 /** Where every test's clock starts (test/helpers.ts `TestClock`): it moves only when the test moves it. */
+/** A page that holds every row of a small fixture. */
+export const ALL: PageRequest = { limit: 100, offset: 0 };
+
 export const T0 = "2026-11-22T10:00:00.000Z";
 export const T1 = "2026-11-22T11:00:00.000Z";
 export const T2 = "2026-11-22T12:00:00.000Z";

@@ -1,8 +1,8 @@
 /** FlagStore (src/modules/flags/store.ts) through its interface. */
 import { describe, expect, test } from "bun:test";
-import type { FlagStore, StateRow } from "../../src/modules/flags/store";
+import type { FlagFilter, FlagStore, StateRow } from "../../src/modules/flags/store";
 import type { Project } from "../../src/modules/projects/store";
-import { AUTHOR, change, flag, onFresh, refuse, Refused, seedFlag, seedProject, T0, T1, T2, type MakeBackend } from "./backend";
+import { ALL, AUTHOR, change, flag, onFresh, refuse, Refused, seedFlag, seedProject, T0, T1, T2, type MakeBackend } from "./backend";
 
 export function describeFlagStoreContract(makeBackend: MakeBackend) {
   describe("FlagStore contract", () => {
@@ -42,14 +42,19 @@ export function describeFlagStoreContract(makeBackend: MakeBackend) {
         await put(flags, p, "charlie", "p1-e1", { enabled: true, rolloutPercentage: 25 });
         await put(flags, p, "alpha", "p1-e1", { enabled: false, rolloutPercentage: null });
         await put(flags, p, "bravo", "p1-e2", { enabled: true, rolloutPercentage: null });
-        const keys = async (filter: { environmentId?: string; enabled?: boolean }) => (await flags.list(p.id, filter)).map((f) => f.key);
+        const keys = async (filter: FlagFilter) => (await flags.list(p.id, filter, ALL)).rows.map((f) => f.key);
         expect(await keys({})).toEqual(["alpha", "bravo", "charlie"]);
         expect(await keys({ environmentId: "p1-e1" })).toEqual(["alpha", "charlie"]);
         expect(await keys({ environmentId: "p1-e1", enabled: true })).toEqual(["charlie"]);
         expect(await keys({ environmentId: "p1-e1", enabled: false })).toEqual(["alpha"]);
         expect(await keys({ environmentId: "p1-e2", enabled: false })).toEqual([]);
-        expect((await flags.list(p.id, {}))[0]).toEqual({ id: "f2", key: "alpha", name: "Flag alpha", createdAt: T0, updatedAt: T0 });
-        expect(await flags.list("p-none", {})).toEqual([]);
+        expect(await keys({ q: "FLAG BR" })).toEqual(["bravo"]);
+        expect((await flags.list(p.id, {}, ALL)).rows[0]).toEqual({ id: "f2", key: "alpha", name: "Flag alpha", createdAt: T0, updatedAt: T0, stale: null });
+        // Paged in the store: the page's rows and the total of the filter.
+        const page = await flags.list(p.id, {}, { limit: 1, offset: 1 });
+        expect([page.rows.map((f) => f.key), page.total]).toEqual([["bravo"], 3]);
+        expect(await flags.list(p.id, { environmentId: "p1-e1" }, { limit: 1, offset: 5 })).toEqual({ rows: [], total: 2 });
+        expect(await flags.list("p-none", {}, ALL)).toEqual({ rows: [], total: 0 });
       });
     });
 
@@ -137,7 +142,7 @@ export function describeFlagStoreContract(makeBackend: MakeBackend) {
           expect(dependants).toEqual([]);
           return change("flag", current!.id, "a", p, "deleted");
         });
-        expect(await flags.list(p.id, {})).toEqual([]);
+        expect(await flags.list(p.id, {}, ALL)).toEqual({ rows: [], total: 0 });
         expect(await flags.statesOf(["f1"])).toEqual([]);
       });
     });

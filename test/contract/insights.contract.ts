@@ -1,7 +1,7 @@
 /** InsightsStore (src/modules/insights/store.ts) through its interface: counts and their roll-up, last evaluations, staleness. */
 import { describe, expect, test } from "bun:test";
 import type { InsightsStore } from "../../src/modules/insights/store";
-import { AUTHOR, change, flag, onFresh, seedFlag, seedProject, T0, T1, type MakeBackend } from "./backend";
+import { ALL, AUTHOR, change, flag, onFresh, seedFlag, seedProject, T0, T1, type MakeBackend } from "./backend";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -72,7 +72,7 @@ export function describeInsightsStoreContract(makeBackend: MakeBackend) {
         expect(published.at(-1)!.map((e) => [e.resource.id, e.changes.stale])).toEqual([["f1", { before: null, after: stale }]]);
         expect(await insights.staleOf("f1")).toEqual(stale);
         expect(await insights.staleOf("f2")).toBeNull();
-        expect(await insights.staleFlags(p.id)).toEqual(new Map([["f1", stale]]));
+        expect((await b.stores.flags.list(p.id, { stale: true }, ALL)).rows.map((f) => [f.key, f.stale])).toEqual([["a", stale]]);
         const candidates = await insights.staleCandidates();
         expect(candidates.map((c) => [c.projectSlug, c.key, c.stale])).toEqual([["alpha", "a", stale], ["alpha", "b", null]]);
         expect(candidates[0]).toMatchObject({ projectId: "p1", staleAfterDays: 30, flagId: "f1", createdAt: T0, variants: [], rules: [], prerequisites: null, lastEvaluatedAt: null, lastStateChange: null });
@@ -80,7 +80,7 @@ export function describeInsightsStoreContract(makeBackend: MakeBackend) {
         expect(candidates[1]).toMatchObject({ lastStateChange: T1, states: [{ enabled: false, rolloutPercentage: null }, { enabled: true, rolloutPercentage: 100 }] });
         await insights.setStale(AUTHOR, [{ project: p, flagId: "f1", key: "a", before: stale, after: null }]);
         expect(await insights.staleOf("f1")).toBeNull();
-        expect((await insights.staleFlags(p.id)).size).toBe(0);
+        expect(await b.stores.flags.list(p.id, { stale: true }, ALL)).toEqual({ rows: [], total: 0 });
       });
     });
   });

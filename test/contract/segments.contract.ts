@@ -1,7 +1,7 @@
 /** SegmentStore (src/modules/segments/store.ts) through its interface. */
 import { describe, expect, test } from "bun:test";
 import type { Segment, SegmentStore } from "../../src/modules/segments/store";
-import { AUTHOR, change, flag, onFresh, refuse, Refused, seedFlag, seedProject, T0, T1, type MakeBackend } from "./backend";
+import { ALL, AUTHOR, change, flag, onFresh, refuse, Refused, seedFlag, seedProject, T0, T1, type MakeBackend } from "./backend";
 
 const segment = (id: string, key: string, over: Partial<Segment> = {}): Segment => ({
   id,
@@ -26,7 +26,8 @@ export function describeSegmentStoreContract(makeBackend: MakeBackend) {
         expect(await segments.create(AUTHOR, p.id, segment("s2", "alpha"), change("segment", "s2", "alpha", p))).toBe(true);
         expect(await segments.create(AUTHOR, p.id, segment("s3", "zeta"), change("segment", "s3", "zeta", p))).toBe(false);
         expect(await segments.find(p.id, "zeta")).toEqual(s);
-        expect((await segments.list(p.id)).map((x) => [x.id, x.key])).toEqual([["s2", "alpha"], ["s1", "zeta"]]);
+        expect((await segments.list(p.id, {}, ALL)).rows.map((x) => [x.id, x.key])).toEqual([["s2", "alpha"], ["s1", "zeta"]]);
+        expect(await segments.list(p.id, {}, { limit: 1, offset: 1 })).toMatchObject({ rows: [{ id: "s1", key: "zeta" }], total: 2 });
         await expect(segments.update(AUTHOR, p.id, "zeta", () => refuse())).rejects.toBeInstanceOf(Refused);
         const next = { ...s, name: "Renamed", included: ["u1", "u2"], excluded: ["u3"], updatedAt: T1 };
         await segments.update(AUTHOR, p.id, "zeta", (current) => {
@@ -57,7 +58,7 @@ export function describeSegmentStoreContract(makeBackend: MakeBackend) {
         expect(await segments.find(p.id, "beta")).toBeDefined();
         await segments.remove(AUTHOR, p.id, "beta", (current) => change("segment", current!.id, "beta", p, "deleted"));
         expect(await segments.find(p.id, "beta")).toBeUndefined();
-        expect(await segments.list(p.id)).toEqual([]);
+        expect(await segments.list(p.id, {}, ALL)).toEqual({ rows: [], total: 0 });
       });
     });
   });

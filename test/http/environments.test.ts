@@ -146,3 +146,24 @@ test("the API document has both operations with their schemas", async () => {
   expect(ops.patch.description).toContain("`updatedAt` stays");
   expect(ops.get.responses["200"]).toBeDefined();
 });
+
+describe("environment order (no rowid: an explicit seq column)", () => {
+  test("the order given at creation, then the order added, survives a delete, in every answer that lists environments", async () => {
+    // One clock instant: createdAt ties for all of them, and the slugs are not in order.
+    const given = ["zeta", "alpha", "mid"];
+    await json(await h.request("POST", "/v1/projects", { body: { slug: "ord", name: "Ord", environments: given.map((slug) => ({ slug, name: slug })) }, headers: admin }), 201);
+    const add = (slug: string) => h.request("POST", "/v1/projects/ord/environments", { body: { slug, name: slug }, headers: admin });
+    await json(await add("beta"), 201);
+    expect((await h.request("DELETE", "/v1/projects/ord/environments/alpha", { headers: admin })).status).toBe(204);
+    await json(await add("aaa"), 201);
+    const expected = ["zeta", "mid", "beta", "aaa"];
+    const slugs = (envs: { slug: string }[]) => envs.map((e) => e.slug);
+    expect(slugs((await json(await get("/v1/projects/ord"), 200)).environments)).toEqual(expected);
+    expect(slugs((await json(await get("/v1/projects/ord/environments"), 200)).environments)).toEqual(expected);
+    const listed = (await json(await get("/v1/projects"), 200)).projects.find((p: { slug: string }) => p.slug === "ord");
+    expect(slugs(listed.environments)).toEqual(expected);
+    await json(await h.request("POST", "/v1/projects/ord/flags", { body: { key: "f", name: "F" }, headers: admin }), 201);
+    const states = (await json(await get("/v1/projects/ord/flags/f/states"), 200)).states;
+    expect(states.map((s: { environment: string }) => s.environment)).toEqual(expected);
+  });
+});

@@ -2,7 +2,8 @@
  * All SQL of admin keys, behind `AdminKeyStore` (asynchronous at its boundary, synchronous
  * SQLite inside). Writes go through the change log with their entries.
  */
-import { asc, count, eq, sql } from "drizzle-orm";
+import { asc, count, eq, getTableColumns } from "drizzle-orm";
+import { nextSeq } from "../../db/client";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import { sqliteTx, type SqliteChangeLog } from "../../changes/sqlite";
 import type { Tx } from "../../changes/log";
@@ -52,7 +53,7 @@ export class SqliteAdminKeyStore implements AdminKeyStore {
     return this.log.store.db
       .select({ id: adminKeys.id, name: adminKeys.name, keyPrefix: adminKeys.keyPrefix, createdAt: adminKeys.createdAt, lastUsedAt: adminKeys.lastUsedAt })
       .from(adminKeys)
-      .orderBy(asc(adminKeys.createdAt), sql`rowid`)
+      .orderBy(asc(adminKeys.createdAt), asc(adminKeys.seq))
       .all();
   }
 
@@ -69,13 +70,14 @@ export class SqliteAdminKeyStore implements AdminKeyStore {
   }
 
   async insert(tx: Tx, key: StoredAdminKey): Promise<void> {
-    sqliteTx(tx).db.insert(adminKeys).values(key).run();
+    sqliteTx(tx).db.insert(adminKeys).values({ ...key, seq: nextSeq(adminKeys) }).run();
   }
 
   remove(author: Author, id: string, decide: (current: StoredAdminKey | undefined, remaining: Remaining) => ChangeDraft): Promise<void> {
     return this.log.commit(author, async () => {
       const { db } = this.log.store;
-      const current = db.select().from(adminKeys).where(eq(adminKeys.id, id)).get();
+      const { seq: _, ...columns } = getTableColumns(adminKeys);
+      const current = db.select(columns).from(adminKeys).where(eq(adminKeys.id, id)).get();
       const change = decide(current, { keys: this.countOn(this.log.store), adminUsers: this.users.adminsNow() });
       db.delete(adminKeys).where(eq(adminKeys.id, id)).run();
       return { result: undefined, changes: [change] };

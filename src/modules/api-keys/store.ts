@@ -3,7 +3,8 @@
  * SQLite inside). Writes go through the change log with their entries; the credential registry
  * learns of them from the entries.
  */
-import { asc, eq, sql } from "drizzle-orm";
+import { asc, eq } from "drizzle-orm";
+import { nextSeq } from "../../db/client";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { apiKeys, environments, projects } from "../../db/schema";
@@ -75,7 +76,7 @@ export class SqliteApiKeyStore implements ApiKeyStore {
       .from(apiKeys)
       .innerJoin(environments, eq(environments.id, apiKeys.environmentId))
       .where(eq(apiKeys.projectId, projectId))
-      .orderBy(asc(apiKeys.createdAt), sql`${apiKeys}.rowid`)
+      .orderBy(asc(apiKeys.createdAt), asc(apiKeys.seq))
       .all();
   }
 
@@ -95,7 +96,7 @@ export class SqliteApiKeyStore implements ApiKeyStore {
 
   async create(author: Author, row: NewApiKeyRow, change: ChangeDraft): Promise<void> {
     await this.log.commit(author, async () => {
-      this.log.store.db.insert(apiKeys).values(row).run();
+      this.log.store.db.insert(apiKeys).values({ ...row, seq: nextSeq(apiKeys) }).run();
       return { result: undefined, changes: [change] };
     });
   }

@@ -10,6 +10,7 @@ import { OPERATOR_VALUE_TYPES, PREREQUISITE_MAX_DEPTH, SEGMENT_OPERATORS, VALUE_
 import { conflict, notFound, validationError, type ErrorDetail } from "../../http/errors";
 import { strongEtag, type IfMatch } from "../../http/etag";
 import { iso, type Clock } from "../../lib/clock";
+import { pageRequest } from "../../db/paging";
 import { newId } from "../../lib/ids";
 import { requireEnvironment, requireProject } from "../projects/service";
 import type { Environment, Project, ProjectReader } from "../projects/store";
@@ -305,21 +306,6 @@ function normalizeVariants(variants: readonly Variant[]): Variant[] {
 }
 
 
-/**
- * Text folded for a case-insensitive comparison: each character on its own lower-cased,
- * upper-cased and lower-cased again. Unlike lower-casing the whole string, it folds the variants
- * of a letter together (ς and Σ to σ, ſ to s, µ to μ, ß and ẞ to ss) and applies no rule that
- * depends on the neighbouring letters (a word-final Σ would lower-case to ς, and a search for Σ
- * would miss it).
- */
-export function foldCase(text: string): string {
-  if (ASCII.test(text)) return text.toLowerCase();
-  let folded = "";
-  for (const ch of text) folded += ch.toLowerCase().toUpperCase().toLowerCase();
-  return folded;
-}
-
-const ASCII = /^[\x00-\x7f]*$/;
 
 const NO_KEYS: ReadonlySet<string> = new Set();
 /** Stands for the stored rules' segments: every key passes. */
@@ -394,15 +380,8 @@ export function flagService({ flags, projects, clock, insights, history }: FlagS
       const page = query.page ?? 1;
       const perPage = query.perPage ?? 20;
       const environmentId = query.environment === undefined ? undefined : requireEnvironment(project, query.environment).id;
-      const stale = await insights.staleFlags(project.id);
-      let rows = (await flags.list(project.id, { environmentId, enabled: query.enabled })).map((f) => ({ ...f, stale: stale.get(f.id) ?? null }));
-      if (query.q !== undefined && query.q !== "") {
-        const q = foldCase(query.q);
-        rows = rows.filter((f) => f.key.includes(q) || foldCase(f.name).includes(q));
-      }
-      if (query.stale !== undefined) rows = rows.filter((f) => (f.stale !== null) === query.stale);
-      const listed = rows.slice((page - 1) * perPage, page * perPage);
-      return { flags: query.include === "states" ? await withStates(project, listed) : listed, total: rows.length, page, perPage };
+      const { rows, total } = await flags.list(project.id, { environmentId, enabled: query.enabled, stale: query.stale, q: query.q }, pageRequest(page, perPage));
+      return { flags: query.include === "states" ? await withStates(project, rows) : rows, total, page, perPage };
     },
 
     async createFlag(author: Author, slug: string, input: NewFlagInput): Promise<FlagView> {

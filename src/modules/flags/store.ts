@@ -6,11 +6,13 @@
  * the write's transaction (on PostgreSQL, after `SELECT ... FOR UPDATE`), throws to refuse, and
  * returns the record to store with the change-log entries it makes; no entry, nothing written.
  */
-import { and, asc, eq, exists, isNotNull, sql } from "drizzle-orm";
+import { and, asc, count, eq, exists, isNotNull, isNull, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { prepared } from "../../db/client";
-import { environments, flags, flagStates, projects, segments } from "../../db/schema";
+import { searchPage, type PageRequest, type Paged } from "../../db/paging";
+import type { Stale, StaleReason } from "../insights/store";
+import { environments, flags, flagStale, flagStates, projects, segments } from "../../db/schema";
 import type { ProjectData } from "../../evaluation/snapshot";
 import { DEFAULT_BUCKET_BY, type FlagDefinition, type FlagState as StateValues, type Prerequisite, type Rule, type SegmentDefinition, type Variant } from "../../evaluation/types";
 
@@ -39,6 +41,20 @@ export interface FlagLink {
 
 export type FlagSummary = Pick<Flag, "id" | "key" | "name" | "createdAt" | "updatedAt">;
 
+/** A flag as its list shows it: with its staleness (null: not stale). */
+export type FlagListItem = FlagSummary & { stale: Stale | null };
+
+function listItemOf({ reason, since, ...flag }: FlagSummary & { reason: string | null; since: string | null }): FlagListItem {
+  return { ...flag, stale: reason === null || since === null ? null : { reason: reason as StaleReason, since } };
+}
+
+export interface FlagFilter {
+  environmentId?: string;
+  enabled?: boolean;
+  stale?: boolean;
+  q?: string;
+}
+
 /** What a flag write checks against, each read in the write's transaction when called. */
 export interface FlagWriteReads {
   /** The project's flags as prerequisites see them. */
@@ -59,8 +75,12 @@ export type StatesBySlug = Record<string, { enabled: boolean; rolloutPercentage:
 
 export interface FlagStore {
   find(projectId: string, key: string): Promise<Flag | undefined>;
-  /** Ordered by key; `environmentId`: only flags with a state row there (`enabled`: with that value). */
-  list(projectId: string, filter: { environmentId?: string; enabled?: boolean }): Promise<FlagSummary[]>;
+  /**
+   * One page of the project's flags, ordered by key, each with its staleness, and how many match:
+   * `environmentId`: only flags with a state row there (`enabled`: with that value); `stale`:
+   * only stale flags, or only the others; `q`: in the key or the case-folded name (`foldCase`).
+   */
+  list(projectId: string, filter: FlagFilter, page: PageRequest): Promise<Paged<FlagListItem>>;
   state(flagId: string, environmentId: string): Promise<StateRow | undefined>;
   /** The state rows of these flags, in every environment where one was set: one query (a list page's states). */
   statesOf(flagIds: readonly string[]): Promise<(StateRow & { flagId: string; environmentId: string })[]>;
@@ -141,7 +161,7 @@ const queries = prepared((db) => ({
     .from(flagStates)
     .innerJoin(environments, eq(environments.id, flagStates.environmentId))
     .where(eq(flagStates.flagId, sql.placeholder("flagId")))
-    .orderBy(sql`${environments}.rowid`)
+    .orderBy(asc(environments.seq))
     .prepare(),
   /** A state PUT's write: the row, created or replaced. */
   upsertState: db
@@ -210,7 +230,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     return this.findNow(projectId, key);
   }
 
-  async list(projectId: string, filter: { environmentId?: string; enabled?: boolean }): Promise<FlagSummary[]> {
+  async list(projectId: string, filter: FlagFilter, page: PageRequest): Promise<Paged<FlagListItem>> {
     const { db } = this.log.store;
     const conditions = [eq(flags.projectId, projectId)];
     if (filter.environmentId !== undefined) {
@@ -218,12 +238,18 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
       if (filter.enabled !== undefined) state.push(eq(flagStates.enabled, filter.enabled));
       conditions.push(exists(db.select({ one: flagStates.flagId }).from(flagStates).where(and(...state))));
     }
-    return db
-      .select({ id: flags.id, key: flags.key, name: flags.name, createdAt: flags.createdAt, updatedAt: flags.updatedAt })
+    if (filter.stale !== undefined) conditions.push(filter.stale ? isNotNull(flagStale.flagId) : isNull(flagStale.flagId));
+    const where = and(...conditions);
+    const rows = db
+      .select({ id: flags.id, key: flags.key, name: flags.name, createdAt: flags.createdAt, updatedAt: flags.updatedAt, reason: flagStale.reason, since: flagStale.since })
       .from(flags)
-      .where(and(...conditions))
+      .leftJoin(flagStale, eq(flagStale.flagId, flags.id))
+      .where(where)
       .orderBy(asc(flags.key))
-      .all();
+      .$dynamic();
+    if (filter.q !== undefined && filter.q !== "") return searchPage(rows.all().map(listItemOf), filter.q, page);
+    const total = db.select({ n: count() }).from(flags).leftJoin(flagStale, eq(flagStale.flagId, flags.id)).where(where).get()!.n;
+    return { rows: rows.limit(page.limit).offset(page.offset).all().map(listItemOf), total };
   }
 
   async state(flagId: string, environmentId: string): Promise<StateRow | undefined> {
@@ -322,7 +348,7 @@ export class SqliteFlagStore implements FlagStore, SnapshotSource {
     const { db } = this.log.store;
     const project = db.select({ slug: projects.slug }).from(projects).where(eq(projects.id, projectId)).get();
     if (!project) return undefined;
-    const envs = db.select({ id: environments.id, slug: environments.slug }).from(environments).where(eq(environments.projectId, projectId)).orderBy(sql`rowid`).all();
+    const envs = db.select({ id: environments.id, slug: environments.slug }).from(environments).where(eq(environments.projectId, projectId)).orderBy(asc(environments.seq)).all();
     const defs = db
       .select({ key: flags.key, variants: flags.variants, rules: flags.rules, bucketBy: flags.bucketBy, prerequisites: flags.prerequisites })
       .from(flags)

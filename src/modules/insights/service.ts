@@ -63,8 +63,6 @@ export interface FlagInsights {
   lastEvaluated(flagId: string, flagKey: string, environmentIds: readonly string[]): Promise<Map<string, string>>;
   /** The same for many flags at once (one query): flag id -> environment id -> ISO. */
   lastEvaluatedOf(flags: readonly { id: string; key: string }[], environmentIds: readonly string[]): Promise<Map<string, Map<string, string>>>;
-  /** Flag id -> staleness, for the project's stale flags. */
-  staleFlags(projectId: string): Promise<Map<string, Stale>>;
   /** One flag's staleness (null: not stale). */
   staleOf(flagId: string): Promise<Stale | null>;
 }
@@ -165,7 +163,6 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
       }
       return out;
     },
-    staleFlags: (projectId) => store.staleFlags(projectId),
     staleOf: (flagId) => store.staleOf(flagId),
   };
 

@@ -85,8 +85,6 @@ export interface InsightsStore {
   counts(flagId: string, environmentId: string, interval: "hour" | "day", from: number, to: number): Promise<BucketCount[]>;
   /** The last production evaluations (ms) of these flags, one row per flag and environment evaluated there: one query. */
   lastEvaluated(flagIds: readonly string[]): Promise<{ flagId: string; environmentId: string; at: number }[]>;
-  /** Flag id -> staleness, for a project's stale flags. */
-  staleFlags(projectId: string): Promise<Map<string, Stale>>;
   /** One flag's staleness (null: not stale). */
   staleOf(flagId: string): Promise<Stale | null>;
   /** Every flag of every project with what detection needs. */
@@ -121,7 +119,6 @@ const DAY_COUNTS_SQL = `SELECT bucket - bucket % ${DAY_MS} AS bucket, variant, r
   WHERE flag_id = ?1 AND environment_id = ?2 AND bucket >= ?3 AND bucket < ?4
   GROUP BY bucket - bucket % ${DAY_MS}, variant, reason`;
 const LAST_SQL = "SELECT flag_id AS flagId, environment_id AS environmentId, at FROM flag_last_evaluated WHERE flag_id IN (SELECT value FROM json_each(?1))";
-const STALE_OF_PROJECT_SQL = "SELECT s.flag_id AS flagId, s.reason, s.since FROM flag_stale s JOIN flags f ON f.id = s.flag_id WHERE f.project_id = ?1";
 const STALE_OF_FLAG_SQL = "SELECT reason, since FROM flag_stale WHERE flag_id = ?1";
 const CANDIDATES_SQL = `SELECT p.id AS projectId, p.slug AS projectSlug, p.stale_after_days AS staleAfterDays,
     f.id AS flagId, f.key, f.created_at AS createdAt, f.updated_at AS updatedAt, f.variants, f.rules, f.prerequisites,
@@ -182,11 +179,6 @@ export class SqliteInsightsStore implements InsightsStore {
 
   async lastEvaluated(flagIds: readonly string[]): Promise<{ flagId: string; environmentId: string; at: number }[]> {
     return this.sqlite.query<{ flagId: string; environmentId: string; at: number }, [string]>(LAST_SQL).all(JSON.stringify(flagIds));
-  }
-
-  async staleFlags(projectId: string): Promise<Map<string, Stale>> {
-    const rows = this.sqlite.query<{ flagId: string } & Stale, [string]>(STALE_OF_PROJECT_SQL).all(projectId);
-    return new Map(rows.map((r) => [r.flagId, { reason: r.reason, since: r.since }]));
   }
 
   async staleOf(flagId: string): Promise<Stale | null> {

@@ -13,7 +13,8 @@
  * (a config that changes clears it).
  */
 import type { Database } from "bun:sqlite";
-import { asc, eq, sql } from "drizzle-orm";
+import { asc, eq } from "drizzle-orm";
+import { nextSeq } from "../../db/client";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { integrations, projects } from "../../db/schema";
@@ -79,13 +80,13 @@ export class SqliteIntegrationStore implements IntegrationStore {
   }
 
   async list(projectId: string): Promise<StoredIntegration[]> {
-    return this.select().where(eq(integrations.projectId, projectId)).orderBy(asc(integrations.createdAt), sql`${integrations}.rowid`).all();
+    return this.select().where(eq(integrations.projectId, projectId)).orderBy(asc(integrations.createdAt), asc(integrations.seq)).all();
   }
 
   async create(author: Author, integration: StoredIntegration, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = integration;
     await this.log.commit(author, async () => {
-      this.log.store.db.insert(integrations).values({ ...row, eventPosition: await this.events.latest() }).run();
+      this.log.store.db.insert(integrations).values({ ...row, eventPosition: await this.events.latest(), seq: nextSeq(integrations) }).run();
       return { result: undefined, changes: [change] };
     });
   }
@@ -135,7 +136,7 @@ export interface StatsDelta {
   lastSentAt: string | null;
 }
 
-const ENABLED_SQL = "SELECT id, project_id AS projectId, type, config, event_position AS position FROM integrations WHERE enabled = 1 ORDER BY created_at, id";
+const ENABLED_SQL = "SELECT id, project_id AS projectId, type, config, event_position AS position FROM integrations WHERE enabled = 1 ORDER BY seq";
 /** The counters, and the position they report what was sent up to: one statement, so a crash never keeps one without the other. */
 const STATS_SQL = `UPDATE integrations SET event_position = max(event_position, ?1), sent = sent + ?2, failed = failed + ?3,
   last_error = coalesce(?4, last_error), last_sent_at = coalesce(?5, last_sent_at) WHERE id = ?6`;

@@ -9,6 +9,7 @@
  * refuse; no change, nothing written), committed with their change-log entry.
  */
 import { asc, eq, sql } from "drizzle-orm";
+import { nextSeq } from "../../db/client";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
 import { plugins, projects } from "../../db/schema";
@@ -97,20 +98,20 @@ export class SqlitePluginStore implements PluginStore {
   }
 
   async list(projectId: string): Promise<StoredPlugin[]> {
-    return this.select().where(eq(plugins.projectId, projectId)).orderBy(asc(plugins.installedAt), sql`${plugins}.rowid`).all();
+    return this.select().where(eq(plugins.projectId, projectId)).orderBy(asc(plugins.installedAt), asc(plugins.seq)).all();
   }
 
   async toActivate(): Promise<StoredPlugin[]> {
     return this.select()
       .where(sql`${plugins.enabled} = 1 AND ${plugins.status} <> 'error'`)
-      .orderBy(sql`${plugins}.rowid`)
+      .orderBy(asc(plugins.seq))
       .all();
   }
 
   async install(author: Author, plugin: StoredPlugin, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = plugin;
     await this.log.commit(author, async () => {
-      this.log.store.db.insert(plugins).values({ ...row, eventPosition: await this.events.latest() }).run();
+      this.log.store.db.insert(plugins).values({ ...row, eventPosition: await this.events.latest(), seq: nextSeq(plugins) }).run();
       this.log.sqlite.run(COUNT_DOWNLOAD_SQL, [plugin.packageName]);
       return { result: undefined, changes: [change] };
     });

@@ -7,7 +7,7 @@ import { asc, count, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import { sqliteTx, type SqliteChangeLog, type Written } from "../../changes/sqlite";
 import type { Tx } from "../../changes/log";
-import { prepared } from "../../db/client";
+import { nextSeq, prepared } from "../../db/client";
 import { apiKeys, environments, flags, projects, webhooks } from "../../db/schema";
 
 export interface Environment {
@@ -66,7 +66,7 @@ const lookups = prepared((db) => ({
     .select(ENV_COLUMNS)
     .from(environments)
     .where(eq(environments.projectId, sql.placeholder("projectId")))
-    .orderBy(sql`rowid`) // the order they were added
+    .orderBy(asc(environments.seq)) // the order they were added
     .prepare(),
 }));
 
@@ -115,7 +115,7 @@ export class SqliteProjectStore implements ProjectStore {
     const envRows = db
       .select({ ...ENV_COLUMNS, projectId: environments.projectId })
       .from(environments)
-      .orderBy(sql`rowid`)
+      .orderBy(asc(environments.seq))
       .all();
     for (const { projectId, ...e } of envRows) byProject.get(projectId)?.push(e);
     return rows.map((p) => ({ ...p, environments: byProject.get(p.id)! }));
@@ -134,7 +134,7 @@ export class SqliteProjectStore implements ProjectStore {
     const { db } = sqliteTx(tx);
     const { environments: envs, ...row } = project;
     db.insert(projects).values(row).run();
-    if (envs.length > 0) db.insert(environments).values(envs.map((e) => ({ ...e, projectId: project.id }))).run();
+    if (envs.length > 0) db.insert(environments).values(envs.map((e, i) => ({ ...e, projectId: project.id, seq: nextSeq(environments, i) }))).run();
   }
 
   update(author: Author, slug: string, decide: (current: Project | undefined) => Written<Project>): Promise<Project> {
@@ -168,7 +168,7 @@ export class SqliteProjectStore implements ProjectStore {
     return this.log.commit(author, async () => {
       const project = this.fresh(slug);
       const written = decide(project);
-      this.log.store.db.insert(environments).values({ ...written.result, projectId: project!.id }).run();
+      this.log.store.db.insert(environments).values({ ...written.result, projectId: project!.id, seq: nextSeq(environments) }).run();
       return written;
     });
   }

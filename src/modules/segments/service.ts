@@ -10,8 +10,9 @@ import { ApiError, conflict, notFound, validationError } from "../../http/errors
 import { strongEtag, type IfMatch } from "../../http/etag";
 import { iso, type Clock } from "../../lib/clock";
 import { checkedWrite, requireVersion, type ResourceHistory } from "../audit/precondition";
+import { pageRequest } from "../../db/paging";
 import { newId } from "../../lib/ids";
-import { checkConditions, foldCase } from "../flags/service";
+import { checkConditions } from "../flags/service";
 import { requireProject } from "../projects/service";
 import type { Project, ProjectReader } from "../projects/store";
 import { segmentOf, type Segment, type SegmentStore } from "./store";
@@ -82,12 +83,8 @@ export function segmentService({ segments, projects, clock, history }: SegmentSe
       const project = await requireProject(projects, slug);
       const page = query.page ?? 1;
       const perPage = query.perPage ?? 20;
-      let rows = await segments.list(project.id);
-      if (query.q !== undefined && query.q !== "") {
-        const q = foldCase(query.q);
-        rows = rows.filter((s) => s.key.includes(q) || foldCase(s.name).includes(q));
-      }
-      return { segments: rows.slice((page - 1) * perPage, page * perPage), total: rows.length, page, perPage };
+      const { rows, total } = await segments.list(project.id, { q: query.q }, pageRequest(page, perPage));
+      return { segments: rows, total, page, perPage };
     },
 
     async createSegment(author: Author, slug: string, input: NewSegmentInput): Promise<Segment> {

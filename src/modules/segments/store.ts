@@ -2,9 +2,10 @@
  * All SQL of segments, behind `SegmentStore` (asynchronous at its boundary, synchronous SQLite
  * inside). Writes take a pure `decide` of what is stored now, run in the write's transaction.
  */
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, count, eq } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { SqliteChangeLog, Written } from "../../changes/sqlite";
+import { searchPage, type PageRequest, type Paged } from "../../db/paging";
 import { segments } from "../../db/schema";
 import type { Condition } from "../../evaluation/types";
 
@@ -31,8 +32,8 @@ export interface SegmentUse {
 
 export interface SegmentStore {
   find(projectId: string, key: string): Promise<Segment | undefined>;
-  /** Ordered by key. */
-  list(projectId: string): Promise<SegmentSummary[]>;
+  /** One page of the project's segments, ordered by key, and how many match; `q`: in the key or the case-folded name (`foldCase`). */
+  list(projectId: string, filter: { q?: string }, page: PageRequest): Promise<Paged<SegmentSummary>>;
   /** The new segment, unless its key is taken in the project (false). */
   create(author: Author, projectId: string, segment: Segment, change: ChangeDraft): Promise<boolean>;
   update(author: Author, projectId: string, key: string, decide: (current: Segment | undefined) => Written<Segment>): Promise<Segment>;
@@ -78,13 +79,18 @@ export class SqliteSegmentStore implements SegmentStore {
     return this.findNow(projectId, key);
   }
 
-  async list(projectId: string): Promise<SegmentSummary[]> {
-    return this.log.store.db
+  async list(projectId: string, filter: { q?: string }, page: PageRequest): Promise<Paged<SegmentSummary>> {
+    const { db } = this.log.store;
+    const where = eq(segments.projectId, projectId);
+    const rows = db
       .select({ id: segments.id, key: segments.key, name: segments.name, createdAt: segments.createdAt, updatedAt: segments.updatedAt })
       .from(segments)
-      .where(eq(segments.projectId, projectId))
+      .where(where)
       .orderBy(asc(segments.key))
-      .all();
+      .$dynamic();
+    if (filter.q !== undefined && filter.q !== "") return searchPage(rows.all(), filter.q, page);
+    const total = db.select({ n: count() }).from(segments).where(where).get()!.n;
+    return { rows: rows.limit(page.limit).offset(page.offset).all(), total };
   }
 
   create(author: Author, projectId: string, segment: Segment, change: ChangeDraft): Promise<boolean> {

@@ -214,7 +214,7 @@ export class SqliteDefinitionsStore implements DefinitionsStore {
   async lastChanges(): Promise<{ position: number; environments: EnvironmentChange[] }> {
     const position = this.lastPosition();
     const environments = this.sqlite
-      .query<{ id: string; projectId: string; slug: string }, []>("SELECT id, project_id AS projectId, slug FROM environments ORDER BY rowid")
+      .query<{ id: string; projectId: string; slug: string }, []>("SELECT id, project_id AS projectId, slug FROM environments ORDER BY seq")
       .all()
       .map((e): EnvironmentChange => ({ ...e, position: 0, at: 0 }));
     const byProject = new Map<string, EnvironmentChange[]>();

@@ -17,7 +17,7 @@ import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import { sqliteTx, type SqliteChangeLog, type Written } from "../../changes/sqlite";
 import type { Tx } from "../../changes/log";
-import { prepared, transaction } from "../../db/client";
+import { nextSeq, prepared, transaction } from "../../db/client";
 import { projects, webhookDeliveries, webhookEvents, webhooks } from "../../db/schema";
 import { iso } from "../../lib/clock";
 import { sortableId } from "../../lib/ids";
@@ -174,7 +174,7 @@ export class SqliteWebhookStore implements WebhookStore {
       .from(webhooks)
       .innerJoin(projects, eq(projects.id, webhooks.projectId))
       .where(eq(webhooks.projectId, projectId))
-      .orderBy(asc(webhooks.createdAt), sql`${webhooks}.rowid`)
+      .orderBy(asc(webhooks.createdAt), asc(webhooks.seq))
       .all()
       .map(recordOf);
   }
@@ -182,7 +182,7 @@ export class SqliteWebhookStore implements WebhookStore {
   async create(author: Author, webhook: StoredWebhook, change: ChangeDraft): Promise<void> {
     const { projectSlug: _, ...row } = webhook;
     await this.log.commit(author, async () => {
-      this.log.store.db.insert(webhooks).values(row).run();
+      this.log.store.db.insert(webhooks).values({ ...row, seq: nextSeq(webhooks) }).run();
       return { result: undefined, changes: [change] };
     });
   }
@@ -215,7 +215,7 @@ export class SqliteWebhookStore implements WebhookStore {
       .from(webhookDeliveries)
       .innerJoin(webhookEvents, eq(webhookEvents.id, webhookDeliveries.eventId))
       .where(and(...where))
-      .orderBy(desc(webhookDeliveries.createdAt), desc(sql`${webhookDeliveries}.rowid`))
+      .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.seq))
       .limit(query.limit)
       .all();
   }
@@ -225,7 +225,7 @@ export class SqliteWebhookStore implements WebhookStore {
       const original = this.q.delivery.get({ id: deliveryId });
       const at = decide(original, original && this.findNow(original.webhookId));
       const row = newDelivery(original!.webhookId, original!.eventId, at, deliveryId);
-      this.log.store.db.insert(webhookDeliveries).values(row).run();
+      this.log.store.db.insert(webhookDeliveries).values({ ...row, seq: nextSeq(webhookDeliveries) }).run();
       return this.q.delivery.get({ id: row.id })!;
     });
   }
@@ -246,14 +246,15 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 }
 
-const ENVIRONMENTS_SQL = "SELECT id, slug FROM environments WHERE project_id = ?1 ORDER BY rowid";
+const ENVIRONMENTS_SQL = "SELECT id, slug FROM environments WHERE project_id = ?1 ORDER BY seq";
 const STATES_SQL = "SELECT environment_id AS environmentId, enabled FROM flag_states WHERE flag_id = ?1";
 const STATE_SQL = `SELECT s.enabled AS enabled, s.rollout_percentage AS rolloutPercentage FROM flag_states s
   JOIN environments e ON e.id = s.environment_id WHERE s.flag_id = ?1 AND e.project_id = ?2 AND e.slug = ?3`;
 const TAKERS_SQL = "SELECT id, events, environments FROM webhooks WHERE project_id = ?1 AND enabled = 1";
 const INSERT_EVENT_SQL = "INSERT INTO webhook_events (id, project_id, event, environment, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 const INSERT_DELIVERY_SQL =
-  "INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4)";
+  `INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, attempts, next_attempt_at, created_at, seq)
+  VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, (SELECT coalesce(max(seq), 0) + 1 FROM webhook_deliveries))`;
 
 /**
  * The outbox's statements on one connection (a write's transaction): raw, prepared once per
