@@ -18,6 +18,8 @@ import { AdminKeysPage, ApiKeysPage } from "./pages/keys";
 import { UsersPage } from "./pages/users";
 import { SegmentPage, SegmentsPage } from "./pages/segments";
 import { WebhooksPage } from "./pages/webhooks";
+import { PluginsPage, PluginsRedirect } from "./pages/plugins";
+import { IntegrationsPage } from "./pages/integrations";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -84,9 +86,8 @@ function Layout({ session, path, onSignOut, children }: { session: Session; path
     [`${p}/history`, "History"],
     [`${p}/keys`, "API keys"],
     [`${p}/webhooks`, "Webhooks"],
-    ["/plugins", "Plugins"],
     ["/health", "Health"],
-    ...(session.user.role === "admin" ? ([["/admin/keys", "Admin keys"], ["/admin/users", "Users"]] as [string, string][]) : []),
+    ...(session.user.role === "admin" ? ([[`${p}/plugins`, "Plugins"], [`${p}/integrations`, "Integrations"], ["/admin/keys", "Admin keys"], ["/admin/users", "Users"]] as [string, string][]) : []),
   ];
   const current = (href: string) => (href === "/projects" ? path === "/projects" : path.startsWith(href));
   return (
@@ -157,9 +158,10 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/segments", path))) return <SegmentsPage slug={m.slug!} role={role} />;
   if ((m = match("/projects/:slug/segments/:key", path))) return <SegmentPage slug={m.slug!} segmentKey={m.key!} role={role} />;
   if ((m = match("/projects/:slug/webhooks", path))) return <WebhooksPage slug={m.slug!} role={role} />;
-  const soon: [string, string][] = [
-    ["/plugins", "Plugins"],
-  ];
+  if ((m = match("/projects/:slug/plugins", path))) return <PluginsPage key={m.slug} slug={m.slug!} role={role} />;
+  if ((m = match("/projects/:slug/integrations", path))) return <IntegrationsPage key={m.slug} slug={m.slug!} role={role} />;
+  if (path === "/plugins") return <PluginsRedirect slug={lastProject} />;
+  const soon: [string, string][] = [];
   for (const [pattern, title] of soon) if (match(pattern, path)) return <ComingSoon title={title} />;
   return (
     <>
