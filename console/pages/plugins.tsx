@@ -81,14 +81,20 @@ export function PluginsRedirect({ slug }: { slug: string }) {
   return <Loading />;
 }
 
-function StatusPanel({ base, plugin }: { base: string; plugin: Plugin }) {
+/** Read every 2 s while open; a status other than the list's reloads the list (`onMoved`). */
+function StatusPanel({ base, plugin, onMoved }: { base: string; plugin: Plugin; onMoved: () => void }) {
   const [status, setStatus] = useState<Status | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     let live = true;
     const read = () =>
       api<Status>("GET", `${base}/${encodeURIComponent(plugin.id)}/status`).then(
-        (s) => live && (setStatus(s), setError(null)),
+        (s) => {
+          if (!live) return;
+          setStatus(s);
+          setError(null);
+          if (s.status !== plugin.status) onMoved();
+        },
         (e) => live && setError(e),
       );
     void read();
@@ -97,7 +103,7 @@ function StatusPanel({ base, plugin }: { base: string; plugin: Plugin }) {
       live = false;
       clearInterval(timer);
     };
-  }, [plugin.id]);
+  }, [plugin.id, plugin.status]);
   if (error) return <ErrorBanner error={error} />;
   if (!status) return <Loading />;
   return (
@@ -187,7 +193,7 @@ function Installed({ base, plugins, reload, pro }: { base: string; plugins: Plug
                   }}
                 />
               )}
-              {open === p.id && <StatusPanel base={base} plugin={p} />}
+              {open === p.id && <StatusPanel base={base} plugin={p} onMoved={() => void reload()} />}
             </li>
           ))}
         </ul>

@@ -69,8 +69,24 @@ test("marketplace search, install PostHog from its configSchema form, its status
   await tab.waitForSelector(".plugin-status[data-status=active]");
   await waitText(tab, ".plugin-logs", "sending $feature_flag_called and flag change events to https://us.i.posthog.com");
   expect((await pro.admin("GET", `${P}/plugins/${installed.id}/status`)).body.status).toBe("active");
+  const card = ".installed [data-plugin='@flagsvc/posthog']";
+  await waitText(tab, `${card} .state`, "active");
   await axe(tab, "plugins: installed with status");
   await shots(tab, "plugins");
+
+  // Configure: the form holds the stored config, the secret masked; sent as it is, the API keeps it.
+  await clickText(tab, "Configure @flagsvc/posthog");
+  await tab.waitForSelector("form[aria-label='Configure @flagsvc/posthog']");
+  expect([await typeOf(tab, "apiKey"), await value(tab, "apiKey")]).toEqual(["password", "********"]);
+  await fill(tab, "changesDistinctId", "flagsvc-console", true);
+  await clickText(tab, "Save configuration");
+  await tab.waitForFunction(() => document.querySelector("form[aria-label='Configure @flagsvc/posthog']") === null);
+  expect((await pro.admin("GET", `${P}/plugins/${installed.id}`)).body.config).toEqual({ ...installed.config, changesDistinctId: "flagsvc-console" });
+  await waitText(tab, `${card} .state`, "active");
+
+  await clickText(tab, "Disable @flagsvc/posthog");
+  await waitText(tab, `${card} .state`, "disabled");
+  expect((await pro.admin("GET", `${P}/plugins/${installed.id}`)).body.status).toBe("disabled");
 
   await clickText(tab, "Uninstall @flagsvc/posthog");
   await clickText(tab, "Uninstall", "dialog");
