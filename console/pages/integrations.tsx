@@ -73,7 +73,7 @@ export function IntegrationsPage({ slug, role }: { slug: string; role: Role }) {
       })
       .catch(setError);
   }, [slug]);
-  if (role !== "admin") return <AdminsOnly title="Integrations" what="Integrations" />;
+  if (role !== "admin") return <AdminsOnly title="Integrations" />;
   if (!pro || isProRequired(error)) {
     return (
       <>

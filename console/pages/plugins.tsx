@@ -2,9 +2,9 @@
  * A project's plugins (admins only: the API answers 403 to anyone else): the installed plugins
  * with their status, and per plugin its status, counters and recent log lines (read again every
  * 2 s while open), enable/disable, configure (a form from the package's configSchema), uninstall
- * (asked first); the marketplace (Pro: on the Community Edition the API answers 403
- * PRO_EDITION_REQUIRED and the page says so) with search, category and sort, a package's details
- * and its install form built from its configSchema (secrets as password inputs).
+ * (asked first); the marketplace (Pro: on the Community Edition, read from GET /v1/health, the
+ * page says so instead) with search, category and sort, a package's details and its install form
+ * built from its configSchema (secrets as password inputs).
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, type Role } from "../api";
@@ -66,11 +66,11 @@ export const changer = (setError: (e: unknown) => void, reload: () => Promise<un
 };
 
 /** For admins only, as the API: everyone else reads why. */
-export function AdminsOnly({ title, what }: { title: string; what: string }) {
+export function AdminsOnly({ title }: { title: string }) {
   return (
     <>
       <h1>{title}</h1>
-      <p class="muted">{what} are installed, seen and managed by admins only (the API answers 403 to other roles).</p>
+      <p class="muted">{title} are installed, seen and managed by admins only (the API answers 403 to other roles).</p>
     </>
   );
 }
@@ -348,7 +348,7 @@ export function PluginsPage({ slug, role }: { slug: string; role: Role }) {
     void load();
     runsPro().then(setPro, setError);
   }, [slug]);
-  if (role !== "admin") return <AdminsOnly title="Plugins" what="Plugins" />;
+  if (role !== "admin") return <AdminsOnly title="Plugins" />;
   return (
     <div class="plugins-page">
       <h1>Plugins</h1>
@@ -359,7 +359,7 @@ export function PluginsPage({ slug, role }: { slug: string; role: Role }) {
         </p>
       )}
       {plugins === null ? <Loading /> : <Installed base={base} plugins={plugins} reload={load} pro={pro === true} />}
-      {(pro === false || isProRequired(error)) && (
+      {pro === false && (
         <section aria-labelledby="market-title">
           <h2 id="market-title">Marketplace</h2>
           <p class="banner info">
