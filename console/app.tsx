@@ -18,6 +18,7 @@ import { AdminKeysPage, ApiKeysPage } from "./pages/keys";
 import { UsersPage } from "./pages/users";
 import { SegmentPage, SegmentsPage } from "./pages/segments";
 import { WebhooksPage } from "./pages/webhooks";
+import { TestSessionsPage } from "./pages/test-sessions";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -84,6 +85,7 @@ function Layout({ session, path, onSignOut, children }: { session: Session; path
     [`${p}/history`, "History"],
     [`${p}/keys`, "API keys"],
     [`${p}/webhooks`, "Webhooks"],
+    [`${p}/test-sessions`, "Test sessions"],
     ["/plugins", "Plugins"],
     ["/health", "Health"],
     ...(session.user.role === "admin" ? ([["/admin/keys", "Admin keys"], ["/admin/users", "Users"]] as [string, string][]) : []),
@@ -157,6 +159,7 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/segments", path))) return <SegmentsPage slug={m.slug!} role={role} />;
   if ((m = match("/projects/:slug/segments/:key", path))) return <SegmentPage slug={m.slug!} segmentKey={m.key!} role={role} />;
   if ((m = match("/projects/:slug/webhooks", path))) return <WebhooksPage slug={m.slug!} role={role} />;
+  if ((m = match("/projects/:slug/test-sessions", path))) return <TestSessionsPage key={m.slug} slug={m.slug!} role={role} />;
   const soon: [string, string][] = [
     ["/plugins", "Plugins"],
   ];
