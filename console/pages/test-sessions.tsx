@@ -169,33 +169,33 @@ function SessionDetail({ slug, session, writer, onChanged }: { slug: string; ses
         <p class="muted">No overrides: every flag evaluates normally for this session.</p>
       ) : (
         <div class="table-wrap sessions-wrap" role="region" aria-label="Overrides" tabIndex={0}>
-        <table class="flags overrides">
-          <caption class="sr-only">Overrides of this session</caption>
-          <thead>
-            <tr>
-              <th scope="col">Flag</th>
-              <th scope="col">Value</th>
-              {writer && <th scope="col">Actions</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {entries.map(([flagKey, value]) => (
-              <tr key={flagKey} data-override={flagKey}>
-                <th scope="row">
-                  <code>{flagKey}</code>
-                </th>
-                <td>{shown(value)}</td>
-                {writer && (
-                  <td>
-                    <button type="button" onClick={() => remove(flagKey)}>
-                      Remove<span class="sr-only"> the override of {flagKey}</span>
-                    </button>
-                  </td>
-                )}
+          <table class="flags overrides">
+            <caption class="sr-only">Overrides of this session</caption>
+            <thead>
+              <tr>
+                <th scope="col">Flag</th>
+                <th scope="col">Value</th>
+                {writer && <th scope="col">Actions</th>}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {entries.map(([flagKey, value]) => (
+                <tr key={flagKey} data-override={flagKey}>
+                  <th scope="row">
+                    <code>{flagKey}</code>
+                  </th>
+                  <td>{shown(value)}</td>
+                  {writer && (
+                    <td>
+                      <button type="button" onClick={() => remove(flagKey)}>
+                        Remove<span class="sr-only"> the override of {flagKey}</span>
+                      </button>
+                    </td>
+                  )}
+                </tr>
+              ))}
+            </tbody>
+          </table>
         </div>
       )}
       {writer && <AddOverride slug={slug} base={base} onDone={onChanged} />}
