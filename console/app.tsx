@@ -20,6 +20,7 @@ import { SegmentPage, SegmentsPage } from "./pages/segments";
 import { WebhooksPage } from "./pages/webhooks";
 import { PluginsPage, PluginsRedirect } from "./pages/plugins";
 import { IntegrationsPage } from "./pages/integrations";
+import { TestSessionsPage } from "./pages/test-sessions";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -86,6 +87,7 @@ function Layout({ session, path, onSignOut, children }: { session: Session; path
     [`${p}/history`, "History"],
     [`${p}/keys`, "API keys"],
     [`${p}/webhooks`, "Webhooks"],
+    [`${p}/test-sessions`, "Test sessions"],
     ["/health", "Health"],
     ...(session.user.role === "admin" ? ([[`${p}/plugins`, "Plugins"], [`${p}/integrations`, "Integrations"], ["/admin/keys", "Admin keys"], ["/admin/users", "Users"]] as [string, string][]) : []),
   ];
@@ -130,17 +132,6 @@ function Layout({ session, path, onSignOut, children }: { session: Session; path
   );
 }
 
-function ComingSoon({ title }: { title: string }) {
-  return (
-    <>
-      <h1>{title}</h1>
-      <p class="muted">
-        Coming soon in the console. Meanwhile, the API does it: see the <a href="/v1/docs">API reference</a>.
-      </p>
-    </>
-  );
-}
-
 function Page({ path, session }: { path: string; session: Session }) {
   const role = session.user.role;
   let m: Record<string, string> | null;
@@ -161,8 +152,7 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/plugins", path))) return <PluginsPage key={m.slug} slug={m.slug!} role={role} />;
   if ((m = match("/projects/:slug/integrations", path))) return <IntegrationsPage key={m.slug} slug={m.slug!} role={role} />;
   if (path === "/plugins") return <PluginsRedirect slug={lastProject} />;
-  const soon: [string, string][] = [];
-  for (const [pattern, title] of soon) if (match(pattern, path)) return <ComingSoon title={title} />;
+  if ((m = match("/projects/:slug/test-sessions", path))) return <TestSessionsPage key={m.slug} slug={m.slug!} role={role} />;
   return (
     <>
       <h1>Not found</h1>

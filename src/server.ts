@@ -154,7 +154,7 @@ export function createServices(ctx: AppContext) {
       outbound: new OutboundPolicy(ctx.config.outboundAllowedHosts),
       deliveries: ctx.deliveries,
     }),
-    testing: testingService({ sessions: stores.testSessions, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
+    testing: testingService({ sessions: stores.testSessions, projects: stores.projects, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
     /** What a login reads: the users by email, the token issuer; where it counts refusals. */
     login: { users: stores.users, credentials: ctx.credentials, clock, refused: ctx.loginRefused },
     // Evaluation step 1 reads the test sessions' overrides from memory.

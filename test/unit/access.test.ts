@@ -34,7 +34,7 @@ type Cell = "yes" | "read" | "-";
 /** Rows: endpoint groups. Columns: eval, test, mgmt, full, admin key, JWT admin, editor, viewer, client. */
 const TABLE: Record<AccessGroup, [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell]> = {
   evaluate: ["yes", "yes", "-", "yes", "-", "-", "-", "-", "yes"],
-  testing: ["-", "yes", "-", "yes", "-", "-", "-", "-", "-"],
+  testing: ["-", "yes", "-", "yes", "-", "yes", "yes", "read", "-"],
   definitions: ["yes", "yes", "yes", "yes", "-", "-", "-", "-", "-"],
   projects: ["-", "-", "yes", "yes", "yes", "yes", "read", "read", "-"],
   projectCreate: ["-", "-", "-", "-", "yes", "yes", "-", "-", "-"],
@@ -107,7 +107,9 @@ describe("decide: every cell of the access table", () => {
       for (const [, principal] of COLUMNS) {
         const d = decide(principal, group, "POST", "default");
         if (d.allow) continue;
-        expect(d.message).toBe(principal.kind === "apiKey" ? MESSAGES.scope : message);
+        // A login token short of a role of a group that takes login tokens (the Testing API): the role message.
+        const roleRefused = principal.kind === "user" && group === "testing";
+        expect(d.message).toBe(principal.kind === "apiKey" ? MESSAGES.scope : roleRefused ? MESSAGES.role(principal.role) : message);
       }
     }
     // A role short of a group that takes login tokens keeps the role message.
