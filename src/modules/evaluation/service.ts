@@ -6,7 +6,8 @@
  * Every call hands the engine the environment's entries and the session's overrides: a flag
  * with prerequisites evaluates them there (docs/targeting.md, Prerequisites); each flag of a
  * batch or bulk evaluation is evaluated on its own. Each result of a flag that exists is
- * counted on the entry's counter (src/evaluation/counts.ts: /metrics and insights).
+ * counted on the entry's counter (src/evaluation/counts.ts: /metrics and insights). The
+ * `preview` methods answer the same for an environment a reader names (preview.ts), uncounted.
  */
 import { DISABLED_STATE, evaluate, type CompiledFlag } from "../../evaluation/engine";
 import type { Snapshot } from "../../evaluation/snapshot";
