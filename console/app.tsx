@@ -141,7 +141,7 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/flags/:key", path))) return <FlagPage slug={m.slug!} flagKey={m.key!} role={role} />;
   if ((m = match("/projects/:slug", path))) return <FlagsPage slug={m.slug!} role={role} />;
   if (path === "/health") return <HealthPage />;
-  if ((m = match("/projects/:slug/playground", path))) return <PlaygroundPage key={m.slug} slug={m.slug!} user={session.user} csrf={session.csrfToken} />;
+  if ((m = match("/projects/:slug/playground", path))) return <PlaygroundPage key={m.slug} slug={m.slug!} />;
   if ((m = match("/projects/:slug/history", path))) return <HistoryPage key={m.slug} slug={m.slug!} />;
   if ((m = match("/projects/:slug/keys", path))) return <ApiKeysPage slug={m.slug!} role={role} />;
   if (path === "/admin/keys") return <AdminKeysPage role={role} />;

@@ -20,6 +20,8 @@ export interface ChangeEntry {
 }
 
 export type LiveStatus = "connecting" | "live" | "reconnecting";
+/** What a page's live indicator says for each status. */
+export const LIVE_TEXT: Record<LiveStatus, string> = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" };
 
 /**
  * Calls `onChange` with each entry of the project's log from now on; with null after a reopen

@@ -11,7 +11,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api, can, tagged, type Environment, type FlagItem, type FlagState, type Project, type Role } from "../api";
-import { useProjectChanges, type ChangeEntry } from "../live";
+import { LIVE_TEXT, useProjectChanges, type ChangeEntry } from "../live";
 import { ErrorBanner, Loading, Pager } from "../ui";
 
 const PER_PAGE = 20;
@@ -25,7 +25,6 @@ interface Row extends FlagItem {
   states: Record<string, ListedState>;
 }
 
-const LIVE_TEXT = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" } as const;
 const TOUCHES_LIST = new Set(["flag", "flag_state", "environment"]);
 
 function staleText(stale: NonNullable<FlagItem["stale"]>): string {

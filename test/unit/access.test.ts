@@ -42,6 +42,8 @@ const TABLE: Record<AccessGroup, [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell
   flags: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read", "-"],
   apiKeys: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read", "-"],
   webhooks: ["-", "-", "yes", "yes", "yes", "yes", "yes", "-", "-"],
+  // A POST that writes nothing: every reader of the flags.
+  evaluateAs: ["-", "-", "yes", "yes", "yes", "yes", "yes", "yes", "-"],
   admin: ["-", "-", "-", "-", "yes", "yes", "-", "-", "-"],
   // Read-only groups: no route writes, and the roles are given no write.
   audit: ["-", "-", "yes", "yes", "yes", "read", "read", "read", "-"],
