@@ -5,7 +5,8 @@
  * Changes seen on the project's stream (flag.tsx) read a state again in place, unless its form
  * holds unsaved edits (then a notice says who changed it), and the schedules again.
  */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { SaveInFlight } from "../live";
 import { api, ApiError, tagged, type Environment, type FlagState } from "../api";
 import { ErrorBanner, Field, Loading, Select } from "../ui";
 import { changedBy, touches, type Flag, type SeenChange } from "./flag";
@@ -44,8 +45,11 @@ function StateEditor({ path, env, writer, change }: { path: string; env: Environ
   const [busy, setBusy] = useState(false);
   const [saved, setSaved] = useState(false);
   const [notice, setNotice] = useState("");
+  const shown = useRef<string | null>(null);
+  const saving = useRef(new SaveInFlight()).current;
   const show = (r: { data: FlagState; etag: string | null }) => {
     setNotice("");
+    shown.current = r.etag;
     setState(r);
     setEnabled(r.data.enabled);
     setRollout(rolloutText(r.data));
@@ -56,11 +60,14 @@ function StateEditor({ path, env, writer, change }: { path: string; env: Environ
   useEffect(() => {
     if (!touches(change, "flag_state", env.slug) || !state) return;
     const edited = writer && (enabled !== state.data.enabled || rollout !== rolloutText(state.data));
-    tagged<FlagState>("GET", `${path}/states/${env.slug}`).then((r) => {
-      if (r.etag !== null && r.etag === state.etag) return; // one's own save, or nothing new
-      if (edited) setNotice(changedBy(change, `this flag in ${env.name}`));
-      else show(r);
-    }, setError);
+    saving
+      .settled()
+      .then(() => tagged<FlagState>("GET", `${path}/states/${env.slug}`))
+      .then((r) => {
+        if (r.etag !== null && r.etag === shown.current) return; // one's own save, or nothing new
+        if (edited) setNotice(changedBy(change, `this flag in ${env.name}`));
+        else show(r);
+      }, setError);
   }, [change.seq]);
   if (!state) return error ? <ErrorBanner error={error} /> : <Loading />;
   const fields = error instanceof ApiError ? error.fields() : {};
@@ -70,7 +77,7 @@ function StateEditor({ path, env, writer, change }: { path: string; env: Environ
     setError(null);
     setSaved(false);
     try {
-      show(await tagged<FlagState>("PUT", `${path}/states/${env.slug}`, { enabled, rolloutPercentage: percent(rollout) }, state.etag));
+      show(await saving.run(tagged<FlagState>("PUT", `${path}/states/${env.slug}`, { enabled, rolloutPercentage: percent(rollout) }, state.etag)));
       setSaved(true);
     } catch (err) {
       setError(err);

@@ -14,7 +14,7 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, can, tagged, type Environment, type Project, type Role } from "../api";
-import { LIVE_TEXT, useProjectChanges, type ChangeEntry } from "../live";
+import { LIVE_TEXT, SaveInFlight, useProjectChanges, type ChangeEntry } from "../live";
 import { OPERATOR_VALUE_TYPES, OPERATORS, SEGMENT_OPERATORS, VALUE_OPTIONAL, type Operator } from "../../src/evaluation/types";
 import { Control, ErrorBanner, Field, Loading, Select } from "../ui";
 import { VariantsFieldset, weightProblem } from "./new-flag";
@@ -297,7 +297,7 @@ export const touches = (c: SeenChange, type: string, environment?: string) =>
 export const changedBy = (c: SeenChange, what = "this flag") => `${c.entry?.actor.label ?? "Someone"} changed ${what}; reload to see`;
 
 /** The flag's definition, edited as a whole and saved with `If-Match`. */
-function Definition(props: { slug: string; flag: Flag; etag: string | null; writer: boolean; onSaved: (f: Flag, etag: string | null) => void; onReload: () => void; dirty: { current: boolean } }) {
+function Definition(props: { slug: string; flag: Flag; etag: string | null; writer: boolean; onSaved: (f: Flag, etag: string | null) => void; onReload: () => void; dirty: { current: boolean }; saving: SaveInFlight }) {
   const { slug, writer } = props;
   const readOnly = !writer;
   const [d, setD] = useState<Draft>(() => draftOfFlag(props.flag));
@@ -332,7 +332,7 @@ function Definition(props: { slug: string; flag: Flag; etag: string | null; writ
     if (Object.keys(found).length > 0) return;
     setBusy(true);
     try {
-      const r = await tagged<Flag>("PATCH", `${base}/flags/${encodeURIComponent(props.flag.key)}`, body, props.etag);
+      const r = await props.saving.run(tagged<Flag>("PATCH", `${base}/flags/${encodeURIComponent(props.flag.key)}`, body, props.etag));
       props.onSaved(r.data, r.etag);
       setSaved(true);
     } catch (err) {
@@ -441,6 +441,7 @@ export function FlagPage({ slug, flagKey, role }: { slug: string; flagKey: strin
   const dirty = useRef(false);
   const shown = useRef<string | null>(null);
   shown.current = flag?.etag ?? null;
+  const saving = useRef(new SaveInFlight()).current;
   const base = `/v1/projects/${encodeURIComponent(slug)}`;
   const load = () =>
     tagged<Flag>("GET", `${base}/flags/${encodeURIComponent(flagKey)}`).then(
@@ -464,14 +465,17 @@ export function FlagPage({ slug, flagKey, role }: { slug: string; flagKey: strin
   // The definition changed: read it again; shown in place unless the user has unsaved edits.
   useEffect(() => {
     if (!touches(change, "flag")) return;
-    tagged<Flag>("GET", `${base}/flags/${encodeURIComponent(flagKey)}`).then((r) => {
-      if (r.etag !== null && r.etag === shown.current) return; // one's own save, or nothing new
-      if (dirty.current) setNotice(changedBy(change));
-      else {
-        setFlag(r);
-        setError(null);
-      }
-    }, setError);
+    saving
+      .settled()
+      .then(() => tagged<Flag>("GET", `${base}/flags/${encodeURIComponent(flagKey)}`))
+      .then((r) => {
+        if (r.etag !== null && r.etag === shown.current) return; // one's own save, or nothing new
+        if (dirty.current) setNotice(changedBy(change));
+        else {
+          setFlag(r);
+          setError(null);
+        }
+      }, setError);
   }, [change.seq]);
   const writer = can(role, "flags");
   return (
@@ -498,7 +502,14 @@ export function FlagPage({ slug, flagKey, role }: { slug: string; flagKey: strin
                 </button>
               </p>
             )}
-            <Definition slug={slug} flag={flag.data} etag={flag.etag} writer={writer} onSaved={(data, etag) => setFlag({ data, etag })} onReload={load} dirty={dirty} />
+            <Definition slug={slug} flag={flag.data} etag={flag.etag} writer={writer} onSaved={(data, etag) => {
+                shown.current = etag;
+                setFlag({ data, etag });
+              }}
+              onReload={load}
+              dirty={dirty}
+              saving={saving}
+            />
           </section>
           <Environments slug={slug} flag={flag.data} envs={envs} writer={writer} change={change} />
         </div>
