@@ -18,6 +18,9 @@ import { AdminKeysPage, ApiKeysPage } from "./pages/keys";
 import { UsersPage } from "./pages/users";
 import { SegmentPage, SegmentsPage } from "./pages/segments";
 import { WebhooksPage } from "./pages/webhooks";
+import { PluginsPage, PluginsRedirect } from "./pages/plugins";
+import { IntegrationsPage } from "./pages/integrations";
+import { TestSessionsPage } from "./pages/test-sessions";
 
 function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
@@ -84,9 +87,9 @@ function Layout({ session, path, onSignOut, children }: { session: Session; path
     [`${p}/history`, "History"],
     [`${p}/keys`, "API keys"],
     [`${p}/webhooks`, "Webhooks"],
-    ["/plugins", "Plugins"],
+    [`${p}/test-sessions`, "Test sessions"],
     ["/health", "Health"],
-    ...(session.user.role === "admin" ? ([["/admin/keys", "Admin keys"], ["/admin/users", "Users"]] as [string, string][]) : []),
+    ...(session.user.role === "admin" ? ([[`${p}/plugins`, "Plugins"], [`${p}/integrations`, "Integrations"], ["/admin/keys", "Admin keys"], ["/admin/users", "Users"]] as [string, string][]) : []),
   ];
   const current = (href: string) => (href === "/projects" ? path === "/projects" : path.startsWith(href));
   return (
@@ -129,17 +132,6 @@ function Layout({ session, path, onSignOut, children }: { session: Session; path
   );
 }
 
-function ComingSoon({ title }: { title: string }) {
-  return (
-    <>
-      <h1>{title}</h1>
-      <p class="muted">
-        Coming soon in the console. Meanwhile, the API does it: see the <a href="/v1/docs">API reference</a>.
-      </p>
-    </>
-  );
-}
-
 function Page({ path, session }: { path: string; session: Session }) {
   const role = session.user.role;
   let m: Record<string, string> | null;
@@ -149,7 +141,7 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/flags/:key", path))) return <FlagPage slug={m.slug!} flagKey={m.key!} role={role} />;
   if ((m = match("/projects/:slug", path))) return <FlagsPage slug={m.slug!} role={role} />;
   if (path === "/health") return <HealthPage />;
-  if ((m = match("/projects/:slug/playground", path))) return <PlaygroundPage key={m.slug} slug={m.slug!} user={session.user} csrf={session.csrfToken} />;
+  if ((m = match("/projects/:slug/playground", path))) return <PlaygroundPage key={m.slug} slug={m.slug!} />;
   if ((m = match("/projects/:slug/history", path))) return <HistoryPage key={m.slug} slug={m.slug!} />;
   if ((m = match("/projects/:slug/keys", path))) return <ApiKeysPage slug={m.slug!} role={role} />;
   if (path === "/admin/keys") return <AdminKeysPage role={role} />;
@@ -157,10 +149,10 @@ function Page({ path, session }: { path: string; session: Session }) {
   if ((m = match("/projects/:slug/segments", path))) return <SegmentsPage slug={m.slug!} role={role} />;
   if ((m = match("/projects/:slug/segments/:key", path))) return <SegmentPage slug={m.slug!} segmentKey={m.key!} role={role} />;
   if ((m = match("/projects/:slug/webhooks", path))) return <WebhooksPage slug={m.slug!} role={role} />;
-  const soon: [string, string][] = [
-    ["/plugins", "Plugins"],
-  ];
-  for (const [pattern, title] of soon) if (match(pattern, path)) return <ComingSoon title={title} />;
+  if ((m = match("/projects/:slug/plugins", path))) return <PluginsPage key={m.slug} slug={m.slug!} role={role} />;
+  if ((m = match("/projects/:slug/integrations", path))) return <IntegrationsPage key={m.slug} slug={m.slug!} role={role} />;
+  if (path === "/plugins") return <PluginsRedirect slug={lastProject} />;
+  if ((m = match("/projects/:slug/test-sessions", path))) return <TestSessionsPage key={m.slug} slug={m.slug!} role={role} />;
   return (
     <>
       <h1>Not found</h1>

@@ -20,6 +20,26 @@ export interface ChangeEntry {
 }
 
 export type LiveStatus = "connecting" | "live" | "reconnecting";
+/** What a page's live indicator says for each status. */
+/**
+ * A page part's save under way (`run` it), so that a live change seen meanwhile is looked at once
+ * the save has answered (`settled`): one's own change then matches the version shown, and is
+ * not taken for someone else's (the stream can be faster than the save's own answer).
+ */
+export class SaveInFlight {
+  private pending: Promise<unknown> = Promise.resolve();
+
+  run<T>(save: Promise<T>): Promise<T> {
+    this.pending = save.catch(() => undefined);
+    return save;
+  }
+
+  settled(): Promise<unknown> {
+    return this.pending;
+  }
+}
+
+export const LIVE_TEXT: Record<LiveStatus, string> = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" };
 
 /**
  * Calls `onChange` with each entry of the project's log from now on; with null after a reopen

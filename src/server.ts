@@ -31,7 +31,8 @@ import { apiKeyService } from "./modules/api-keys/service";
 import { authRoutes } from "./modules/auth/routes";
 import { docsRoutes } from "./modules/docs/routes";
 import { consoleAssets, consoleRoutes } from "./modules/console/routes";
-import { evaluationRoutes } from "./modules/evaluation/routes";
+import { evaluationRoutes, previewRoutes } from "./modules/evaluation/routes";
+import { previewService } from "./modules/evaluation/preview";
 import { healthRoutes } from "./modules/health/routes";
 import { Readiness, type ThreadState } from "./modules/health/service";
 import { LOGIN_REFUSALS, Tally } from "./modules/metrics/counts";
@@ -139,11 +140,12 @@ export function createServices(ctx: AppContext) {
       outbound: new OutboundPolicy(ctx.config.outboundAllowedHosts),
       deliveries: ctx.deliveries,
     }),
-    testing: testingService({ sessions: stores.testSessions, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
+    testing: testingService({ sessions: stores.testSessions, projects: stores.projects, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
     /** What a login reads: the users by email, the token issuer; where it counts refusals. */
     login: { users: stores.users, credentials: ctx.credentials, clock, refused: ctx.loginRefused },
     // Evaluation step 1 reads the test sessions' overrides from memory.
     evaluation,
+    preview: previewService({ evaluation, projects: stores.projects }),
     ofrep: new OfrepService({ evaluation, changes: ctx.streams, streams: ctx.streamTokens, clock }),
     users: userService({ users: stores.users, clock }),
     adminKeys: adminKeyService({ adminKeys: stores.adminKeys, clock, lastUsed }),
@@ -188,6 +190,7 @@ export function createApp(ctx: AppContext, services: Services = createServices(c
     .use(segmentsRoutes(services.segments))
     .use(webhooksRoutes(services.webhooks))
     .use(hot.docs())
+    .use(previewRoutes(services.preview))
     .use(testingRoutes(services.testing, config))
     .use(auditRoutes(services.audit))
     .use(pluginsRoutes(services.plugins))

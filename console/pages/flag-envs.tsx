@@ -2,11 +2,14 @@
  * A flag per environment: its state (on/off) and rollout, saved with `If-Match: <the state's
  * ETag>`; its schedules (list, create one, cancel a pending one); its insights (evaluations by
  * variant over the last 7 days, a plain SVG chart with the figures in a table beside it).
+ * Changes seen on the project's stream (flag.tsx) read a state again in place, unless its form
+ * holds unsaved edits (then a notice says who changed it), and the schedules again.
  */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { SaveInFlight } from "../live";
 import { api, ApiError, tagged, type Environment, type FlagState } from "../api";
 import { ErrorBanner, Field, Loading, Select } from "../ui";
-import type { Flag } from "./flag";
+import { changedBy, touches, type Flag, type SeenChange } from "./flag";
 
 interface Schedule {
   id: string;
@@ -29,24 +32,43 @@ export function toLocalInput(iso: string): string {
   return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
 }
 
+const rolloutText = (s: FlagState) => (s.rolloutPercentage === null ? "" : String(s.rolloutPercentage));
 const percent = (text: string): number | null => (text.trim() === "" ? null : Number(text));
 const stateText = (s: Schedule["state"]) =>
   [s.enabled === undefined ? "" : s.enabled ? "on" : "off", s.rolloutPercentage === undefined ? "" : s.rolloutPercentage === null ? "all users" : `${s.rolloutPercentage} %`].filter(Boolean).join(", ");
 
-function StateEditor({ path, env, writer }: { path: string; env: Environment; writer: boolean }) {
+function StateEditor({ path, env, writer, change }: { path: string; env: Environment; writer: boolean; change: SeenChange }) {
   const [state, setState] = useState<{ data: FlagState; etag: string | null } | null>(null);
   const [enabled, setEnabled] = useState(false);
   const [rollout, setRollout] = useState("");
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const [saved, setSaved] = useState(false);
+  const [notice, setNotice] = useState("");
+  const shown = useRef<string | null>(null);
+  const saving = useRef(new SaveInFlight()).current;
   const show = (r: { data: FlagState; etag: string | null }) => {
+    setNotice("");
+    shown.current = r.etag;
     setState(r);
     setEnabled(r.data.enabled);
-    setRollout(r.data.rolloutPercentage === null ? "" : String(r.data.rolloutPercentage));
+    setRollout(rolloutText(r.data));
   };
   const load = () => tagged<FlagState>("GET", `${path}/states/${env.slug}`).then(show, setError);
   useEffect(() => void load(), [path, env.slug]);
+  // Someone changed this state: shown in place, unless the form holds unsaved edits.
+  useEffect(() => {
+    if (!touches(change, "flag_state", env.slug) || !state) return;
+    const edited = writer && (enabled !== state.data.enabled || rollout !== rolloutText(state.data));
+    saving
+      .settled()
+      .then(() => tagged<FlagState>("GET", `${path}/states/${env.slug}`))
+      .then((r) => {
+        if (r.etag !== null && r.etag === shown.current) return; // one's own save, or nothing new
+        if (edited) setNotice(changedBy(change, `this flag in ${env.name}`));
+        else show(r);
+      }, setError);
+  }, [change.seq]);
   if (!state) return error ? <ErrorBanner error={error} /> : <Loading />;
   const fields = error instanceof ApiError ? error.fields() : {};
   const save = async (e: Event) => {
@@ -55,7 +77,7 @@ function StateEditor({ path, env, writer }: { path: string; env: Environment; wr
     setError(null);
     setSaved(false);
     try {
-      show(await tagged<FlagState>("PUT", `${path}/states/${env.slug}`, { enabled, rolloutPercentage: percent(rollout) }, state.etag));
+      show(await saving.run(tagged<FlagState>("PUT", `${path}/states/${env.slug}`, { enabled, rolloutPercentage: percent(rollout) }, state.etag)));
       setSaved(true);
     } catch (err) {
       setError(err);
@@ -78,7 +100,12 @@ function StateEditor({ path, env, writer }: { path: string; env: Environment; wr
       </label>
       <Field label={`Rollout in ${env.name} (%)`} name="rolloutPercentage" type="number" value={rollout} onInput={setRollout} error={fields.rolloutPercentage} hint="0 to 100; empty: all users" />
       <ErrorBanner error={error} shown={Object.keys(fields)} />
-      {error instanceof ApiError && error.status === 412 && (
+      {notice && (
+        <p class="banner info remote-change" role="status">
+          {notice}
+        </p>
+      )}
+      {((error instanceof ApiError && error.status === 412) || notice) && (
         <button type="button" onClick={() => void load().then(() => setError(null))}>
           Reload the state
         </button>
@@ -224,11 +251,14 @@ function Insights({ path, env }: { path: string; env: Environment }) {
   );
 }
 
-export function Environments({ slug, flag, envs, writer }: { slug: string; flag: Flag; envs: Environment[]; writer: boolean }) {
+export function Environments({ slug, flag, envs, writer, change }: { slug: string; flag: Flag; envs: Environment[]; writer: boolean; change: SeenChange }) {
   const path = `/v1/projects/${encodeURIComponent(slug)}/flags/${encodeURIComponent(flag.key)}`;
   const [schedules, setSchedules] = useState<Schedule[]>([]);
   const loadSchedules = () => void api<{ schedules: Schedule[] }>("GET", `${path}/schedules`).then((r) => setSchedules(r.schedules), () => setSchedules([]));
   useEffect(loadSchedules, [path]);
+  useEffect(() => {
+    if (touches(change, "schedule")) loadSchedules();
+  }, [change.seq]);
   return (
     <section aria-labelledby="envs-title">
       <h2 id="envs-title">Environments</h2>
@@ -238,7 +268,7 @@ export function Environments({ slug, flag, envs, writer }: { slug: string; flag:
             <h3 id={`env-${env.slug}`} class="env-title">
               {env.name}
             </h3>
-            <StateEditor path={path} env={env} writer={writer} />
+            <StateEditor path={path} env={env} writer={writer} change={change} />
             <Schedules path={path} env={env} writer={writer} all={schedules} onChange={loadSchedules} />
             <Insights path={path} env={env} />
           </section>

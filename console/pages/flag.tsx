@@ -5,10 +5,16 @@
  * schedules and its insights (flag-envs.tsx). Validation errors, the server's (`details[].path`)
  * and the page's own checks before saving, are shown at the field they name. A viewer sees the
  * same page read-only: no button, no form.
+ *
+ * Live: the project's change stream (`useProjectChanges`) tells the page when someone changes
+ * this flag, its states or its schedules. A part the user has not edited is read again in place;
+ * one with unsaved edits keeps them and says "<who> changed this flag; reload to see". An entry of
+ * one's own save finds the version already shown (the same ETag) and does nothing.
  */
 import type { ComponentChildren } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, can, tagged, type Environment, type Project, type Role } from "../api";
+import { LIVE_TEXT, SaveInFlight, useProjectChanges, type ChangeEntry } from "../live";
 import { OPERATOR_VALUE_TYPES, OPERATORS, SEGMENT_OPERATORS, VALUE_OPTIONAL, type Operator } from "../../src/evaluation/types";
 import { Control, ErrorBanner, Field, Loading, Select } from "../ui";
 import { VariantsFieldset, weightProblem } from "./new-flag";
@@ -274,8 +280,24 @@ function patchOf(d: Draft): { body: Record<string, unknown>; errors: Record<stri
   return { body, errors };
 }
 
+/**
+ * A change to this flag seen on the project's stream, numbered so that each one is an effect's
+ * dependency; `entry` null: the stream started afresh, anything may have changed.
+ */
+export interface SeenChange {
+  seq: number;
+  entry: ChangeEntry | null;
+}
+/** The change-log resources the flag page shows, by the flag's key. */
+const FLAG_RESOURCES = new Set(["flag", "flag_state", "schedule"]);
+/** Whether a seen change may touch this resource type (and environment, for a state). */
+export const touches = (c: SeenChange, type: string, environment?: string) =>
+  c.seq > 0 && (c.entry === null || (c.entry.resource.type === type && (environment === undefined || c.entry.environment === environment)));
+/** The notice for a change someone made while this page holds unsaved edits. */
+export const changedBy = (c: SeenChange, what = "this flag") => `${c.entry?.actor.label ?? "Someone"} changed ${what}; reload to see`;
+
 /** The flag's definition, edited as a whole and saved with `If-Match`. */
-function Definition(props: { slug: string; flag: Flag; etag: string | null; writer: boolean; onSaved: (f: Flag, etag: string | null) => void; onReload: () => void }) {
+function Definition(props: { slug: string; flag: Flag; etag: string | null; writer: boolean; onSaved: (f: Flag, etag: string | null) => void; onReload: () => void; dirty: { current: boolean }; saving: SaveInFlight }) {
   const { slug, writer } = props;
   const readOnly = !writer;
   const [d, setD] = useState<Draft>(() => draftOfFlag(props.flag));
@@ -294,6 +316,8 @@ function Definition(props: { slug: string; flag: Flag; etag: string | null; writ
 
   const errors = { ...(error instanceof ApiError ? error.fields() : {}), ...local };
   const weights = weightProblem(d.variants);
+  // Read by the page when someone else changes the flag: unsaved edits are not overwritten.
+  props.dirty.current = writer && JSON.stringify(d) !== JSON.stringify(draftOfFlag(props.flag));
   const set = (patch: Partial<Draft>) => {
     setD({ ...d, ...patch });
     setSaved(false);
@@ -308,7 +332,7 @@ function Definition(props: { slug: string; flag: Flag; etag: string | null; writ
     if (Object.keys(found).length > 0) return;
     setBusy(true);
     try {
-      const r = await tagged<Flag>("PATCH", `${base}/flags/${encodeURIComponent(props.flag.key)}`, body, props.etag);
+      const r = await props.saving.run(tagged<Flag>("PATCH", `${base}/flags/${encodeURIComponent(props.flag.key)}`, body, props.etag));
       props.onSaved(r.data, r.etag);
       setSaved(true);
     } catch (err) {
@@ -412,12 +436,19 @@ export function FlagPage({ slug, flagKey, role }: { slug: string; flagKey: strin
   const [flag, setFlag] = useState<{ data: Flag; etag: string | null } | null>(null);
   const [envs, setEnvs] = useState<Environment[] | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const [notice, setNotice] = useState("");
+  const [change, setChange] = useState<SeenChange>({ seq: 0, entry: null });
+  const dirty = useRef(false);
+  const shown = useRef<string | null>(null);
+  shown.current = flag?.etag ?? null;
+  const saving = useRef(new SaveInFlight()).current;
   const base = `/v1/projects/${encodeURIComponent(slug)}`;
   const load = () =>
     tagged<Flag>("GET", `${base}/flags/${encodeURIComponent(flagKey)}`).then(
       (r) => {
         setFlag(r);
         setError(null);
+        setNotice("");
       },
       setError,
     );
@@ -428,11 +459,32 @@ export function FlagPage({ slug, flagKey, role }: { slug: string; flagKey: strin
   useEffect(() => {
     if (flag) document.title = `${flag.data.name} · flagsvc`;
   }, [flag?.data.name]);
+  const live = useProjectChanges(slug, (entry) => {
+    if (entry === null || (FLAG_RESOURCES.has(entry.resource.type) && entry.resource.key === flagKey)) setChange((c) => ({ seq: c.seq + 1, entry }));
+  });
+  // The definition changed: read it again; shown in place unless the user has unsaved edits.
+  useEffect(() => {
+    if (!touches(change, "flag")) return;
+    saving
+      .settled()
+      .then(() => tagged<Flag>("GET", `${base}/flags/${encodeURIComponent(flagKey)}`))
+      .then((r) => {
+        if (r.etag !== null && r.etag === shown.current) return; // one's own save, or nothing new
+        if (dirty.current) setNotice(changedBy(change));
+        else {
+          setFlag(r);
+          setError(null);
+        }
+      }, setError);
+  }, [change.seq]);
   const writer = can(role, "flags");
   return (
     <>
       <p class="crumbs">
-        <a href={`/projects/${slug}/flags`}>Flags</a> / <code>{flagKey}</code> · <a href={`/projects/${slug}/history?resourceKey=${encodeURIComponent(flagKey)}`}>History</a>
+        <a href={`/projects/${slug}/flags`}>Flags</a> / <code>{flagKey}</code> · <a href={`/projects/${slug}/history?resourceKey=${encodeURIComponent(flagKey)}`}>History</a>{" "}
+        <span class={`live-status ${live}`} data-live={live} title="Changes made by anyone show here as they are saved">
+          {LIVE_TEXT[live]}
+        </span>
       </p>
       <h1>{flag ? flag.data.name : flagKey}</h1>
       <ErrorBanner error={error} />
@@ -442,9 +494,24 @@ export function FlagPage({ slug, flagKey, role }: { slug: string; flagKey: strin
         <div class="flag-page" data-ready="">
           <section aria-labelledby="def-title">
             <h2 id="def-title">Definition</h2>
-            <Definition slug={slug} flag={flag.data} etag={flag.etag} writer={writer} onSaved={(data, etag) => setFlag({ data, etag })} onReload={load} />
+            {notice && (
+              <p class="banner info remote-change" role="status">
+                {notice}{" "}
+                <button type="button" onClick={() => void load()}>
+                  Reload the flag
+                </button>
+              </p>
+            )}
+            <Definition slug={slug} flag={flag.data} etag={flag.etag} writer={writer} onSaved={(data, etag) => {
+                shown.current = etag;
+                setFlag({ data, etag });
+              }}
+              onReload={load}
+              dirty={dirty}
+              saving={saving}
+            />
           </section>
-          <Environments slug={slug} flag={flag.data} envs={envs} writer={writer} />
+          <Environments slug={slug} flag={flag.data} envs={envs} writer={writer} change={change} />
         </div>
       )}
     </>

@@ -6,13 +6,17 @@
  * a state or an environment changes, whoever changed it. Edit conflicts: a toggle or rollout
  * change sends `If-Match` with the ETag of the state shown; a 412 (someone changed it meanwhile)
  * shows the server's message, saying who changed what, and the page is read again.
+ * Each row has a sparkline of its evaluations over the last days: one request for the page
+ * (`GET …/insights?flags=…`) after the list, so that the list shows without waiting for counts.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api, can, tagged, type Environment, type FlagItem, type FlagState, type Project, type Role } from "../api";
-import { useProjectChanges, type ChangeEntry } from "../live";
+import { LIVE_TEXT, useProjectChanges, type ChangeEntry } from "../live";
 import { ErrorBanner, Loading, Pager } from "../ui";
 
 const PER_PAGE = 20;
+/** The sparkline's days (today the last). */
+const SPARK_DAYS = 7;
 /** Changes arriving together (a burst of writes) are read once. */
 const SETTLE_MS = 100;
 
@@ -21,7 +25,6 @@ interface Row extends FlagItem {
   states: Record<string, ListedState>;
 }
 
-const LIVE_TEXT = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" } as const;
 const TOUCHES_LIST = new Set(["flag", "flag_state", "environment"]);
 
 function staleText(stale: NonNullable<FlagItem["stale"]>): string {
@@ -45,6 +48,8 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
   const [error, setError] = useState<unknown>(null);
   const [pending, setPending] = useState<string | null>(null);
   const [reads, setReads] = useState(0);
+  /** Flag key -> evaluations a day, oldest first (absent: not read yet). */
+  const [daily, setDaily] = useState<Record<string, number[]>>({});
   const generation = useRef(0);
   const settle = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const writer = can(role, "flags");
@@ -82,6 +87,13 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
         if (mine !== generation.current) return;
         setRows(list.flags.map((f) => ({ ...f, states: Object.fromEntries(f.states.map((s) => [s.environment, s])) })));
         setTotal(list.total);
+        if (list.flags.length > 0) {
+          const keys = list.flags.map((f) => f.key).join(",");
+          api<{ flags: { flagKey: string; days: number[] }[] }>("GET", `${base}/insights?flags=${encodeURIComponent(keys)}&days=${SPARK_DAYS}`).then(
+            (r) => mine === generation.current && setDaily(Object.fromEntries(r.flags.map((f) => [f.flagKey, f.days]))),
+            () => {}, // No sparklines: the list works without them.
+          );
+        }
         // A conflict's message stays while the page is read again: it says what changed.
         setError((e: unknown) => (e instanceof ApiError && e.status === 412 ? e : null));
       } catch (e) {
@@ -162,6 +174,7 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
             <thead>
               <tr>
                 <th scope="col">Flag</th>
+                <th scope="col">Last {SPARK_DAYS} days</th>
                 {envs.map((env) => (
                   <th scope="col" key={env.id}>
                     {env.name}
@@ -180,6 +193,7 @@ export function FlagsPage({ slug, role }: { slug: string; role: Role }) {
                       </span>
                     )}
                   </th>
+                  <td class="spark-cell">{daily[row.key] && <Sparkline days={daily[row.key]!} />}</td>
                   {envs.map((env) => {
                     const s = row.states[env.slug];
                     const on = s?.enabled ?? false;
@@ -250,5 +264,23 @@ function Rollout({ label, value, disabled, onSave }: { label: string; value: num
         if (e.key === "Enter") save();
       }}
     />
+  );
+}
+
+const SPARK_W = 84;
+const SPARK_H = 24;
+
+/** Evaluations a day as a tiny line (no chart library): an image to assistive technology, its total in words. */
+export function Sparkline({ days }: { days: number[] }) {
+  const total = days.reduce((a, b) => a + b, 0);
+  const max = Math.max(1, ...days);
+  const step = days.length > 1 ? (SPARK_W - 4) / (days.length - 1) : 0;
+  const points = days.map((n, i) => `${(2 + i * step).toFixed(1)},${(SPARK_H - 2 - (n / max) * (SPARK_H - 4)).toFixed(1)}`).join(" ");
+  const label = `${total.toLocaleString("en")} evaluation${total === 1 ? "" : "s"} in the last ${days.length} days`;
+  return (
+    <svg class={total > 0 ? "sparkline" : "sparkline none"} role="img" aria-label={label} width={SPARK_W} height={SPARK_H} viewBox={`0 0 ${SPARK_W} ${SPARK_H}`} data-total={total}>
+      <title>{label}</title>
+      <polyline points={points} fill="none" stroke-width="1.5" stroke-linejoin="round" />
+    </svg>
   );
 }

@@ -8,7 +8,7 @@
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, ApiError } from "../api";
-import { useProjectChanges, type ChangeEntry } from "../live";
+import { LIVE_TEXT, useProjectChanges, type ChangeEntry } from "../live";
 import { navigate, useLocation } from "../router";
 import { ErrorBanner, Field, Loading, Select } from "../ui";
 
@@ -23,7 +23,6 @@ const FILTERS = ["resourceType", "resourceKey", "actorId", "action", "since", "u
 type Filters = Record<(typeof FILTERS)[number], string>;
 const TYPES = ["project", "environment", "flag", "flag_state", "segment", "api_key", "webhook", "schedule"];
 const ACTIONS = ["created", "updated", "deleted", "enabled", "disabled", "rotated"];
-const LIVE_TEXT = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" } as const;
 const PAGE = 50;
 
 const filtersOf = (search: string): Filters => {

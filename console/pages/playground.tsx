@@ -1,17 +1,13 @@
 /**
  * The playground: evaluate flags for a context typed as JSON, in one environment, one flag or
- * several at once (`POST /v1/evaluate`, `/v1/evaluate/batch`), each result with its reason and the
- * rule that matched (its name, read from the flag's definition).
- *
- * Evaluation takes a project API key (scope eval), never a login token or the session cookie: the
- * API has no way to evaluate as a signed-in user. So an editor or admin is asked, once per
- * environment, to let the page create a temporary key `console playground (<email>)` of scope
- * `eval`; its secret lives in this page's memory only (never in storage) and the key is deleted
- * when the page is left (also when the tab closes, best effort). A viewer, who may not create
- * keys, reads what the page would do.
+ * several at once, each result with its reason and the rule that matched (its name, read from the
+ * flag's definition). It asks `POST /v1/projects/{slug}/environments/{env}/evaluate` (and
+ * `/batch`): evaluation as a reader of the flags, open to every role by the session cookie, which
+ * answers what `/v1/evaluate` answers to a key of that environment and is not counted as traffic
+ * (docs/decisions.md, Evaluate as a reader). No API key is created.
  */
-import { useEffect, useRef, useState } from "preact/hooks";
-import { api, ApiError, can, type Environment, type Project, type Role, type User } from "../api";
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError, type Environment, type Project } from "../api";
 import { Control, ErrorBanner, Loading, Select } from "../ui";
 
 const BATCH_MAX = 50;
@@ -29,11 +25,6 @@ interface Result {
   reason: string;
   ruleId: string | null;
 }
-interface TempKey {
-  id: string;
-  secret: string;
-}
-
 /** The context typed: an object, or the reason it is not one. */
 export function parseContext(text: string): { context?: Record<string, unknown>; error?: string } {
   if (text.trim() === "") return { context: {} };
@@ -47,28 +38,7 @@ export function parseContext(text: string): { context?: Record<string, unknown>;
   return { context: value as Record<string, unknown> };
 }
 
-/** Deletes the page's temporary keys; `keepalive` lets it finish while the tab closes. */
-function dropKeys(keys: Iterable<TempKey>, csrf: string) {
-  for (const k of keys) {
-    void fetch(`/v1/api-keys/${encodeURIComponent(k.id)}`, { method: "DELETE", keepalive: true, credentials: "same-origin", headers: { "x-csrf-token": csrf } }).catch(() => {});
-  }
-}
-
-async function evaluate<T>(path: string, secret: string, body: unknown): Promise<T> {
-  let res: Response;
-  try {
-    res = await fetch(path, { method: "POST", headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", accept: "application/json" }, body: JSON.stringify(body), credentials: "omit" });
-  } catch {
-    throw new ApiError(0, "NETWORK", "The server could not be reached");
-  }
-  const data = (await res.json().catch(() => null)) as any;
-  if (!res.ok) throw new ApiError(res.status, data?.error ?? "ERROR", data?.message ?? `HTTP ${res.status}`, data?.details);
-  return data as T;
-}
-
-export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User; csrf: string }) {
-  const role: Role = user.role;
-  const mayCreateKey = can(role, "flags"); // API keys: editor and admin, as flags
+export function PlaygroundPage({ slug }: { slug: string }) {
   const base = `/v1/projects/${encodeURIComponent(slug)}`;
   const [envs, setEnvs] = useState<Environment[] | null>(null);
   const [flags, setFlags] = useState<{ key: string; name: string }[] | null>(null);
@@ -82,11 +52,8 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const [jsonError, setJsonError] = useState("");
-  const keys = useRef(new Map<string, TempKey>());
-  const [, setKeyCount] = useState(0);
 
   useEffect(() => {
-    if (!mayCreateKey) return; // a viewer only reads why
     api<Project>("GET", base).then((p) => {
       setEnvs(p.environments);
       setEnv((e) => e || p.environments.find((x) => x.slug === "production")?.slug || p.environments[0]?.slug || "");
@@ -102,35 +69,6 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
       setOne((k) => k || all[0]?.key || "");
     })().catch(setError);
   }, [slug]);
-
-  // The temporary keys go when the page does (or the tab).
-  useEffect(() => {
-    const bye = () => {
-      dropKeys(keys.current.values(), csrf);
-      keys.current.clear();
-      setKeyCount(0); // back from the back-forward cache: ask again
-    };
-    window.addEventListener("pagehide", bye);
-    return () => {
-      window.removeEventListener("pagehide", bye);
-      bye();
-    };
-  }, []);
-
-  const key = keys.current.get(env);
-  const createKey = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      const k = await api<{ id: string; key: string }>("POST", `${base}/api-keys`, { name: `console playground (${user.email})`, scope: "eval", environment: env });
-      keys.current.set(env, { id: k.id, secret: k.key });
-      setKeyCount(keys.current.size);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
 
   /** Rule names of the flags whose results matched a rule, read once per flag. */
   const nameRules = async (rs: Result[]) => {
@@ -150,7 +88,7 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
     e.preventDefault();
     const parsed = parseContext(text);
     setJsonError(parsed.error ?? "");
-    if (!parsed.context || !key) return;
+    if (!parsed.context || !env) return;
     const wanted = mode === "one" ? [one] : [...picked];
     if (wanted.length === 0 || wanted[0] === "") {
       setError(new Error(mode === "one" ? "Pick a flag" : "Pick at least one flag"));
@@ -160,12 +98,13 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
     setError(null);
     try {
       let rs: Result[];
+      const at = `${base}/environments/${encodeURIComponent(env)}/evaluate`;
       if (mode === "one") {
-        rs = [await evaluate<Result>("/v1/evaluate", key.secret, { flagKey: one, context: parsed.context })];
+        rs = [await api<Result>("POST", at, { flagKey: one, context: parsed.context })];
       } else {
         rs = [];
         for (let i = 0; i < wanted.length; i += BATCH_MAX) {
-          const b = await evaluate<{ results: Record<string, Result> }>("/v1/evaluate/batch", key.secret, { flags: wanted.slice(i, i + BATCH_MAX), context: parsed.context });
+          const b = await api<{ results: Record<string, Result> }>("POST", `${at}/batch`, { flags: wanted.slice(i, i + BATCH_MAX), context: parsed.context });
           rs.push(...Object.values(b.results));
         }
       }
@@ -173,11 +112,6 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
       await nameRules(rs);
     } catch (err) {
       // A 400 about the context belongs to the context's field.
-      if (err instanceof ApiError && err.status === 401) {
-        // The key was deleted meanwhile (the API keys page, another tab): offer a new one.
-        keys.current.delete(env);
-        setKeyCount(keys.current.size);
-      }
       if (err instanceof ApiError && err.details.some((d) => d.path.startsWith("body.context"))) setJsonError(err.details.filter((d) => d.path.startsWith("body.context")).map((d) => `${d.path.replace(/^body\./, "")}: ${d.message}`).join("; "));
       else setError(err);
     } finally {
@@ -185,17 +119,6 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
     }
   };
 
-  if (!mayCreateKey) {
-    return (
-      <>
-        <h1>Playground</h1>
-        <p class="banner info key-status">
-          Evaluation takes an API key of an environment (scope <code>eval</code>), and only editors and admins may create one: the playground is theirs. Ask one of them for a key, and call{" "}
-          <code>POST /v1/evaluate</code> with it (see the <a href="/v1/docs">API reference</a>); the <a href={`/projects/${encodeURIComponent(slug)}/flags`}>flags</a> show each rule and rollout.
-        </p>
-      </>
-    );
-  }
   if (envs === null || flags === null) return error ? <ErrorBanner error={error} /> : <Loading />;
   const envName = envs.find((x) => x.slug === env)?.name ?? env;
   const toggle = (k: string) => {
@@ -210,23 +133,7 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
       <p class="muted">Evaluate flags for a context as your application would, and see why each one answers what it does.</p>
       <form class="form wide playground" onSubmit={run} noValidate aria-label="Evaluate">
         <Select label="Environment" value={env} options={envs.map((x) => [x.slug, x.name])} onChange={(v) => setEnv(v)} />
-        <div class="key-status" aria-live="polite">
-          {key ? (
-            <p class="hint">
-              Evaluating with a temporary <code>eval</code> key for {envName}, kept in this page only and deleted when you leave it.
-            </p>
-          ) : mayCreateKey ? (
-            <div class="banner info">
-              <p>
-                Evaluation takes an API key of the environment (scope <code>eval</code>); the console's sign-in cannot evaluate. The playground can create a temporary key for {envName}, named{" "}
-                <code>console playground ({user.email})</code>, held in this page only and deleted when you leave it.
-              </p>
-              <button type="button" class="primary" disabled={busy || !env} onClick={createKey}>
-                Create a temporary key for {envName}
-              </button>
-            </div>
-          ) : null}
-        </div>
+        <p class="hint">Evaluated as your application's key of {envName} would be answered; the playground's evaluations are not counted in the flags' insights.</p>
         <Control label="Context (JSON)" error={jsonError} hint="An object of attributes. userId is what percentage rollouts and weighted variants bucket by (without it a rollout under 100 % excludes the user); the other keys are attributes the rules' conditions match (plan, country, age…). Values: strings, numbers, booleans, null or arrays of those.">
           {(id, described) => (
             <textarea
@@ -285,7 +192,7 @@ export function PlaygroundPage({ slug, user, csrf }: { slug: string; user: User;
           )}
         </fieldset>
         <ErrorBanner error={error} />
-        <button type="submit" class="primary" disabled={busy || !key}>
+        <button type="submit" class="primary" disabled={busy || !env}>
           {mode === "one" ? "Evaluate" : "Evaluate selected"}
         </button>
       </form>

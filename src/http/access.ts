@@ -56,8 +56,14 @@ export const ACCESS = {
    * Rules may hold e-mail lists: every key but a client key, the one a web page may carry.
    */
   definitions: { scopes: ["eval", "test", "mgmt", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "The definitions API" },
-  /** /v1/testing/... */
-  testing: { scopes: ["test", "full"], adminKey: false, roles: { read: NONE, write: NONE }, label: "The Testing API" },
+  /**
+   * POST /v1/projects/{slug}/environments/{env}/evaluate and .../evaluate/batch: evaluating as a
+   * reader of the flags (the console's playground). A POST that writes nothing: who reads the
+   * flags may call it, viewers included.
+   */
+  evaluateAs: { scopes: ["mgmt", "full"], adminKey: true, roles: { read: ALL_ROLES, write: ALL_ROLES } },
+  /** /v1/testing/...: test/full keys (their project), and login tokens as for flags (the console; docs/decisions.md: "The console's test sessions and flag-list sparklines") */
+  testing: { scopes: ["test", "full"], adminKey: false, roles: { read: ALL_ROLES, write: ["admin", "editor"] }, label: "The Testing API" },
   /** GET /v1/projects and /v1/projects/{slug} (GET, PATCH, DELETE) */
   projects: { scopes: ["mgmt", "full"], adminKey: true, roles: { read: ALL_ROLES, write: ["admin"] } },
   /** POST /v1/projects: admin key or admin JWT only */

@@ -1,6 +1,6 @@
 /**
  * API keys, admin keys and users in headless Chromium against the compiled binary: create an eval
- * key, read its secret from the page (shown once, copied), evaluate with it over plain HTTP;
+ * key, read its secret from the page (shown once, copied), evaluate with it with curl;
  * rotate with a grace period (old and new secrets both work), delete (both refused); a viewer
  * sees the keys read-only; viewers and editors see no admin page in the navigation; an admin
  * creates an admin key and a user, who then signs in; axe-core with no serious or critical
@@ -18,6 +18,15 @@ beforeAll(async () => {
 });
 
 const evaluate = (key: string) => callServer(url(), "POST", "/v1/evaluate", { key, body: { flagKey: "hello", context: { userId: "u1" } } });
+/** An evaluation with `curl`, as the issue's user would make it with the key copied from the page. */
+async function curlEvaluate(key: string): Promise<{ status: number; body: { variant?: string; reason?: string } }> {
+  const body = JSON.stringify({ flagKey: "hello", context: { userId: "u1" } });
+  const curl = Bun.spawn(["curl", "-sSk", "-w", "\n%{http_code}", "-X", "POST", `${url()}/v1/evaluate`, "-H", `Authorization: Bearer ${key}`, "-H", "Content-Type: application/json", "-d", body], { stdout: "pipe" });
+  const out = await new Response(curl.stdout).text();
+  expect(await curl.exited).toBe(0);
+  const cut = out.lastIndexOf("\n");
+  return { status: Number(out.slice(cut + 1)), body: JSON.parse(out.slice(0, cut)) };
+}
 const secretOnPage = (tab: Page) => tab.$eval("[data-secret] input[name=secret]", (e) => (e as HTMLInputElement).value);
 const navLabels = (tab: Page) => tab.$$eval("nav[aria-label=Main] a", (as) => as.map((a) => a.textContent));
 
@@ -37,8 +46,10 @@ test("create an eval key, copy its secret from the page, evaluate with it; rotat
   await tab.waitForFunction(() => document.querySelector("[data-secret] [role=status]")?.textContent === "Copied.");
   expect(await tab.evaluate(() => navigator.clipboard.readText())).toBe(secret);
 
-  // A real HTTP request with the secret read from the page.
-  expect((await evaluate(secret)).status).toBe(200);
+  // The secret read from the page, used with curl.
+  const answer = await curlEvaluate(secret);
+  expect(answer.status).toBe(200);
+  expect(answer.body.reason).toBe("FLAG_DISABLED");
   const [key] = (await admin("GET", "/v1/projects/default/api-keys")).body.apiKeys;
   expect([key.name, key.scope, key.environment]).toEqual(["console eval", "eval", "production"]);
   await tab.waitForSelector(`tr[data-key=${key.id}]`);

@@ -1,11 +1,11 @@
 /**
  * The playground and the history in headless Chromium against the compiled binary: a flag set up
- * through the API (two variants, a rule, production at 30 %) evaluated in the playground with a
- * temporary eval key (TARGETING_RULE_MATCH with the rule's name, PERCENTAGE_ROLLOUT, a batch), the
- * key deleted when the page is left, an invalid context said at its field; the history shows a
- * change made in the console with the signed-in user as actor, its filters work (and the flag
- * page's link), an entry written meanwhile appears live; a viewer cannot evaluate nor change
- * anything; axe-core with no serious or critical violation; screenshots at 1280 and 390 px.
+ * through the API (two variants, a rule, production at 30 %) evaluated in the playground as the
+ * signed-in user, no API key made (TARGETING_RULE_MATCH with the rule's name, PERCENTAGE_ROLLOUT,
+ * a batch), an invalid context said at its field; the history shows a change made in the console
+ * with the signed-in user as actor, its filters work (and the flag page's link), an entry written
+ * meanwhile appears live; a viewer reads the history and changes nothing; axe-core with no
+ * serious or critical violation; screenshots at 1280 and 390 px.
  * Run by `npm run test:browser`.
  */
 import { expect, test } from "bun:test";
@@ -17,7 +17,7 @@ const FLAGS = "/v1/projects/default/flags";
 const PLAYGROUND = "/projects/default/playground";
 const HISTORY = "/projects/default/history";
 
-const playgroundKeys = async () => ((await admin("GET", "/v1/projects/default/api-keys")).body.apiKeys as { name: string; scope: string; environment: string }[]).filter((k) => k.name.startsWith("console playground"));
+const apiKeys = async () => (await admin("GET", "/v1/projects/default/api-keys")).body.apiKeys as { id: string }[];
 
 async function setContext(tab: Page, text: string) {
   const el = await control(tab, "Context (JSON)");
@@ -47,13 +47,11 @@ test("set up through the API: a flag with two variants and a rule, on in product
   expect((await admin("POST", FLAGS, { key: "other", name: "Other flag" })).status).toBe(201);
 });
 
-test("the playground evaluates with a temporary eval key: the rule's name, a rollout, a batch; the key goes with the page", async () => {
+test("the playground evaluates as the signed-in user, no API key made: the rule's name, a rollout, a batch", async () => {
+  const keysBefore = await apiKeys();
   const tab = await signedIn(ADMIN);
   await tab.goto(`${url()}${PLAYGROUND}`);
   await pick(tab, "Environment", "production");
-  await clickText(tab, "Create a temporary key for Production");
-  await tab.waitForFunction(() => document.querySelector(".key-status")?.textContent?.includes("Evaluating with a temporary"));
-  expect((await playgroundKeys()).map((k) => [k.name, k.scope, k.environment])).toEqual([["console playground (admin@example.com)", "eval", "production"]]);
 
   // An invalid context is said at its field, nothing sent.
   await setContext(tab, '{"userId": "u1",');
@@ -87,11 +85,7 @@ test("the playground evaluates with a temporary eval key: the rule's name, a rol
   await axe(tab, "playground");
   await shots(tab, "playground");
 
-  // Leaving the page deletes its key.
-  await tab.goto(`${url()}${HISTORY}`);
-  await tab.waitForSelector("ol.history[data-ready]");
-  for (let i = 0; i < 50 && (await playgroundKeys()).length > 0; i++) await Bun.sleep(100);
-  expect(await playgroundKeys()).toEqual([]);
+  expect(await apiKeys()).toEqual(keysBefore);
   await tab.close();
 }, 90_000);
 
@@ -115,14 +109,10 @@ test("the history: a change made in the console with the signed-in user as actor
   await clickText(tab, "Apply filters");
   await tab.waitForFunction(() => location.search.includes("actorId="));
   await tab.waitForFunction(() => Array.from(document.querySelectorAll("ol.history li .actor")).every((e) => e.textContent === "admin@example.com"));
-  // The toggle, and the playground's temporary key: created, then deleted when its page was left.
-  expect(await tab.$$eval("ol.history li", (es) => es.map((e) => `${e.getAttribute("data-action")} ${e.querySelector("code")!.textContent}`))).toEqual([
-    "enabled other",
-    "deleted console playground (admin@example.com)",
-    "created console playground (admin@example.com)",
-  ]);
+  // The toggle alone: the playground wrote nothing.
+  expect(await tab.$$eval("ol.history li", (es) => es.map((e) => `${e.getAttribute("data-action")} ${e.querySelector("code")!.textContent}`))).toEqual(["enabled other"]);
   await clickText(tab, "Clear");
-  await tab.waitForFunction(() => document.querySelectorAll("ol.history li").length > 3);
+  await tab.waitForFunction(() => document.querySelectorAll("ol.history li").length > 1);
   await pick(tab, "Resource type", "flag");
   await pick(tab, "Action", "created");
   await clickText(tab, "Apply filters");
@@ -163,14 +153,8 @@ test("the history pages with nextCursor: older entries are added below", async (
   await tab.close();
 }, 60_000);
 
-test("a viewer reads the history and cannot evaluate: no key offered, no control that changes anything", async () => {
+test("a viewer reads the history", async () => {
   const tab = await signedIn(VIEWER);
-  await tab.goto(`${url()}${PLAYGROUND}`);
-  await tab.waitForSelector(".key-status");
-  expect(await tab.$eval(".key-status", (e) => e.textContent)).toContain("only editors and admins may create one");
-  expect(await tab.$$eval("main button, main form, main input, main textarea", (es) => es.length)).toBe(0);
-  await axe(tab, "playground, viewer");
-  await shots(tab, "playground-viewer");
   await tab.goto(`${url()}${HISTORY}`);
   await tab.waitForSelector("ol.history[data-ready] li");
   await axe(tab, "history, viewer");

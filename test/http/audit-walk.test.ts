@@ -25,6 +25,8 @@ const EXCLUDED: Record<string, string> = {
   "DELETE /v1/auth/session": "authentication: revokes the caller's own token and clears its cookie, no resource",
   "POST /v1/evaluate": "a read sent as POST (the context is the body)",
   "POST /v1/evaluate/batch": "a read sent as POST (the context is the body)",
+  "POST /v1/projects/{slug}/environments/{environment}/evaluate": "a read sent as POST (the context is the body)",
+  "POST /v1/projects/{slug}/environments/{environment}/evaluate/batch": "a read sent as POST (the context is the body)",
   "POST /ofrep/v1/evaluate/flags/{key}": "a read sent as POST (OFREP: the context is the body)",
   "POST /ofrep/v1/evaluate/flags": "a read sent as POST (OFREP: the context is the body)",
   "POST /v1/testing/sessions": "test data written at pipeline speed: not recorded (docs/audit.md)",

@@ -35,7 +35,7 @@ type Cell = "yes" | "read" | "-";
 /** Rows: endpoint groups. Columns: eval, test, mgmt, full, admin key, JWT admin, editor, viewer, client. */
 const TABLE: Record<AccessGroup, [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell]> = {
   evaluate: ["yes", "yes", "-", "yes", "-", "-", "-", "-", "yes"],
-  testing: ["-", "yes", "-", "yes", "-", "-", "-", "-", "-"],
+  testing: ["-", "yes", "-", "yes", "-", "yes", "yes", "read", "-"],
   definitions: ["yes", "yes", "yes", "yes", "-", "-", "-", "-", "-"],
   projects: ["-", "-", "yes", "yes", "yes", "yes", "read", "read", "-"],
   projectCreate: ["-", "-", "-", "-", "yes", "yes", "-", "-", "-"],
@@ -43,6 +43,8 @@ const TABLE: Record<AccessGroup, [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell
   flags: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read", "-"],
   apiKeys: ["-", "-", "yes", "yes", "yes", "yes", "yes", "read", "-"],
   webhooks: ["-", "-", "yes", "yes", "yes", "yes", "yes", "-", "-"],
+  // A POST that writes nothing: every reader of the flags.
+  evaluateAs: ["-", "-", "yes", "yes", "yes", "yes", "yes", "yes", "-"],
   admin: ["-", "-", "-", "-", "yes", "yes", "-", "-", "-"],
   // Read-only groups: no route writes, and the roles are given no write.
   audit: ["-", "-", "yes", "yes", "yes", "read", "read", "read", "-"],
@@ -108,7 +110,9 @@ describe("decide: every cell of the access table", () => {
       for (const [, principal] of COLUMNS) {
         const d = decide(principal, group, "POST", "default");
         if (d.allow) continue;
-        expect(d.message).toBe(principal.kind === "apiKey" ? MESSAGES.scope : message);
+        // A login token short of a role of a group that takes login tokens (the Testing API): the role message.
+        const roleRefused = principal.kind === "user" && group === "testing";
+        expect(d.message).toBe(principal.kind === "apiKey" ? MESSAGES.scope : roleRefused ? MESSAGES.role(principal.role) : message);
       }
     }
     // A role short of a group that takes login tokens keeps the role message.

@@ -34,12 +34,13 @@ test.skipIf(!linux)("a worker at SCHED_IDLE starved for 1.5 s: a plain timer fir
     while (Date.now() < end);
     const { plain, runnable } = await fired;
     // The plain timer fired late (when the starved worker got to it); the runnable one after the
-    // 1.5 s of starvation plus about 500 ms in which the worker could run.
+    // 1.5 s of starvation plus about 500 ms in which the worker could run. No upper bound: a
+    // SCHED_IDLE thread runs only when CPU 0 is idle, and on a shared machine other processes
+    // keep it busy for as long as they like (8.3 s seen in CI); that it fired at all is the point.
     expect(plain).toBeGreaterThan(600);
     expect(runnable).toBeGreaterThanOrEqual(1800);
-    expect(runnable).toBeLessThan(3000);
   } finally {
     worker.terminate();
     Bun.spawnSync(["taskset", "-cp", `0-${navigator.hardwareConcurrency - 1}`, String(threadId())]);
   }
-}, 10_000);
+}, 30_000);

@@ -1,4 +1,5 @@
 /** Evaluation: request and response schemas (api-spec: Evaluation; decisions §7). */
+import type { TProperties } from "@sinclair/typebox";
 import { t, type Static } from "elysia";
 import { REASONS } from "../../evaluation/types";
 import { UNKNOWN_FIELD_HINTS } from "../../http/errors";
@@ -22,21 +23,26 @@ const Context = t.Object({}, {
 });
 
 /**
- * Fields that callers send by habit and the API does not take, with why (a 400 `Unknown field:
- * ...`): the key's environment is the evaluation's.
+ * A request object that takes these fields and no other; `environment`, which callers send by
+ * habit, is refused with why (a 400 `Unknown field: <why>`).
  */
-const NOT_TAKEN = { [UNKNOWN_FIELD_HINTS]: { environment: "the API key chooses the environment (each key belongs to one environment)" } };
+const request = <P extends TProperties>(properties: P, title: string, why: string) =>
+  t.Object(properties, { additionalProperties: false, title, [UNKNOWN_FIELD_HINTS]: { environment: why } });
 
-export const EvaluateRequest = t.Object(
+const KEY_CHOOSES = "the API key chooses the environment (each key belongs to one environment)";
+const PATH_CHOOSES = "the path chooses the environment";
+
+export const EvaluateRequest = request(
   {
     flagKey: t.String({ minLength: 1, description: "Key of the flag to evaluate", error: "Must be a non-empty string" }),
     context: t.Optional(Context),
   },
-  { additionalProperties: false, title: "EvaluateRequest", ...NOT_TAKEN },
+  "EvaluateRequest",
+  KEY_CHOOSES,
 );
 export type EvaluateRequest = Static<typeof EvaluateRequest>;
 
-export const BatchRequest = t.Object(
+export const BatchRequest = request(
   {
     flags: t.Array(t.String({ minLength: 1, error: "Must be a non-empty string" }), {
       minItems: 1,
@@ -46,9 +52,14 @@ export const BatchRequest = t.Object(
     }),
     context: t.Optional(Context),
   },
-  { additionalProperties: false, title: "BatchEvaluateRequest", ...NOT_TAKEN },
+  "BatchEvaluateRequest",
+  KEY_CHOOSES,
 );
 export type BatchRequest = Static<typeof BatchRequest>;
+
+/** The same bodies for evaluating in the environment a path names (src/modules/evaluation/preview.ts). */
+export const PathEvaluateRequest = request(EvaluateRequest.properties, "PathEvaluateRequest", PATH_CHOOSES);
+export const PathBatchRequest = request(BatchRequest.properties, "PathBatchEvaluateRequest", PATH_CHOOSES);
 
 export const EvaluationResult = t.Object(
   {

@@ -2,8 +2,12 @@
  * Evaluation routes (api-spec: Evaluation; decisions §7), each declared once as a hot route
  * (src/http/native.ts): Bun's router serves them, the app's twins document them.
  */
+import { Elysia } from "elysia";
+import { accessGuard } from "../../http/auth";
 import { hotRoute, type HotRoute } from "../../http/native";
-import { BatchRequest, BatchResult, EvaluateRequest, EvaluationResult, isBatchRequest, isEvaluateRequest, MAX_BATCH_FLAGS } from "./model";
+import { EnvironmentParams } from "../projects/model";
+import { BatchRequest, BatchResult, EvaluateRequest, EvaluationResult, isBatchRequest, isEvaluateRequest, MAX_BATCH_FLAGS, PathBatchRequest, PathEvaluateRequest } from "./model";
+import type { PreviewService } from "./preview";
 import { SESSION_HEADER, type EvaluationService } from "./service";
 
 const TAGS = ["Evaluation"];
@@ -65,3 +69,34 @@ export const evaluationRoutes = (service: EvaluationService): HotRoute[] => [
     },
   }),
 ];
+
+const AS_READER = `The answer is what \`/v1/evaluate\` (\`/v1/evaluate/batch\`) answers to an API key of this environment, computed by the same engine from the same snapshot: same resolution order, same fields, a flag key that does not exist is 200 with reason FLAG_NOT_FOUND, and an \`X-Service-Session\` token of this project applies its overrides (TEST_OVERRIDE). For people and tools that read the flags, not for applications (the console's playground evaluates here, with no API key of its own): it is not counted as traffic, so it changes neither insights, \`lastEvaluatedAt\`, staleness nor the evaluation metrics, and plugins and integrations do not receive it (docs/decisions.md, Evaluate as a reader). Access as for reading flags, although it is a POST: API keys of scope mgmt or full (their own project only: another project's slug is 403), admin keys, and login JWTs of every role, viewers included (by cookie, with the CSRF header, or bearer). Unknown project or environment: 404. \`environment\` in the body is a 400 (the path chooses it); other bad bodies are the 400s of \`/v1/evaluate\`.`;
+
+/** Evaluation as a reader of the flags, in the environment the path names (preview.ts). */
+export const previewRoutes = (preview: PreviewService) =>
+  new Elysia({ name: "flagsvc/evaluate-as-reader" })
+    .use(accessGuard())
+    .post("/v1/projects/:slug/environments/:environment/evaluate", ({ params, body, request }) => preview.one(params.slug, params.environment, body, sessionOf(request)), {
+      access: "evaluateAs",
+      params: EnvironmentParams,
+      body: PathEvaluateRequest,
+      response: { 200: EvaluationResult },
+      detail: {
+        tags: TAGS,
+        summary: "Evaluate one flag in an environment, as a reader",
+        description: `Evaluates \`flagKey\` for \`context\` in this environment. ${AS_READER}`,
+        parameters: [SESSION_PARAMETER],
+      },
+    })
+    .post("/v1/projects/:slug/environments/:environment/evaluate/batch", ({ params, body, request }) => preview.batch(params.slug, params.environment, body, sessionOf(request)), {
+      access: "evaluateAs",
+      params: EnvironmentParams,
+      body: PathBatchRequest,
+      response: { 200: BatchResult },
+      detail: {
+        tags: TAGS,
+        summary: "Evaluate several flags in an environment, as a reader",
+        description: `Evaluates each key of \`flags\` (1 to ${MAX_BATCH_FLAGS}) for the one \`context\` in this environment; one result per distinct key, all with the same \`evaluatedAt\`. ${AS_READER}`,
+        parameters: [SESSION_PARAMETER],
+      },
+    });

@@ -6,7 +6,8 @@
  * Every call hands the engine the environment's entries and the session's overrides: a flag
  * with prerequisites evaluates them there (docs/targeting.md, Prerequisites); each flag of a
  * batch or bulk evaluation is evaluated on its own. Each result of a flag that exists is
- * counted on the entry's counter (src/evaluation/counts.ts: /metrics and insights).
+ * counted on the entry's counter (src/evaluation/counts.ts: /metrics and insights). The
+ * `preview` methods answer the same for an environment a reader names (preview.ts), uncounted.
  */
 import { DISABLED_STATE, evaluate, type CompiledFlag } from "../../evaluation/engine";
 import type { Snapshot } from "../../evaluation/snapshot";
@@ -18,6 +19,13 @@ import type { EvaluationRecords } from "./records";
 
 /** The request header that carries a test-session token. */
 export const SESSION_HEADER = "x-service-session";
+
+/** Where an evaluation runs: an API key's project and environment, or the ones a path names. */
+export interface EvaluationTarget {
+  projectId: string;
+  environmentId: string;
+  environmentSlug: string;
+}
 
 export interface BatchResult {
   results: Record<string, EvaluationResult>;
@@ -60,25 +68,47 @@ export class EvaluationService {
   }
 
   evaluateOne(principal: Principal, body: EvaluateRequest, sessionToken: string | null): EvaluationResult {
-    const key = apiKeyOf(principal);
-    const now = this.clock.now();
-    const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
-    const flagKey = body.flagKey;
-    const entries = this.snapshot.environment(key.environmentId);
-    const entry = entries?.get(flagKey);
-    const context = body.context ?? EMPTY_CONTEXT;
-    const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey), undefined, entries, overrides);
-    entry?.counter.add(result, now);
-    if (this.records.wants(key.projectId)) this.records.add(key.projectId, key.environmentSlug, result, userIdOf(context));
-    return result;
+    return this.one(apiKeyOf(principal), body, sessionToken, true);
   }
 
   /** One result per distinct key, all with the same `evaluatedAt`. */
   evaluateBatch(principal: Principal, body: BatchRequest, sessionToken: string | null): BatchResult {
-    const key = apiKeyOf(principal);
+    return this.batch(apiKeyOf(principal), body, sessionToken, true);
+  }
+
+  /**
+   * What `evaluateOne` answers in a project's environment named by its caller (a reader of the
+   * flags: the console's playground), neither counted nor recorded: it is not an application's
+   * traffic (docs/decisions.md, Evaluate as a reader).
+   */
+  previewOne(target: EvaluationTarget, body: EvaluateRequest, sessionToken: string | null): EvaluationResult {
+    return this.one(target, body, sessionToken, false);
+  }
+
+  /** What `evaluateBatch` answers, as `previewOne`: neither counted nor recorded. */
+  previewBatch(target: EvaluationTarget, body: BatchRequest, sessionToken: string | null): BatchResult {
+    return this.batch(target, body, sessionToken, false);
+  }
+
+  /** `live`: an application's evaluation, counted (insights, /metrics) and recorded (plugins, integrations). */
+  private one(target: EvaluationTarget, body: EvaluateRequest, sessionToken: string | null, live: boolean): EvaluationResult {
     const now = this.clock.now();
-    const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, key.projectId, now) : undefined;
-    const entries = this.snapshot.environment(key.environmentId);
+    const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, target.projectId, now) : undefined;
+    const flagKey = body.flagKey;
+    const entries = this.snapshot.environment(target.environmentId);
+    const entry = entries?.get(flagKey);
+    const context = body.context ?? EMPTY_CONTEXT;
+    const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, this.stamp(now), overrides?.get(flagKey), undefined, entries, overrides);
+    if (!live) return result;
+    entry?.counter.add(result, now);
+    if (this.records.wants(target.projectId)) this.records.add(target.projectId, target.environmentSlug, result, userIdOf(context));
+    return result;
+  }
+
+  private batch(target: EvaluationTarget, body: BatchRequest, sessionToken: string | null, live: boolean): BatchResult {
+    const now = this.clock.now();
+    const overrides = sessionToken ? this.overrides.overridesFor(sessionToken, target.projectId, now) : undefined;
+    const entries = this.snapshot.environment(target.environmentId);
     const context = body.context ?? EMPTY_CONTEXT;
     const evaluatedAt = this.stamp(now);
     // No prototype: a flag key such as "__proto__" is an ordinary entry.
@@ -89,12 +119,12 @@ export class EvaluationService {
       if (results[flagKey] !== undefined) continue;
       const entry = entries?.get(flagKey);
       const result = evaluate(entry?.flag, flagKey, entry?.state ?? DISABLED_STATE, context, evaluatedAt, overrides?.get(flagKey), undefined, entries, overrides);
-      entry?.counter.add(result, now);
+      if (live) entry?.counter.add(result, now);
       results[flagKey] = result;
     }
-    if (this.records.wants(key.projectId)) {
+    if (live && this.records.wants(target.projectId)) {
       const userId = userIdOf(context);
-      for (const flagKey in results) this.records.add(key.projectId, key.environmentSlug, results[flagKey]!, userId);
+      for (const flagKey in results) this.records.add(target.projectId, target.environmentSlug, results[flagKey]!, userId);
     }
     return { results, evaluatedAt };
   }

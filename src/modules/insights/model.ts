@@ -1,8 +1,8 @@
 /** Evaluation insights and stale flags: request and response schemas (docs/insights.md). */
 import { t } from "elysia";
-import { OneOf, ResponseInt, Slug, Timestamp } from "../../http/schema";
+import { OneOf, QueryInt, ResponseInt, Slug, Timestamp } from "../../http/schema";
 import { REASONS } from "../../evaluation/types";
-import { DAILY_RETENTION_DAYS, HOURLY_RETENTION_DAYS, MAX_RANGE_DAYS } from "./service";
+import { DAILY_RETENTION_DAYS, DEFAULT_DAYS, HOURLY_RETENTION_DAYS, MAX_DAYS, MAX_FLAGS, MAX_RANGE_DAYS } from "./service";
 import { STALE_REASONS } from "./store";
 
 export const INTERVALS = ["hour", "day"] as const;
@@ -57,4 +57,33 @@ export const StaleSchema = t.Union(
     t.Null(),
   ],
   { description: "null: not stale (docs/insights.md, Stale flags); checked every 5 minutes" },
+);
+
+export const DailyInsightsQuery = t.Object(
+  {
+    flags: t.String({ minLength: 1, maxLength: MAX_FLAGS * 129, description: `Comma-separated flag keys, at most ${MAX_FLAGS} (a page of the flag list); keys that name no flag are left out of the answer`, error: "Must be comma-separated flag keys" }),
+    days: t.Optional(QueryInt("^([1-9]|[1-8][0-9]|90)$", `Default ${DEFAULT_DAYS}, at most ${MAX_DAYS}: today (UTC) and the days before it`, `Must be an integer from 1 to ${MAX_DAYS}`)),
+    environment: t.Optional(Slug("One environment (unknown: 404); omitted: every environment of the project, summed")),
+  },
+  { additionalProperties: false },
+);
+
+export const DailyInsights = t.Object(
+  {
+    environment: t.Union([t.String(), t.Null()], { description: "The environment asked for, or null: every environment summed" }),
+    from: Timestamp("The start (UTC midnight) of the first day"),
+    days: ResponseInt({ description: "How many days: the length of each flag's `days`" }),
+    flags: t.Array(
+      t.Object(
+        {
+          flagKey: t.String(),
+          total: ResponseInt({ description: "Production evaluations over the days (every reason but TEST_OVERRIDE)" }),
+          days: t.Array(ResponseInt(), { description: "Production evaluations a day, oldest first; the last is today, with what is not flushed yet" }),
+        },
+        { title: "FlagDailyInsights" },
+      ),
+      { description: "The flags asked for, in the order asked (repeated keys once), without keys that name no flag" },
+    ),
+  },
+  { title: "DailyInsights" },
 );

@@ -2,11 +2,25 @@
 import { Elysia } from "elysia";
 import { accessGuard } from "../../http/auth";
 import { FlagParams } from "../flags/model";
-import { Insights, InsightsQuery } from "./model";
-import { DAILY_RETENTION_DAYS, HOURLY_RETENTION_DAYS, MAX_RANGE_DAYS, type InsightsService } from "./service";
+import { DailyInsights, DailyInsightsQuery, Insights, InsightsQuery } from "./model";
+import { ProjectParams } from "../projects/model";
+import { DAILY_RETENTION_DAYS, DEFAULT_DAYS, HOURLY_RETENTION_DAYS, MAX_DAYS, MAX_FLAGS, MAX_RANGE_DAYS, type InsightsService } from "./service";
 
 export const insightsRoutes = (insights: InsightsService) =>
-  new Elysia({ name: "flagsvc/insights" }).use(accessGuard()).get("/v1/projects/:slug/flags/:key/insights", ({ params, query }) => insights.query(params.slug, params.key, query), {
+  new Elysia({ name: "flagsvc/insights" })
+    .use(accessGuard())
+    .get("/v1/projects/:slug/insights", ({ params, query }) => insights.daily(params.slug, query), {
+      access: "flags",
+      params: ProjectParams,
+      query: DailyInsightsQuery,
+      response: { 200: DailyInsights },
+      detail: {
+        tags: ["Flags"],
+        summary: "Daily evaluation totals of a page of flags",
+        description: `\`{ environment, from, days, flags: [{ flagKey, total, days: [n, ...] }] }\`: for each flag of \`flags\` (comma-separated keys, at most ${MAX_FLAGS}: a page of the flag list), its production evaluations (every reason but TEST_OVERRIDE) a day, oldest first, over the last \`days\` days (default ${DEFAULT_DAYS}, at most ${MAX_DAYS}; UTC days, today the last, with what is not flushed yet, so an evaluation shows at once), summed over every environment of the project, or over \`environment\` alone. One request for a whole page, instead of one per flag (the console's sparklines), read from the same counts as \`GET .../flags/{key}/insights\` in one query; a separate endpoint rather than \`include=\` on the flag list, so that the list answers without reading counts and the counts can be fetched after it. Keys that name no flag (a flag deleted meanwhile) are left out, not 404. 400 VALIDATION_ERROR: a key that is not a flag key or more than ${MAX_FLAGS} keys (\`query.flags\`), \`days\` out of range. Unknown project or environment: 404. Access as for reading flags: API keys of scope mgmt or full (their own project only), admin keys, login JWTs of every role.`,
+      },
+    })
+    .get("/v1/projects/:slug/flags/:key/insights", ({ params, query }) => insights.query(params.slug, params.key, query), {
     access: "flags",
     params: FlagParams,
     query: InsightsQuery,

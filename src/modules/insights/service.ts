@@ -10,6 +10,7 @@ import type { CountCell } from "../../evaluation/counts";
 import type { Snapshot } from "../../evaluation/snapshot";
 import type { FlagState, Prerequisite, Rule, Variant } from "../../evaluation/types";
 import { notFound, validationError, type ErrorDetail } from "../../http/errors";
+import { SLUG_PATTERN } from "../../http/schema";
 import { iso, type Clock } from "../../lib/clock";
 import type { Logger } from "../../lib/log";
 import type { FlagStore } from "../flags/store";
@@ -41,6 +42,27 @@ export interface InsightsQuery {
   to?: string;
   interval?: Interval;
 }
+
+/** GET /v1/projects/{slug}/insights: `flags` comma-separated, `days` as the query's text. */
+export interface DailyQuery {
+  flags: string;
+  days?: string;
+  environment?: string;
+}
+
+export interface DailyInsights {
+  environment: string | null;
+  from: string;
+  days: number;
+  flags: { flagKey: string; total: number; days: number[] }[];
+}
+
+/** The daily totals of a page of flags: at most this many flags, the last DEFAULT_DAYS days unless asked. */
+export const MAX_FLAGS = 100;
+export const DEFAULT_DAYS = 7;
+export const MAX_DAYS = 90;
+const FLAG_KEY = new RegExp(SLUG_PATTERN);
+const FLAG_KEY_MAX = 128;
 
 export interface InsightsPoint {
   start: string;
@@ -212,6 +234,39 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
       if (current) addCells(current, unflushed(env.id, flag.key).cells);
       const lastEvaluatedAt = (await flagInsights.lastEvaluated(flag.id, flag.key, [env.id])).get(env.id) ?? null;
       return { flagKey: flag.key, environment: env.slug, interval, points, lastEvaluatedAt };
+    },
+
+    /**
+     * GET /v1/projects/{slug}/insights: the daily production totals of a page of flags, over
+     * every environment or one, the last `days` days (today's included, with what is not
+     * flushed yet). Keys that name no flag are left out.
+     */
+    async daily(slug: string, q: DailyQuery): Promise<DailyInsights> {
+      const keys = [...new Set(q.flags.split(","))];
+      const bad = keys.filter((k) => k.length > FLAG_KEY_MAX || !FLAG_KEY.test(k));
+      if (bad.length > 0) throw validationError("Invalid request", [{ path: "query.flags", message: `Not flag keys: ${bad.join(", ")}` }]);
+      if (keys.length > MAX_FLAGS) throw validationError("Invalid request", [{ path: "query.flags", message: `At most ${MAX_FLAGS} flags a request` }]);
+      const project = await requireProject(projects, slug);
+      const envs = q.environment === undefined ? project.environments : [requireEnvironment(project, q.environment)];
+      const days = q.days === undefined ? DEFAULT_DAYS : Number(q.days);
+      const now = clock.now();
+      const today = now - (now % DAY_MS);
+      const from = today - (days - 1) * DAY_MS;
+      const byKey = new Map<string, number[]>();
+      for (const row of await store.dailyTotals(project.id, keys, q.environment === undefined ? null : envs[0]!.id, from, today + DAY_MS)) {
+        let totals = byKey.get(row.flagKey);
+        if (totals === undefined) byKey.set(row.flagKey, (totals = new Array<number>(days).fill(0)));
+        if (row.bucket !== null) totals[(row.bucket - from) / DAY_MS]! += row.count;
+      }
+      const flags: DailyInsights["flags"] = [];
+      for (const key of keys) {
+        const totals = byKey.get(key);
+        if (totals === undefined) continue;
+        // Not flushed yet: today's.
+        for (const env of envs) for (const c of unflushed(env.id, key).cells) if (c.reason !== TEST_OVERRIDE) totals[days - 1]! += c.count;
+        flags.push({ flagKey: key, total: totals.reduce((a, b) => a + b, 0), days: totals });
+      }
+      return { environment: q.environment ?? null, from: iso(from), days, flags };
     },
 
     /** The hourly rollup and the retention (a background job); what they moved and removed. */

@@ -46,6 +46,13 @@ export interface BucketCount {
   count: number;
 }
 
+/** A flag's production evaluations in one day (bucket null: none in the range). */
+export interface DailyTotal {
+  flagKey: string;
+  bucket: number | null;
+  count: number;
+}
+
 /** What stale detection reads of one flag. */
 export interface StaleCandidate {
   projectId: string;
@@ -83,6 +90,13 @@ export interface InsightsStore {
   rollup(hourlyBefore: number, dailyBefore: number): Promise<{ rolled: number; deleted: number }>;
   /** Counts of a flag in an environment from `from` (included) to `to` (excluded), summed by hour (hourly rows only) or by day (both). */
   counts(flagId: string, environmentId: string, interval: "hour" | "day", from: number, to: number): Promise<BucketCount[]>;
+  /**
+   * Daily production totals (every reason but TEST_OVERRIDE) of these flags of a project from
+   * `from` (included) to `to` (excluded), hourly and daily rows summed by day, over every
+   * environment or one: one query. Each existing flag has at least one row (bucket null when it
+   * has no count in the range), so that the caller knows which keys are flags.
+   */
+  dailyTotals(projectId: string, flagKeys: readonly string[], environmentId: string | null, from: number, to: number): Promise<DailyTotal[]>;
   /** The last production evaluations (ms) of these flags, one row per flag and environment evaluated there: one query. */
   lastEvaluated(flagIds: readonly string[]): Promise<{ flagId: string; environmentId: string; at: number }[]>;
   /** One flag's staleness (null: not stale). */
@@ -118,6 +132,11 @@ const HOUR_COUNTS_SQL = `SELECT bucket, variant, reason, count FROM flag_insight
 const DAY_COUNTS_SQL = `SELECT bucket - bucket % ${DAY_MS} AS bucket, variant, reason, sum(count) AS count FROM flag_insights
   WHERE flag_id = ?1 AND environment_id = ?2 AND bucket >= ?3 AND bucket < ?4
   GROUP BY bucket - bucket % ${DAY_MS}, variant, reason`;
+const DAILY_TOTALS_SQL = `SELECT f.key AS flagKey, i.bucket - i.bucket % ${DAY_MS} AS bucket, coalesce(sum(i.count), 0) AS count
+  FROM flags f LEFT JOIN flag_insights i ON i.flag_id = f.id AND i.bucket >= ?3 AND i.bucket < ?4 AND i.reason <> 'TEST_OVERRIDE'
+    AND (?5 IS NULL OR i.environment_id = ?5)
+  WHERE f.project_id = ?1 AND f.key IN (SELECT value FROM json_each(?2))
+  GROUP BY f.key, i.bucket - i.bucket % ${DAY_MS}`;
 const LAST_SQL = "SELECT flag_id AS flagId, environment_id AS environmentId, at FROM flag_last_evaluated WHERE flag_id IN (SELECT value FROM json_each(?1))";
 const STALE_OF_FLAG_SQL = "SELECT reason, since FROM flag_stale WHERE flag_id = ?1";
 const CANDIDATES_SQL = `SELECT p.id AS projectId, p.slug AS projectSlug, p.stale_after_days AS staleAfterDays,
@@ -175,6 +194,10 @@ export class SqliteInsightsStore implements InsightsStore {
 
   async counts(flagId: string, environmentId: string, interval: "hour" | "day", from: number, to: number): Promise<BucketCount[]> {
     return this.sqlite.query<BucketCount, [string, string, number, number]>(interval === "hour" ? HOUR_COUNTS_SQL : DAY_COUNTS_SQL).all(flagId, environmentId, from, to);
+  }
+
+  async dailyTotals(projectId: string, flagKeys: readonly string[], environmentId: string | null, from: number, to: number): Promise<DailyTotal[]> {
+    return this.sqlite.query<DailyTotal, [string, string, number, number, string | null]>(DAILY_TOTALS_SQL).all(projectId, JSON.stringify(flagKeys), from, to, environmentId);
   }
 
   async lastEvaluated(flagIds: readonly string[]): Promise<{ flagId: string; environmentId: string; at: number }[]> {

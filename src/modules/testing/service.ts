@@ -16,6 +16,7 @@ import { KEY_RANDOM_LENGTH } from "../../lib/secrets";
 import type { LiveSession, LiveSessions } from "./live";
 import { DEFAULT_TTL_SECONDS, MAX_OVERRIDES, MAX_TTL_SECONDS, MIN_TTL_SECONDS, type NewSession } from "./model";
 import type { TestSessionStore } from "./store";
+import type { ProjectStore } from "../projects/store";
 
 /** Pro session tokens: this prefix and 32 base62 characters (190 bits). */
 export const PRO_TOKEN_PREFIX = "svc_sess_";
@@ -57,21 +58,19 @@ const view = (s: LiveSession): SessionView => ({
 
 const overridesView = (s: LiveSession): OverridesView => ({ id: s.id, overrides: overridesObject(s) });
 
-/** The Testing API is for API keys only (access table); anything else is a bug. */
-function apiKeyOf(principal: Principal): Extract<Principal, { kind: "apiKey" }> {
-  if (principal.kind !== "apiKey") throw new Error(`testing API reached with a ${principal.kind} principal`);
-  return principal;
+/** The project a caller names by `projectId` (id or slug): a key's own only (else 403); a login token's any existing one (else 404). */
+async function projectOf(principal: Principal, projectId: string, projects: ProjectLookup): Promise<string> {
+  if (principal.kind === "apiKey") {
+    if (projectId !== principal.projectId && projectId !== principal.projectSlug) throw forbidden(MESSAGES.otherProject);
+    return principal.projectId;
+  }
+  const project = (await projects.bySlug(projectId)) ?? (await projects.list(projectId))[0];
+  if (project === undefined) throw notFound(`Project ${projectId}`);
+  return project.id;
 }
 
-/**
- * The caller's key, when `projectId` names its project (by id or slug); any other value, an
- * unknown project included, is 403.
- */
-function keyOfProject(principal: Principal, projectId: string): Extract<Principal, { kind: "apiKey" }> {
-  const key = apiKeyOf(principal);
-  if (projectId !== key.projectId && projectId !== key.projectSlug) throw forbidden(MESSAGES.otherProject);
-  return key;
-}
+/** What the service reads of projects: a login token names any project, by slug or id. */
+export type ProjectLookup = Pick<ProjectStore, "bySlug" | "list">;
 
 /**
  * 400 unless the session can hold these keys: at most MAX_OVERRIDES, counting the ones it has.
@@ -90,6 +89,7 @@ function checkCap(session: LiveSession, keys: readonly string[], path: string): 
 
 export interface TestingServiceDeps {
   sessions: TestSessionStore;
+  projects: ProjectLookup;
   /** The live sessions evaluation reads. */
   live: LiveSessions;
   clock: Clock;
@@ -100,15 +100,16 @@ export interface TestingServiceDeps {
 
 export type TestingService = ReturnType<typeof testingService>;
 
-export function testingService({ sessions, live, clock, log, pro }: TestingServiceDeps) {
+export function testingService({ sessions, projects, live, clock, log, pro }: TestingServiceDeps) {
   /**
    * The live session `id` for this caller: 404 when unknown, destroyed or expired (an expired
-   * session is gone at once, before any sweep), 403 when it belongs to another project.
+   * session is gone at once, before any sweep), 403 when it belongs to another project than
+   * the caller's key (a login token reaches every project's sessions, as it reaches their flags).
    */
   const requireSession = (principal: Principal, id: string): LiveSession => {
     const session = live.live(id, clock.now());
     if (session === undefined) throw notFound(`Test session ${id}`);
-    if (session.projectId !== apiKeyOf(principal).projectId) throw forbidden(MESSAGES.otherProject);
+    if (principal.kind === "apiKey" && session.projectId !== principal.projectId) throw forbidden(MESSAGES.otherProject);
     return session;
   };
 
@@ -130,13 +131,13 @@ export function testingService({ sessions, live, clock, log, pro }: TestingServi
   return {
     /** POST /v1/testing/sessions */
     async create(principal: Principal, input: NewSession): Promise<SessionView> {
-      const key = keyOfProject(principal, input.projectId);
+      const projectId = await projectOf(principal, input.projectId, projects);
       const ttl = ttlSeconds(input.ttl);
       const now = clock.now();
       const id = newId("sess");
       const row = {
         id,
-        projectId: key.projectId,
+        projectId,
         token: pro ? PRO_TOKEN_PREFIX + randomBase62(KEY_RANDOM_LENGTH) : id,
         label: input.label ?? null,
         createdAt: iso(now),
@@ -148,10 +149,13 @@ export function testingService({ sessions, live, clock, log, pro }: TestingServi
       return view(session);
     },
 
-    /** GET /v1/testing/sessions: the live sessions of the key's project (`projectId` omitted: that one). */
-    list(principal: Principal, projectId: string | undefined): { sessions: SessionView[] } {
-      const key = projectId === undefined ? apiKeyOf(principal) : keyOfProject(principal, projectId);
-      return { sessions: live.liveOf(key.projectId, clock.now()).map(view) };
+    /** GET /v1/testing/sessions: the live sessions of a project (`projectId` omitted: the key's; a login token must name one). */
+    async list(principal: Principal, projectId: string | undefined): Promise<{ sessions: SessionView[] }> {
+      let id: string;
+      if (projectId !== undefined) id = await projectOf(principal, projectId, projects);
+      else if (principal.kind === "apiKey") id = principal.projectId;
+      else throw validationError("Invalid request", [{ path: "query.projectId", message: "Required with a login token: the project's id or slug" }]);
+      return { sessions: live.liveOf(id, clock.now()).map(view) };
     },
 
     /** GET /v1/testing/sessions/{id} */
