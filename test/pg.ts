@@ -16,10 +16,10 @@
  */
 import { spawnSync } from "node:child_process";
 import { chownSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
+import { freePort } from "../scripts/lib/proc";
 
 const PG_BIN = "/usr/lib/postgresql/15/bin";
 
@@ -48,17 +48,6 @@ function runAs(): { prefix: string[]; uid: number; gid: number } | null {
   const uid = Number(id(user).stdout.trim());
   const gid = Number(spawnSync("id", ["-g", user], { encoding: "utf8" }).stdout.trim());
   return { prefix: ["runuser", "-u", user, "--"], uid, gid };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 interface Cluster {

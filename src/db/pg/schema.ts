@@ -17,8 +17,23 @@
  * - The `seq` ordering columns are identities (by default: an import may give them), so the
  *   stores never compute max + 1, which is only safe where writers are serialised.
  */
-import { bigint, boolean, doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import type { Condition, Prerequisite, Rule, Variant } from "../../evaluation/types";
+
+/**
+ * A jsonb column. Not drizzle's own `jsonb`: with Bun's driver it stringifies the value and Bun
+ * encodes that string again, storing a jsonb *string* (`jsonb_typeof` = 'string'), and Bun
+ * refuses a bare boolean for a jsonb parameter. So the JSON text is sent as text and cast:
+ * every value (object, array, string, boolean, number) is stored as the jsonb it is, and Bun
+ * hands it back parsed.
+ */
+const jsonb = <T>(name: string) =>
+  customType<{ data: T; driverData: unknown }>({
+    dataType: () => "jsonb",
+    toDriver: (value) => sql`${JSON.stringify(value)}::text::jsonb`,
+    fromDriver: (value) => value as T,
+  })(name);
 
 /** Creation order (docs/architecture.md, Storage: explicit order), from an identity. */
 const seq = () => integer("seq").notNull().generatedByDefaultAsIdentity();
@@ -113,10 +128,10 @@ export const flags = pgTable(
     key: text("key").notNull(),
     name: text("name").notNull(),
     description: text("description"),
-    variants: jsonb("variants").notNull().$type<Variant[]>(),
-    rules: jsonb("rules").notNull().$type<Rule[]>(),
+    variants: jsonb<Variant[]>("variants").notNull(),
+    rules: jsonb<Rule[]>("rules").notNull(),
     bucketBy: text("bucket_by"),
-    prerequisites: jsonb("prerequisites").$type<Prerequisite[]>(),
+    prerequisites: jsonb<Prerequisite[]>("prerequisites"),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -133,9 +148,9 @@ export const segments = pgTable(
     key: text("key").notNull(),
     name: text("name").notNull(),
     description: text("description"),
-    conditions: jsonb("conditions").notNull().$type<Condition[]>(),
-    included: jsonb("included").notNull().$type<string[]>(),
-    excluded: jsonb("excluded").notNull().$type<string[]>(),
+    conditions: jsonb<Condition[]>("conditions").notNull(),
+    included: jsonb<string[]>("included").notNull(),
+    excluded: jsonb<string[]>("excluded").notNull(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -185,7 +200,7 @@ export const sessionOverrides = pgTable(
       .notNull()
       .references(() => testSessions.id, { onDelete: "cascade" }),
     flagKey: text("flag_key").notNull(),
-    value: jsonb("value").notNull().$type<boolean | string>(),
+    value: jsonb<boolean | string>("value").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
   (table) => [primaryKey({ columns: [table.sessionId, table.flagKey] })],
@@ -199,8 +214,8 @@ export const webhooks = pgTable(
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
     url: text("url").notNull(),
-    events: jsonb("events").notNull().$type<string[]>(),
-    environments: jsonb("environments").notNull().$type<string[]>(),
+    events: jsonb<string[]>("events").notNull(),
+    environments: jsonb<string[]>("environments").notNull(),
     secret: text("secret").notNull(),
     description: text("description"),
     enabled: boolean("enabled").notNull(),
@@ -279,7 +294,7 @@ export const changeLog = pgTable(
     resourceId: text("resource_id").notNull(),
     resourceKey: text("resource_key"),
     action: text("action").notNull(),
-    changes: jsonb("changes").notNull(),
+    changes: jsonb<Record<string, unknown>>("changes").notNull(),
   },
   (table) => [index("change_log_key").on(table.resourceKey, table.position)],
 );
@@ -295,8 +310,8 @@ export const plugins = pgTable(
     version: text("version").notNull(),
     enabled: boolean("enabled").notNull(),
     status: text("status").notNull(),
-    config: jsonb("config").notNull().$type<Record<string, unknown>>(),
-    secretKeys: jsonb("secret_keys").notNull().default([]).$type<string[]>(),
+    config: jsonb<Record<string, unknown>>("config").notNull(),
+    secretKeys: jsonb<string[]>("secret_keys").notNull().default(sql`'[]'::jsonb`),
     errorMessage: text("error_message"),
     eventPosition: position("event_position").notNull().default(0),
     eventsHandled: integer("events_handled").notNull().default(0),
@@ -337,7 +352,7 @@ export const integrations = pgTable(
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
     type: text("type").notNull(),
-    config: jsonb("config").notNull().$type<Record<string, unknown>>(),
+    config: jsonb<Record<string, unknown>>("config").notNull(),
     enabled: boolean("enabled").notNull(),
     sent: integer("sent").notNull().default(0),
     failed: integer("failed").notNull().default(0),
@@ -363,7 +378,7 @@ export const schedules = pgTable(
     environmentId: text("environment_id").notNull(),
     environment: text("environment").notNull(),
     at: text("at").notNull(),
-    state: jsonb("state").notNull().$type<{ enabled?: boolean; rolloutPercentage?: number | null }>(),
+    state: jsonb<{ enabled?: boolean; rolloutPercentage?: number | null }>("state").notNull(),
     status: text("status").notNull(),
     createdByType: text("created_by_type").notNull(),
     createdById: text("created_by_id").notNull(),
