@@ -11,11 +11,12 @@
  * (Debian's package creates it) through `runuser -u postgres --`; when that user does not
  * exist, a dedicated system user `flagsvc-pg` is created once with `useradd --system`. The
  * temp dir is handed to that user (chown). As any other user they run as that user directly.
+ * A detached watchdog stops the cluster and removes the dir once the test process is gone.
  * The server listens on 127.0.0.1 on a free port, with its Unix socket in the temp dir (`-k`):
  * nothing of the machine's own PostgreSQL is touched. Authentication: trust (local tests only).
  */
 import { spawnSync } from "node:child_process";
-import { chownSync, mkdtempSync, rmSync } from "node:fs";
+import { chownSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
@@ -74,11 +75,11 @@ async function startCluster(): Promise<Cluster> {
   const port = await freePort();
   // fsync off: a test cluster is thrown away, durability buys nothing here.
   run(["pg_ctl", "-D", data, "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`, "-l", join(dir, "log"), "-w", "start"]);
-  process.once("exit", () => {
-    const stop = [...(as?.prefix ?? []), which("pg_ctl")!, "-D", data, "stop", "-m", "immediate"];
-    spawnSync(stop[0]!, stop.slice(1));
-    rmSync(dir, { recursive: true, force: true });
-  });
+  // Stopped once this process is gone, however it ends: `bun test` does not emit "exit", and a
+  // killed run emits nothing. A detached watchdog polls this process and stops the cluster.
+  const stop = [...(as?.prefix ?? []), which("pg_ctl")!, "-D", data, "stop", "-m", "immediate"].map((a) => `'${a}'`).join(" ");
+  const watchdog = `while kill -0 ${process.pid} 2>/dev/null; do sleep 0.5; done; ${stop} >/dev/null 2>&1; rm -rf '${dir}'`;
+  Bun.spawn(["sh", "-c", watchdog], { stdio: ["ignore", "ignore", "ignore"], detached: true }).unref();
   return { adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres` };
 }
 
