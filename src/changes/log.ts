@@ -9,6 +9,7 @@
  * read and write through it inside `write` (and a participant's rows are bound to it), and
  * nothing outside the transaction sees its rows before the commit.
  */
+import type { Constraint } from "../db/sqlite-errors";
 import type { Author, ChangeDraft, ChangeEntry } from "./entry";
 
 declare const TRANSACTION: unique symbol;
@@ -45,4 +46,26 @@ export interface ChangeLog {
    * (a taken key, slug, email or name): then false, and nothing is stored.
    */
   create(author: Author, insert: (tx: Tx) => Promise<void>, change: ChangeDraft): Promise<boolean>;
+}
+
+/**
+ * `create` of every backend, in terms of its `commit`: the insert and its entry, or false when
+ * the backend's `constraintOf` says a unique constraint refused the row.
+ */
+export async function createThrough(
+  log: Pick<ChangeLog, "commit">,
+  constraintOf: (e: unknown) => Constraint | null,
+  author: Author,
+  insert: (tx: Tx) => Promise<void>,
+  change: ChangeDraft,
+): Promise<boolean> {
+  try {
+    return await log.commit(author, async (tx) => {
+      await insert(tx);
+      return { result: true, changes: [change] };
+    });
+  } catch (e) {
+    if (constraintOf(e)?.kind === "unique") return false;
+    throw e;
+  }
 }

@@ -12,7 +12,7 @@ import { iso, type Clock } from "../lib/clock";
 import { sortableId } from "../lib/ids";
 import type { ChangeBus } from "./bus";
 import type { Author, ChangeDraft, ChangeEntry } from "./entry";
-import type { ChangeLog, Effect, Participant, Tx, Written } from "./log";
+import { createThrough, type ChangeLog, type Effect, type Participant, type Tx, type Written } from "./log";
 
 export type { Participant, Written } from "./log";
 
@@ -52,16 +52,8 @@ export class SqliteChangeLog implements ChangeLog {
     });
   }
 
-  async create(author: Author, insert: (tx: Tx) => Promise<void>, change: ChangeDraft): Promise<boolean> {
-    try {
-      return await this.commit(author, async (tx) => {
-        await insert(tx);
-        return { result: true, changes: [change] };
-      });
-    } catch (e) {
-      if (constraintOf(e)?.kind === "unique") return false;
-      throw e;
-    }
+  create(author: Author, insert: (tx: Tx) => Promise<void>, change: ChangeDraft): Promise<boolean> {
+    return createThrough(this, constraintOf, author, insert, change);
   }
 
   /** One transaction: the write, its entries, the participants; committed, or rolled back on any throw. */

@@ -21,16 +21,24 @@ export class SchemaTooNewError extends OperatorError {
   }
 }
 
-export const MIGRATIONS: readonly MigrationMeta[] = journal.entries.map((entry) => {
-  const text = migrationSql[entry.tag];
-  if (text === undefined) throw new Error(`migration ${entry.tag} is not embedded: run npm run db:generate`);
-  return {
-    sql: text.split("--> statement-breakpoint"),
-    bps: entry.breakpoints,
-    folderMillis: entry.when,
-    hash: sha256Hex(text),
-  };
-});
+/** The migrations of an embedded folder (its index.ts), with the hashes drizzle's migrator writes. */
+export function embeddedMigrations(
+  folder: { journal: { entries: readonly { tag: string; when: number; breakpoints: boolean }[] }; migrationSql: Record<string, string> },
+  generate: string,
+): MigrationMeta[] {
+  return folder.journal.entries.map((entry) => {
+    const text = folder.migrationSql[entry.tag];
+    if (text === undefined) throw new Error(`migration ${entry.tag} is not embedded: run npm run ${generate}`);
+    return {
+      sql: text.split("--> statement-breakpoint"),
+      bps: entry.breakpoints,
+      folderMillis: entry.when,
+      hash: sha256Hex(text),
+    };
+  });
+}
+
+export const MIGRATIONS: readonly MigrationMeta[] = embeddedMigrations({ journal, migrationSql }, "db:generate");
 
 function appliedHashes(sqlite: Database): string[] {
   const table = sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(MIGRATIONS_TABLE);

@@ -92,8 +92,11 @@ export interface ChangeLogRow {
   changes: string;
 }
 
+/** A `change_log` row as Bun's `SQL` returns it from PostgreSQL: `changes` (jsonb) arrives parsed. */
+export type PgChangeLogRow = Omit<ChangeLogRow, "changes"> & { changes: Changes };
+
 /** The filters' conditions; `before` is the page's own bound, placed by `page`. */
-const COLUMNS: [Exclude<keyof AuditFilter, "before">, string][] = [
+export const COLUMNS: [Exclude<keyof AuditFilter, "before">, string][] = [
   ["projectId", "project_id = ?"],
   ["resourceType", "resource_type = ?"],
   ["resourceKey", "resource_key = ?"],
@@ -105,7 +108,7 @@ const COLUMNS: [Exclude<keyof AuditFilter, "before">, string][] = [
 ];
 
 /** The conditions of a filter's fields (not `before`, each page's own bound) and their values, in order. */
-function conditionsOf(filter: AuditFilter): { where: string[]; values: (string | number)[] } {
+export function conditionsOf(filter: AuditFilter): { where: string[]; values: (string | number)[] } {
   const where: string[] = [];
   const values: (string | number)[] = [];
   for (const [field, condition] of COLUMNS) {
@@ -118,9 +121,9 @@ function conditionsOf(filter: AuditFilter): { where: string[]; values: (string |
 }
 
 /** Entries `latestChange` reads back at most to pass over staleness marks (a flag turns stale, then not, a few times at most). */
-const LATEST_LOOKBACK = 20;
+export const LATEST_LOOKBACK = 20;
 
-function entryOf(r: ChangeLogRow): ChangeEntry {
+export function entryOf(r: ChangeLogRow | PgChangeLogRow): ChangeEntry {
   return {
     position: r.position,
     id: r.id,
@@ -131,7 +134,7 @@ function entryOf(r: ChangeLogRow): ChangeEntry {
     environment: r.environment,
     resource: { type: r.resource_type as ResourceType, id: r.resource_id, key: r.resource_key },
     action: r.action as Action,
-    changes: JSON.parse(r.changes) as Changes,
+    changes: (typeof r.changes === "string" ? JSON.parse(r.changes) : r.changes) as Changes,
   };
 }
 
@@ -144,7 +147,7 @@ function entryOf(r: ChangeLogRow): ChangeEntry {
 const indexFor = (f: AuditFilter) => (f.resourceKey !== undefined ? " INDEXED BY change_log_key" : "");
 
 /** Lets the thread's other work (a worker's webhook kicks) run between two prune batches. */
-const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+export const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class SqliteAuditStore implements AuditStore {
   constructor(private readonly store: Store) {}

@@ -1,0 +1,124 @@
+/**
+ * The change log on PostgreSQL (log.ts), on Bun's `SQL` with drizzle `bun-sql`.
+ *
+ * PostgreSQL does not serialise writers as SQLite does, and the stores read, decide, then write
+ * (the last admin, a taken slug, what a deletion takes with it). So every commit first takes a
+ * transaction-level advisory lock (`pg_advisory_xact_lock`, released by its commit or rollback):
+ * writers are serialised across every node, the reads inside a write see every earlier commit,
+ * and `position` (an identity, taken in the transaction) is the order of commit everywhere, so a
+ * reader of "everything after N" never misses a position that commits later. Readers are never
+ * blocked. Within this process commits also queue (as on SQLite: in call order, and no pool
+ * connection is held waiting for the lock), and the entries are published in that order.
+ *
+ * Each commit with entries also sends `NOTIFY flagsvc_changes, '<last position>'` in its
+ * transaction (delivered on commit): how the other nodes hear of it.
+ */
+import { sql } from "drizzle-orm";
+import type { PgStore, PgQueries } from "../db/pg/client";
+import { changeLog } from "../db/pg/schema";
+import { pgConstraintOf } from "../db/pg-errors";
+import { iso, type Clock } from "../lib/clock";
+import { sortableId } from "../lib/ids";
+import type { ChangeBus } from "./bus";
+import type { Author, ChangeDraft, ChangeEntry } from "./entry";
+import { createThrough, type ChangeLog, type Effect, type Participant, type Tx, type Written } from "./log";
+
+/** The channel every commit notifies, with its last position as the payload. */
+export const CHANGES_CHANNEL = "flagsvc_changes";
+/** The advisory lock every write transaction takes ("flagsvc" + 2; the migrations take + 1). */
+const WRITE_LOCK = 0x666c6167737663_02n.toString();
+
+/** The PostgreSQL transaction a handle stands for (drizzle's, inside `commit`). */
+export const pgTx = (tx: Tx): PgQueries => tx as unknown as PgQueries;
+
+export class PgChangeLog implements ChangeLog {
+  private readonly participants: Participant[] = [];
+  /** The write under way (or the last one): the next waits for it. */
+  private tail: Promise<unknown> = Promise.resolve();
+  /** The last publication: the next waits for it, so entries are published in position order. */
+  private publication: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly store: PgStore,
+    private readonly bus: ChangeBus,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The pool, for reads outside a commit. */
+  get db(): PgQueries {
+    return this.store.db;
+  }
+
+  participate(p: Participant): void {
+    this.participants.push(p);
+  }
+
+  commit<T>(author: Author, write: (tx: Tx) => Promise<Written<T>>): Promise<T> {
+    const run = this.tail.then(() => this.transact(author, write));
+    this.tail = run.catch(() => undefined);
+    return run.then(async ({ result, entries, effects }) => {
+      if (entries.length > 0) {
+        const published = this.publication.then(() => this.bus.publish(entries));
+        this.publication = published.catch(() => undefined);
+        await published;
+      }
+      for (const effect of effects) await effect();
+      return result;
+    });
+  }
+
+  create(author: Author, insert: (tx: Tx) => Promise<void>, change: ChangeDraft): Promise<boolean> {
+    return createThrough(this, pgConstraintOf, author, insert, change);
+  }
+
+  /** One transaction under the write lock: the write, its entries, the participants, the notification. */
+  private transact<T>(author: Author, write: (tx: Tx) => Promise<Written<T>>): Promise<{ result: T; entries: ChangeEntry[]; effects: Effect[] }> {
+    return this.store.db.transaction(async (db) => {
+      await db.execute(sql`SELECT pg_advisory_xact_lock(${WRITE_LOCK}::bigint)`);
+      const tx = db as unknown as Tx;
+      const { result, changes } = await write(tx);
+      const entries = await this.append(db, author, changes);
+      const effects: Effect[] = [];
+      if (entries.length > 0) {
+        for (const p of this.participants) {
+          const effect = await p(tx, entries);
+          if (effect) effects.push(effect);
+        }
+        await db.execute(sql`SELECT pg_notify(${CHANGES_CHANNEL}, ${String(entries.at(-1)!.position)})`);
+      }
+      return { result, entries, effects };
+    });
+  }
+
+  private async append(db: PgQueries, author: Author, changes: readonly ChangeDraft[]): Promise<ChangeEntry[]> {
+    if (changes.length === 0) return [];
+    const ms = this.clock.now();
+    const at = iso(ms);
+    const { actor, requestId } = author;
+    const drafts = changes.map((c) => ({ id: sortableId("aud", ms), c }));
+    const rows = await db
+      .insert(changeLog)
+      .values(
+        drafts.map(({ id, c }) => ({
+          id,
+          at,
+          actorType: actor.type,
+          actorId: actor.id,
+          actorLabel: actor.label,
+          requestId,
+          projectId: c.project?.id ?? null,
+          projectSlug: c.project?.slug ?? null,
+          environment: c.environment,
+          resourceType: c.resource.type,
+          resourceId: c.resource.id,
+          resourceKey: c.resource.key,
+          action: c.action,
+          changes: c.changes,
+        })),
+      )
+      .returning({ position: changeLog.position });
+    // The identity numbers the rows in the order of VALUES.
+    const positions = rows.map((r) => r.position).sort((a, b) => a - b);
+    return drafts.map(({ id, c }, i) => ({ position: positions[i]!, id, at, actor, requestId, ...c }));
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The PostgreSQL backend (backend.ts): one database shared by every node, migrated on open
+ * (under an advisory lock: nodes starting together do not race), the change log
+ * (src/changes/pg.ts) and the stores that have a PostgreSQL implementation so far.
+ *
+ * `stores` is typed `PgStores`: exactly the stores implemented on PostgreSQL. The ones still
+ * missing are listed in `MissingPgStores`; a `PgBackend` is not a `Backend` until that list is
+ * empty, so nothing can hand it to code that would reach a missing store.
+ */
+import type { SQL } from "bun";
+import type { ChangeBus } from "../changes/bus";
+import { PgChangeLog } from "../changes/pg";
+import type { Stores } from "../context";
+import type { Clock } from "../lib/clock";
+import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
+import { PgApiKeyStore } from "../modules/api-keys/pg-store";
+import { PgAuditStore } from "../modules/audit/pg-store";
+import { PgProjectStore } from "../modules/projects/pg-store";
+import { PgSettingsStore } from "../modules/settings/pg-store";
+import { PgUserStore } from "../modules/users/pg-store";
+import type { Backend } from "./backend";
+import { openPg } from "./pg/client";
+import { migratePg } from "./pg/migrate";
+
+/** The stores implemented on PostgreSQL so far. */
+export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit";
+/** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
+export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
+export type PgStores = Pick<Stores, PgStoreName>;
+
+export interface PgBackend extends Omit<Backend, "stores" | "close"> {
+  readonly dialect: "postgres";
+  readonly changeLog: PgChangeLog;
+  readonly stores: PgStores;
+  /** The pool (Bun's `SQL`): what LISTEN and the operations (health, migrate) use. */
+  readonly sql: SQL;
+  /** Closes the pool. */
+  close(): Promise<void>;
+}
+
+/** What `new SQL(url, options)` takes beside the URL: TLS, pool size (src/db/database-url.ts builds it from the config). */
+export type PgOptions = Omit<SQL.PostgresOrMySQLOptions, "url">;
+
+/** Connects to `url`, brings the schema up to date and builds the change log and the stores over it. */
+export async function openPostgresBackend(url: string, opts: PgOptions, bus: ChangeBus, clock: Clock): Promise<PgBackend> {
+  const store = openPg(url, opts);
+  try {
+    const applied = await migratePg(store.sql);
+    const changeLog = new PgChangeLog(store, bus, clock);
+    const users = new PgUserStore(changeLog);
+    const stores: PgStores = {
+      projects: new PgProjectStore(changeLog),
+      settings: new PgSettingsStore(changeLog.db),
+      users,
+      adminKeys: new PgAdminKeyStore(changeLog, users),
+      apiKeys: new PgApiKeyStore(changeLog),
+      audit: new PgAuditStore(store.sql),
+    };
+    return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
+  } catch (e) {
+    await store.sql.close();
+    throw e;
+  }
+}
