@@ -165,7 +165,7 @@ export const OPTIONS = [
   }),
   opt({
     key: "databaseUrl", env: "SVC_DATABASE_URL", flag: "--database-url", defaultText: "unset (SQLite in the data dir)", secret: true,
-    description: "`postgres://user:password@host:5432/db` (or `postgresql://`) selects PostgreSQL; TLS as libpq: `?sslmode=` disable, allow, prefer (default), require, verify-ca, verify-full, and `&sslrootcert=FILE`",
+    description: "`postgres://user:password@host:5432/db` (or `postgresql://`): PostgreSQL for several nodes (docs/scaling.md says what is available yet); TLS as libpq: `?sslmode=` disable, allow, prefer (default), require, verify-ca, verify-full, and `&sslrootcert=FILE`",
     fallback: () => undefined,
     parse: (raw) => {
       let url: DatabaseUrl;
