@@ -7,6 +7,7 @@
 import { accessSync, constants, readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { resolve } from "node:path";
+import { DEFAULT_POOL_SIZE, DatabaseUrlError, parseDatabaseUrl, type DatabaseUrl } from "./db/database-url";
 import type { LogFormat, LogLevel } from "./lib/log";
 
 export type Edition = "ce" | "pro";
@@ -27,6 +28,12 @@ export const DEFAULT_RATE_LIMITS: Readonly<Record<RateLimitKind, number>> = {
 
 export interface Config {
   dataDir: string;
+  /** PostgreSQL to use instead of the SQLite file in dataDir (docs/scaling.md); unset: SQLite. */
+  databaseUrl: DatabaseUrl | undefined;
+  /** The CA file that checks the PostgreSQL server's certificate: SVC_DATABASE_CA_FILE or the URL's `sslrootcert`. */
+  databaseCaFile: string | undefined;
+  /** Most connections one node opens to PostgreSQL. */
+  databasePoolSize: number;
   host: string;
   port: number;
   tlsCert: string | undefined;
@@ -155,6 +162,33 @@ export const OPTIONS = [
       if (raw.trim() === "") throw new Invalid("must not be empty");
       return resolve(raw);
     },
+  }),
+  opt({
+    key: "databaseUrl", env: "SVC_DATABASE_URL", flag: "--database-url", defaultText: "unset (SQLite in the data dir)", secret: true,
+    description: "`postgres://user:password@host:5432/db` (or `postgresql://`): PostgreSQL for several nodes (docs/scaling.md says what is available yet); TLS as libpq: `?sslmode=` disable, allow, prefer (default), require, verify-ca, verify-full, and `&sslrootcert=FILE`",
+    fallback: () => undefined,
+    parse: (raw) => {
+      let url: DatabaseUrl;
+      try {
+        url = parseDatabaseUrl(raw);
+      } catch (e) {
+        if (e instanceof DatabaseUrlError) throw new Invalid(e.message);
+        throw e;
+      }
+      return url.caFile === undefined ? url : { ...url, caFile: readablePemFile(url.caFile, "CERTIFICATE") };
+    },
+  }),
+  opt({
+    key: "databaseCaFile", env: "SVC_DATABASE_CA_FILE", flag: "--database-ca-file", defaultText: "unset",
+    description: "PEM file of the CA(s) that check the PostgreSQL server's certificate (like `sslrootcert=` in the URL); without an sslmode it means `verify-full`",
+    fallback: () => undefined,
+    parse: (raw) => readablePemFile(raw, "CERTIFICATE"),
+  }),
+  opt({
+    key: "databasePoolSize", env: "SVC_DATABASE_POOL_SIZE", flag: "--database-pool-size", defaultText: String(DEFAULT_POOL_SIZE),
+    description: "Most connections each node opens to PostgreSQL, 1 to 1000 (plus one for LISTEN)",
+    fallback: () => DEFAULT_POOL_SIZE,
+    parse: (raw) => integer(raw, 1, 1000, "a whole number of connections"),
   }),
   opt({
     key: "host", env: "SVC_HOST", flag: "--host", defaultText: "0.0.0.0",
@@ -393,7 +427,31 @@ export function loadConfig(
     const missing = OPTIONS.find((o) => o.key === (c.tlsCert === undefined ? "tlsCert" : "tlsKey"))!;
     throw new ConfigError(missing.env, missing.flag, "SVC_TLS_CERT and SVC_TLS_KEY must be set together");
   }
+  checkDatabase(c);
   return c;
+}
+
+/**
+ * The CA file comes from SVC_DATABASE_CA_FILE or the URL's `sslrootcert` (one of them, or both
+ * naming the same file) and only with an sslmode that checks certificates.
+ */
+function checkDatabase(c: Config): void {
+  const fail = (key: "databaseUrl" | "databaseCaFile", problem: string): never => {
+    const o = OPTIONS.find((x) => x.key === key)!;
+    throw new ConfigError(o.env, o.flag, problem);
+  };
+  const url = c.databaseUrl;
+  if (url === undefined) {
+    if (c.databaseCaFile !== undefined) fail("databaseCaFile", "is set but SVC_DATABASE_URL is not (the CA file is for PostgreSQL)");
+    return;
+  }
+  if (url.caFile !== undefined && c.databaseCaFile !== undefined && url.caFile !== c.databaseCaFile) {
+    fail("databaseCaFile", `names ${c.databaseCaFile} but the URL's sslrootcert names ${url.caFile}: give the CA file once`);
+  }
+  c.databaseCaFile ??= url.caFile;
+  if (c.databaseCaFile !== undefined && (url.sslMode === "disable" || url.sslMode === "allow" || url.sslMode === "prefer")) {
+    fail("databaseUrl", `sslmode ${url.sslMode} never checks a certificate, so a CA file is pointless: use sslmode require, verify-ca or verify-full, or drop the CA file`);
+  }
 }
 
 /** The options (all, or those of `keys`) as rows of text, for `--help`. */

@@ -19,6 +19,9 @@ describe("defaults", () => {
     const c = loadConfig({});
     expect(c).toEqual({
       dataDir: resolve("./data"),
+      databaseUrl: undefined,
+      databaseCaFile: undefined,
+      databasePoolSize: 10,
       host: "0.0.0.0",
       port: 8443,
       tlsCert: undefined,
@@ -81,6 +84,8 @@ describe("every variable is parsed", () => {
     ["SVC_SHUTDOWN_DELAY_SECONDS", "5", { shutdownDelaySeconds: 5 }],
     ["SVC_LOG_LEVEL", "debug", { logLevel: "debug" }],
     ["SVC_LOG_FORMAT", "pretty", { logFormat: "pretty" }],
+    ["SVC_DATABASE_URL", "postgres://flagsvc:pw@db:5432/flagsvc", { databaseUrl: { url: "postgres://flagsvc:pw@db:5432/flagsvc", sslMode: undefined, caFile: undefined, masked: "postgres://flagsvc:***@db:5432/flagsvc" } }],
+    ["SVC_DATABASE_POOL_SIZE", "25", { databasePoolSize: 25 }],
   ];
   for (const [name, value, expected] of cases) {
     test(`${name}=${value}`, () => {
@@ -93,7 +98,8 @@ describe("every variable is parsed", () => {
   });
 
   test("the cases above cover every option", () => {
-    const covered = new Set([...cases.map((c) => c[0]), "SVC_TLS_CERT", "SVC_TLS_KEY"]);
+    // SVC_DATABASE_CA_FILE: test/unit/database-url.test.ts.
+    const covered = new Set([...cases.map((c) => c[0]), "SVC_TLS_CERT", "SVC_TLS_KEY", "SVC_DATABASE_CA_FILE"]);
     expect(OPTIONS.map((o) => o.env).filter((e) => !covered.has(e))).toEqual([]);
   });
 });
