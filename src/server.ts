@@ -2,13 +2,11 @@
  * App assembly (createApp: what tests drive with app.handle) and the running service
  * (startServer: storage, bootstrap, TLS, listener, jobs, graceful stop).
  */
-import { join } from "node:path";
 import { Elysia } from "elysia";
 import { BackgroundThread } from "./background/thread";
 import { bootstrap } from "./bootstrap";
 import type { Config } from "./config";
 import type { AppContext } from "./context";
-import { DB_FILE } from "./db/client";
 import { openSqliteBackend } from "./db/sqlite-backend";
 import { OperatorError } from "./lib/errors";
 import { accessGuard, admitter, RATE_LIMIT_HEADERS } from "./http/auth";
@@ -38,8 +36,6 @@ import { Readiness, type ThreadState } from "./modules/health/service";
 import { LOGIN_REFUSALS, Tally } from "./modules/metrics/counts";
 import { metricsRoutes } from "./modules/metrics/routes";
 import { createMetrics } from "./modules/metrics/service";
-import { SqliteCredentialStore } from "./modules/credentials/store";
-import { SqliteMaintenance } from "./db/sqlite-maintenance";
 import { RequestCounts } from "./http/request-counts";
 import { VERSION } from "./version";
 import { flagsRoutes } from "./modules/flags/routes";
@@ -51,7 +47,6 @@ import { segmentsRoutes } from "./modules/segments/routes";
 import { segmentService } from "./modules/segments/service";
 import { projectService } from "./modules/projects/service";
 import { ChangeBus } from "./changes/bus";
-import { sqliteTx } from "./changes/sqlite";
 import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
 import { EvaluationService } from "./modules/evaluation/service";
@@ -68,17 +63,14 @@ import { userService } from "./modules/users/service";
 import { DeliveryDispatcher } from "./modules/webhooks/dispatcher";
 import { webhooksRoutes } from "./modules/webhooks/routes";
 import { scheduleWebhookJobs, webhookService } from "./modules/webhooks/service";
-import { SqliteDeliveryQueue } from "./modules/webhooks/store";
 import { OutboundPolicy } from "./lib/outbound";
 import { ChangeEventQueue } from "./modules/change-events/queue";
-import { SqliteChangeEventStore } from "./modules/change-events/store";
 import { CONNECTORS } from "./modules/integrations/connectors";
 import { IntegrationFeed } from "./modules/integrations/feed";
 import { IntegrationSender, type IntegrationSink } from "./modules/integrations/sender";
 import { IntegrationThread } from "./modules/integrations/thread";
 import { integrationsRoutes } from "./modules/integrations/routes";
 import { integrationService } from "./modules/integrations/service";
-import { SqliteIntegrationRuntimeStore } from "./modules/integrations/store";
 import { marketplaceRoutes } from "./modules/marketplace/routes";
 import { marketplaceService } from "./modules/marketplace/service";
 import { Catalog } from "./plugins/catalog";
@@ -262,16 +254,17 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   // The change log and its subscribers, in this order: evaluation (then the streams), credentials, test sessions, webhook sender, change events (plugins, integrations).
   const bus = new ChangeBus(log);
   const backend = openSqliteBackend(config, bus, clock);
-  const { store, changeLog, stores } = backend;
+  const { changeLog, stores } = backend;
+  // The senders' own threads open their own connection to the file (SQLite); otherwise they run here.
+  const threads = deps.background ? backend.threads : undefined;
   const scheduler = new Scheduler(log);
   const requestClock = coarseClock(clock, deps.clock ? 0 : REQUEST_CLOCK_MS);
-  const deliveries = deps.background
-    ? new BackgroundThread({ maintenance: new SqliteMaintenance(store, join(config.dataDir, DB_FILE)), file: join(config.dataDir, DB_FILE), config, log })
-    : new DeliveryDispatcher({ queue: new SqliteDeliveryQueue(store.sqlite), clock, log, config });
+  const deliveries = threads
+    ? new BackgroundThread({ maintenance: threads, file: threads.file, config, log })
+    : new DeliveryDispatcher({ queue: backend.deliveryQueue, clock, log, config });
   const snapshot = await loadSnapshot(stores.flags);
-  const credentialStore = new SqliteCredentialStore(store);
-  const secret = await jwtSecret(credentialStore, config.jwtSecret, clock);
-  const credentials = await CredentialRegistry.open(credentialStore, clock, secret, requestClock);
+  const secret = await jwtSecret(backend.credentials, config.jwtSecret, clock);
+  const credentials = await CredentialRegistry.open(backend.credentials, clock, secret, requestClock);
   const streamTokens = new StreamTokens(secret);
   const streams = new StreamHub({ store: stores.definitions, credentials, clock, log, initial: await stores.definitions.lastChanges() });
   credentials.onReload(() => streams.revalidate());
@@ -291,11 +284,11 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
     outboundAllowedHosts: config.outboundAllowedHosts,
   });
   // The integrations' sender: on a thread of its own (lowest CPU priority) in the server, here otherwise.
-  const sender: IntegrationSink = deps.background
-    ? new IntegrationThread({ file: join(config.dataDir, DB_FILE), config, log })
-    : new IntegrationSender({ store: new SqliteIntegrationRuntimeStore(store.sqlite), clock, log, config, connectors: CONNECTORS });
-  const integrations = new IntegrationFeed({ store: new SqliteIntegrationRuntimeStore(store.sqlite), records, sink: sender, connectors: CONNECTORS, log });
-  const changeEvents = new ChangeEventQueue((tx) => ({ events: new SqliteChangeEventStore(sqliteTx(tx).sqlite), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
+  const sender: IntegrationSink = threads
+    ? new IntegrationThread({ file: threads.file, config, log })
+    : new IntegrationSender({ store: backend.integrationRuntime, clock, log, config, connectors: CONNECTORS });
+  const integrations = new IntegrationFeed({ store: backend.integrationRuntime, records, sink: sender, connectors: CONNECTORS, log });
+  const changeEvents = new ChangeEventQueue((tx) => ({ events: backend.changeEventsIn(tx), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
   changeLog.participate(outbox.participant);
   changeLog.participate(changeEvents.participant);
   // A scheduled change's own flag-state write marks it applied, in that write's transaction.
@@ -312,7 +305,7 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   });
   return {
     applied: backend.applied,
-    maintenance: new SqliteMaintenance(store, join(config.dataDir, DB_FILE)),
+    maintenance: backend.maintenance,
     config,
     log,
     clock,

@@ -3,8 +3,13 @@
  * every module's store, each typed by its interface. The SQLite backend (sqlite-backend.ts) is
  * the default; another stands behind the same interfaces, chosen by configuration.
  */
-import type { ChangeLog } from "../changes/log";
+import type { ChangeLog, Tx } from "../changes/log";
 import type { Stores } from "../context";
+import type { ChangeEventWrites } from "../modules/change-events/store";
+import type { CredentialStore } from "../modules/credentials/store";
+import type { IntegrationRuntimeStore } from "../modules/integrations/store";
+import type { DeliveryQueue } from "../modules/webhooks/store";
+import type { Maintenance } from "./sqlite-maintenance";
 
 export interface Backend {
   readonly dialect: "sqlite" | "postgres";
@@ -13,6 +18,23 @@ export interface Backend {
   readonly stores: Stores;
   /** How many schema migrations opening it applied (0: it was up to date). */
   readonly applied: number;
+  /** What the credential registry loads and writes. */
+  readonly credentials: CredentialStore;
+  /** Database-wide operations (health, `/metrics`, the planner's upkeep, backup, schema state). */
+  readonly maintenance: Maintenance;
+  /** The webhook sender's queue, for a sender on the request thread. */
+  readonly deliveryQueue: DeliveryQueue;
+  /** The integrations' feed and sender. */
+  readonly integrationRuntime: IntegrationRuntimeStore;
+  /** The change-event queue's writes inside a write's transaction (a participant's rows). */
+  changeEventsIn(tx: Tx): ChangeEventWrites;
+  /**
+   * SQLite: what the senders' own threads need (the webhook sender and the integrations' sender
+   * in the server): the database file, to open their own connection, and the request
+   * connection's automatic checkpoints, which the background thread takes over. Absent: the
+   * senders run on the request thread, over this backend.
+   */
+  readonly threads?: { file: string; autoCheckpoint(pages: number): void };
   /** Closes the database (and releases what the backend holds: SQLite's data-dir lock). */
   close(): void;
 }

@@ -28,7 +28,10 @@ export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "api
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
 
-export interface PgBackend extends Omit<Backend, "stores" | "close"> {
+/** What the server takes from a backend beside its stores, still to implement on PostgreSQL. */
+export type MissingPgParts = "credentials" | "maintenance" | "deliveryQueue" | "integrationRuntime" | "changeEventsIn";
+
+export interface PgBackend extends Omit<Backend, "stores" | "close" | MissingPgParts> {
   readonly dialect: "postgres";
   readonly changeLog: PgChangeLog;
   readonly stores: PgStores;

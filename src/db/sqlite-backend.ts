@@ -5,7 +5,10 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { ChangeBus } from "../changes/bus";
-import { SqliteChangeLog } from "../changes/sqlite";
+import { SqliteChangeLog, sqliteTx } from "../changes/sqlite";
+import { SqliteChangeEventStore } from "../modules/change-events/store";
+import { SqliteCredentialStore } from "../modules/credentials/store";
+import { SqliteMaintenance } from "./sqlite-maintenance";
 import { ConfigError, type Config } from "../config";
 import type { Stores } from "../context";
 import type { Clock } from "../lib/clock";
@@ -15,7 +18,7 @@ import { SqliteAuditStore } from "../modules/audit/store";
 import { SqliteFlagStore } from "../modules/flags/store";
 import { SqliteInsightsStore } from "../modules/insights/store";
 import { SqliteMetricsStore } from "../modules/metrics/store";
-import { SqliteIntegrationStore } from "../modules/integrations/store";
+import { SqliteIntegrationRuntimeStore, SqliteIntegrationStore } from "../modules/integrations/store";
 import { SqliteDownloadStore } from "../modules/marketplace/store";
 import { SqlitePluginStore } from "../modules/plugins/store";
 import { SqliteProjectStore } from "../modules/projects/store";
@@ -25,7 +28,7 @@ import { SqliteSettingsStore } from "../modules/settings/store";
 import { SqliteDefinitionsStore } from "../modules/streams/store";
 import { SqliteTestSessionStore } from "../modules/testing/store";
 import { SqliteUserStore } from "../modules/users/store";
-import { SqliteWebhookStore } from "../modules/webhooks/store";
+import { SqliteDeliveryQueue, SqliteWebhookStore } from "../modules/webhooks/store";
 import { SqliteRuntimeStore } from "../plugins/runtime-store";
 import type { Backend } from "./backend";
 import { DB_FILE, openDatabase, type Store } from "./client";
@@ -44,7 +47,22 @@ export function openSqliteBackend(config: Config, bus: ChangeBus, clock: Clock):
   const opened = openStore(config);
   try {
     const changeLog = new SqliteChangeLog(opened, bus, clock);
-    return { dialect: "sqlite", changeLog, stores: createStores(changeLog), applied: opened.applied, store: opened, close: opened.close };
+    const file = join(config.dataDir, DB_FILE);
+    const maintenance = new SqliteMaintenance(opened, file);
+    return {
+      dialect: "sqlite",
+      changeLog,
+      stores: createStores(changeLog),
+      applied: opened.applied,
+      credentials: new SqliteCredentialStore(opened),
+      maintenance,
+      deliveryQueue: new SqliteDeliveryQueue(opened.sqlite),
+      integrationRuntime: new SqliteIntegrationRuntimeStore(opened.sqlite),
+      changeEventsIn: (tx) => new SqliteChangeEventStore(sqliteTx(tx).sqlite),
+      threads: { file, autoCheckpoint: (pages) => maintenance.autoCheckpoint(pages) },
+      store: opened,
+      close: opened.close,
+    };
   } catch (e) {
     opened.close();
     throw e;
