@@ -9,10 +9,11 @@ import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { ChangeBus } from "../../src/changes/bus";
 import { CHANGES_CHANNEL } from "../../src/changes/pg";
-import { migratePg } from "../../src/db/pg/migrate";
+import { migratePg, PG_MIGRATIONS } from "../../src/db/pg/migrate";
 import { TestClock } from "../helpers";
 import type { Stores } from "../../src/context";
 import { openPostgresBackend, type PgStoreName } from "../../src/db/pg-backend";
+import { PgMaintenance } from "../../src/db/pg-maintenance";
 import { createDatabase, pgAvailable } from "../pg";
 import { AUTHOR, change, type MakeBackend } from "./backend";
 import { describeChangeLogContract } from "./change-log.contract";
@@ -52,8 +53,28 @@ if (!pgAvailable()) {
   }
 }
 
-/** What only PostgreSQL has: several processes on one database. */
+/** What only PostgreSQL has: several processes on one database; its own maintenance. */
 describe.skipIf(!pgAvailable())("PostgreSQL backend", () => {
+  test("maintenance: the database answers, has a size, is analyzed, reports its schema; backup points to pg_dump", async () => {
+    const url = await createDatabase();
+    const sql = new SQL(url, { max: 1 });
+    try {
+      const maintenance = new PgMaintenance(sql);
+      expect(await maintenance.schemaStatus()).toEqual({ applied: 0, pending: PG_MIGRATIONS.length, unknown: 0 });
+      await migratePg(sql);
+      expect(await maintenance.schemaStatus()).toEqual({ applied: PG_MIGRATIONS.length, pending: 0, unknown: 0 });
+      expect(await maintenance.answers()).toBe(true);
+      expect(await maintenance.bytes()).toBeGreaterThan(1_000_000);
+      await maintenance.optimize();
+      expect(await maintenance.integrityCheck()).toBe("ok");
+      await expect(maintenance.backup("/tmp/never")).rejects.toThrow(/pg_dump/);
+    } finally {
+      await sql.close();
+    }
+    // A pool that cannot query: it does not answer.
+    expect(await new PgMaintenance(sql).answers()).toBe(false);
+  });
+
   test("nodes migrating together: one applies the migrations, the others find them applied", async () => {
     const url = await createDatabase();
     const clients = [new SQL(url, { max: 1 }), new SQL(url, { max: 1 }), new SQL(url, { max: 1 })];

@@ -8,7 +8,7 @@
  */
 import type { SQL } from "bun";
 import type { MigrationMeta } from "drizzle-orm/migrator";
-import { embeddedMigrations, SchemaTooNewError } from "../migrate";
+import { embeddedMigrations, SchemaTooNewError, type SchemaStatus } from "../migrate";
 import * as folder from "./migrations";
 
 const MIGRATIONS_TABLE = "__drizzle_migrations";
@@ -16,6 +16,15 @@ const MIGRATIONS_TABLE = "__drizzle_migrations";
 const MIGRATION_LOCK = 0x666c6167737663_01n;
 
 export const PG_MIGRATIONS: readonly MigrationMeta[] = embeddedMigrations(folder, "db:generate:pg");
+
+/** Applied, pending and unknown migrations of the database (no lock: a read). */
+export async function pgSchemaStatus(sql: SQL, migrations: readonly MigrationMeta[] = PG_MIGRATIONS): Promise<SchemaStatus> {
+  const [{ present }] = await sql`SELECT to_regclass(${MIGRATIONS_TABLE}) IS NOT NULL AS present`;
+  const hashes: string[] = present ? (await sql.unsafe(`SELECT hash FROM ${MIGRATIONS_TABLE}`)).map((r: { hash: string }) => r.hash) : [];
+  const known = new Set(migrations.map((m) => m.hash));
+  const applied = new Set(hashes);
+  return { applied: hashes.length, pending: migrations.filter((m) => !applied.has(m.hash)).length, unknown: hashes.filter((h) => !known.has(h)).length };
+}
 
 /** Brings the schema up to date; returns how many migrations ran (0: it was up to date). */
 export async function migratePg(sql: SQL, migrations: readonly MigrationMeta[] = PG_MIGRATIONS): Promise<number> {
