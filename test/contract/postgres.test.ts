@@ -16,6 +16,7 @@ import { openPostgresBackend, type PgStoreName } from "../../src/db/pg-backend";
 import { createDatabase, pgAvailable } from "../pg";
 import { AUTHOR, change, type MakeBackend } from "./backend";
 import { describeChangeLogContract } from "./change-log.contract";
+import { describeFlagStoreContract } from "./flags.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 
@@ -35,12 +36,13 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
 const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["ChangeLog", describeChangeLogContract, ["projects", "audit"]],
   ["ProjectStore", describeProjectStoreContract, ["projects", "flags", "audit"]],
+  ["FlagStore", describeFlagStoreContract, ["flags", "projects", "audit"]],
   ["UserStore", describeUserStoreContract, ["users"]],
   ["AdminKeyStore", describeAdminKeyStoreContract, ["adminKeys", "users"]],
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
 ];
 
-const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit"];
+const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "flags"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
