@@ -17,6 +17,7 @@ import { createDatabase, pgAvailable } from "../pg";
 import { AUTHOR, change, type MakeBackend } from "./backend";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeFlagStoreContract } from "./flags.contract";
+import { describeSegmentStoreContract } from "./segments.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 
@@ -37,12 +38,13 @@ const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["ChangeLog", describeChangeLogContract, ["projects", "audit"]],
   ["ProjectStore", describeProjectStoreContract, ["projects", "flags", "audit"]],
   ["FlagStore", describeFlagStoreContract, ["flags", "projects", "audit"]],
+  ["SegmentStore", describeSegmentStoreContract, ["segments", "flags", "projects"]],
   ["UserStore", describeUserStoreContract, ["users"]],
   ["AdminKeyStore", describeAdminKeyStoreContract, ["adminKeys", "users"]],
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
 ];
 
-const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "flags"];
+const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "flags", "segments"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));

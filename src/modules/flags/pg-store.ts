@@ -6,19 +6,17 @@
  * before `decide` runs. Keys are ordered `COLLATE "C"`: byte order, as SQLite orders them,
  * whatever the database's locale.
  */
-import { and, asc, count, eq, exists, inArray, isNotNull, isNull, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, exists, inArray, isNotNull, isNull } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { Written } from "../../changes/log";
 import { pgTx, type PgChangeLog } from "../../changes/pg";
 import type { PgQueries } from "../../db/pg/client";
+import { byteOrder } from "../../db/pg/order";
 import { environments, flags, flagStale, flagStates, projects, segments } from "../../db/pg/schema";
 import { searchPage, type PageRequest, type Paged } from "../../db/paging";
 import type { ProjectData } from "../../evaluation/snapshot";
 import type { FlagDefinition, FlagState as StateValues, SegmentDefinition } from "../../evaluation/types";
 import { flagOf, listItemOf, type Flag, type FlagFilter, type FlagListItem, type FlagStore, type FlagWriteReads, type SnapshotSource, type StateRow, type StatesBySlug } from "./store";
-
-/** Byte order, as SQLite's default (BINARY) collation. */
-export const byteOrder = (column: unknown): SQL => sql`${column} COLLATE "C"`;
 
 const FLAG_COLUMNS = {
   id: flags.id,
