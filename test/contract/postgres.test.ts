@@ -40,7 +40,7 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
 const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["ChangeLog", describeChangeLogContract, ["projects", "audit"]],
   ["ProjectStore", describeProjectStoreContract, ["projects", "flags", "audit"]],
-  ["FlagStore", describeFlagStoreContract, ["flags", "projects", "audit"]],
+  ["FlagStore", describeFlagStoreContract, ["flags", "projects", "segments", "audit"]],
   ["SegmentStore", describeSegmentStoreContract, ["segments", "flags", "projects"]],
   ["ScheduleStore", describeScheduleStoreContract, ["schedules", "flags", "projects"]],
   ["UserStore", describeUserStoreContract, ["users"]],
