@@ -15,7 +15,10 @@ import type { Clock } from "../lib/clock";
 import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
 import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
+import { PgFlagStore } from "../modules/flags/pg-store";
 import { PgProjectStore } from "../modules/projects/pg-store";
+import { PgScheduleStore } from "../modules/schedules/pg-store";
+import { PgSegmentStore } from "../modules/segments/pg-store";
 import { PgSettingsStore } from "../modules/settings/pg-store";
 import { PgUserStore } from "../modules/users/pg-store";
 import type { Backend } from "./backend";
@@ -23,7 +26,7 @@ import { openPg } from "./pg/client";
 import { migratePg } from "./pg/migrate";
 
 /** The stores implemented on PostgreSQL so far. */
-export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit";
+export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "flags" | "segments" | "schedules";
 /** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
@@ -58,6 +61,9 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       adminKeys: new PgAdminKeyStore(changeLog, users),
       apiKeys: new PgApiKeyStore(changeLog),
       audit: new PgAuditStore(store.sql),
+      flags: new PgFlagStore(changeLog),
+      segments: new PgSegmentStore(changeLog),
+      schedules: new PgScheduleStore(changeLog),
     };
     return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
   } catch (e) {

@@ -146,5 +146,39 @@ export function describeFlagStoreContract(makeBackend: MakeBackend) {
         expect(await flags.statesOf(["f1"])).toEqual([]);
       });
     });
+    test("the snapshot's source: projectIds, a project's environments, definitions (by key), states and segments; definition, segment, stateIn; undefined once gone", async () => {
+      await onFresh(makeBackend, async (b) => {
+        const flags = b.stores.flags;
+        const p = await seedProject(b.stores.projects);
+        await seedProject(b.stores.projects, "p2", "beta");
+        const conditions = [{ attribute: "country", operator: "equals" as const, value: "FR" }];
+        await b.stores.segments.create(AUTHOR, p.id, { id: "s1", key: "fr", name: "FR", conditions, included: ["u1"], excluded: [], createdAt: T0, updatedAt: T0 }, change("segment", "s1", "fr", p));
+        await seedFlag(flags, p, flag("f1", "zulu", { variants: [{ key: "on" }], bucketBy: "accountId" }));
+        await seedFlag(flags, p, flag("f2", "alpha", { prerequisites: [{ flagKey: "zulu" }] }));
+        await put(flags, p, "zulu", "p1-e2", { enabled: true, rolloutPercentage: 12.5 });
+        expect((await flags.projectIds()).sort()).toEqual(["p1", "p2"]);
+        const data = await flags.project(p.id);
+        expect({ ...data!, states: undefined }).toEqual({
+          slug: "alpha",
+          environmentIds: ["p1-e1", "p1-e2"],
+          environmentSlugs: ["dev", "prod"],
+          flags: [
+            { key: "alpha", variants: [], rules: [], bucketBy: null, prerequisites: [{ flagKey: "zulu" }] },
+            { key: "zulu", variants: [{ key: "on" }], rules: [], bucketBy: "accountId", prerequisites: null },
+          ],
+          states: undefined,
+          segments: [{ key: "fr", conditions, included: ["u1"], excluded: [] }],
+        });
+        expect(data!.states).toEqual([{ flagKey: "zulu", environmentId: "p1-e2", state: { enabled: true, rolloutPercentage: 12.5 } }]);
+        expect(await flags.definition("f1")).toEqual(data!.flags[1]!);
+        expect(await flags.segment("s1")).toEqual(data!.segments![0]!);
+        expect(await flags.stateIn("f1", p.id, "prod")).toEqual({ environmentId: "p1-e2", state: { enabled: true, rolloutPercentage: 12.5 } });
+        expect(await flags.stateIn("f1", p.id, "dev")).toEqual({ environmentId: "p1-e1", state: null });
+        expect(await flags.stateIn("f1", p.id, "nope")).toBeUndefined();
+        expect(await flags.project("p-none")).toBeUndefined();
+        expect(await flags.definition("f-none")).toBeUndefined();
+        expect(await flags.segment("s-none")).toBeUndefined();
+      });
+    });
   });
 }

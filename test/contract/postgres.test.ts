@@ -15,8 +15,13 @@ import type { Stores } from "../../src/context";
 import { openPostgresBackend, type PgStoreName } from "../../src/db/pg-backend";
 import { PgMaintenance } from "../../src/db/pg-maintenance";
 import { createDatabase, pgAvailable } from "../pg";
-import { AUTHOR, change, type MakeBackend } from "./backend";
+import { AUTHOR, change, flag, seedFlag, seedProject, T0, T1, type MakeBackend } from "./backend";
+import { CLAIM_MS } from "../../src/modules/schedules/pg-store";
+import { iso } from "../../src/lib/clock";
 import { describeChangeLogContract } from "./change-log.contract";
+import { describeFlagStoreContract } from "./flags.contract";
+import { describeScheduleStoreContract } from "./schedules.contract";
+import { describeSegmentStoreContract } from "./segments.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 
@@ -36,12 +41,15 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
 const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["ChangeLog", describeChangeLogContract, ["projects", "audit"]],
   ["ProjectStore", describeProjectStoreContract, ["projects", "flags", "audit"]],
+  ["FlagStore", describeFlagStoreContract, ["flags", "projects", "segments", "audit"]],
+  ["SegmentStore", describeSegmentStoreContract, ["segments", "flags", "projects"]],
+  ["ScheduleStore", describeScheduleStoreContract, ["schedules", "flags", "projects"]],
   ["UserStore", describeUserStoreContract, ["users"]],
   ["AdminKeyStore", describeAdminKeyStoreContract, ["adminKeys", "users"]],
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
 ];
 
-const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit"];
+const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "flags", "segments", "schedules"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
@@ -108,6 +116,31 @@ describe.skipIf(!pgAvailable())("PostgreSQL backend", () => {
     } finally {
       await unlisten.unlisten();
       await listener.close();
+      await Promise.all(nodes.map((n) => n.close()));
+    }
+  });
+  test("two nodes taking due schedules at once never get the same one; a claim not completed lapses after CLAIM_MS", async () => {
+    const url = await createDatabase();
+    const nodes = await Promise.all([0, 1].map(() => openPostgresBackend(url, { max: 4 }, new ChangeBus(), new TestClock())));
+    try {
+      const { schedules, projects, flags } = nodes[0]!.stores;
+      const p = await seedProject(projects);
+      await seedFlag(flags, p, flag("f1", "a"));
+      const ids = Array.from({ length: 20 }, (_, i) => `sch_${String(i).padStart(2, "0")}`);
+      const pending = { projectId: p.id, flagId: "f1", flagKey: "a", environmentId: "p1-e1", environment: "dev", at: T0, state: { enabled: true } };
+      const rows = ids.map((id) => ({ id, ...pending, status: "pending" as const, createdBy: AUTHOR.actor, createdAt: T0, appliedAt: null, error: null }));
+      await schedules.create(AUTHOR, rows, [change("schedule", "sch_00", "a", p)]);
+      const taken = await Promise.all([0, 1, 0, 1].map((n) => nodes[n]!.stores.schedules.due(T1, 6)));
+      const all = taken.flat().map((s) => s.id);
+      expect(all).toHaveLength(20);
+      expect(new Set(all).size).toBe(20);
+      for (const batch of taken) expect(batch.map((s) => s.id)).toEqual(batch.map((s) => s.id).sort());
+      expect(await nodes[1]!.stores.schedules.due(T1, 100)).toEqual([]);
+      // Still pending, as on SQLite; once the claims lapse, another node takes them again.
+      expect(await schedules.countPending()).toBe(20);
+      const later = iso(Date.parse(T1) + CLAIM_MS);
+      expect((await nodes[1]!.stores.schedules.due(later, 100)).map((s) => s.id)).toEqual(ids);
+    } finally {
       await Promise.all(nodes.map((n) => n.close()));
     }
   });

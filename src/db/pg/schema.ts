@@ -386,6 +386,12 @@ export const schedules = pgTable(
     createdAt: text("created_at").notNull(),
     appliedAt: text("applied_at"),
     error: text("error"),
+    /**
+     * PostgreSQL only: until when a node's scheduler holds this pending schedule (taken by
+     * `due`, src/modules/schedules/pg-store.ts), so that two nodes never apply it both; a node
+     * that dies holding it lets it go when this time passes. Never part of a schedule's answer.
+     */
+    claimedUntil: text("claimed_until"),
   },
   (table) => [index("schedules_status_at").on(table.status, table.at), index("schedules_project_at").on(table.projectId, table.at)],
 );

@@ -44,7 +44,8 @@ export type FlagSummary = Pick<Flag, "id" | "key" | "name" | "createdAt" | "upda
 /** A flag as its list shows it: with its staleness (null: not stale). */
 export type FlagListItem = FlagSummary & { stale: Stale | null };
 
-function listItemOf({ reason, since, ...flag }: FlagSummary & { reason: string | null; since: string | null }): FlagListItem {
+/** A list row with its staleness (`flag_stale`'s reason and since, null when not stale). */
+export function listItemOf({ reason, since, ...flag }: FlagSummary & { reason: string | null; since: string | null }): FlagListItem {
   return { ...flag, stale: reason === null || since === null ? null : { reason: reason as StaleReason, since } };
 }
 
