@@ -18,6 +18,7 @@ import { AUTHOR, change, type MakeBackend } from "./backend";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeProjectStoreContract } from "./projects.contract";
+import { describeTestSessionStoreContract } from "./test-sessions.contract";
 
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
   const backend = await openPostgresBackend(await createDatabase(), { max: 4 }, bus, clock);
@@ -38,9 +39,10 @@ const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["UserStore", describeUserStoreContract, ["users"]],
   ["AdminKeyStore", describeAdminKeyStoreContract, ["adminKeys", "users"]],
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
+  ["TestSessionStore", describeTestSessionStoreContract, ["testSessions", "projects"]],
 ];
 
-const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit"];
+const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "testSessions"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
