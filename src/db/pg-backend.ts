@@ -19,12 +19,13 @@ import { PgProjectStore } from "../modules/projects/pg-store";
 import { PgSettingsStore } from "../modules/settings/pg-store";
 import { PgTestSessionStore } from "../modules/testing/pg-store";
 import { PgUserStore } from "../modules/users/pg-store";
+import { PgWebhookStore } from "../modules/webhooks/pg-store";
 import type { Backend } from "./backend";
 import { openPg } from "./pg/client";
 import { migratePg } from "./pg/migrate";
 
 /** The stores implemented on PostgreSQL so far. */
-export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "testSessions";
+export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "testSessions" | "webhooks";
 /** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
@@ -57,6 +58,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       apiKeys: new PgApiKeyStore(changeLog),
       audit: new PgAuditStore(store.sql),
       testSessions: new PgTestSessionStore(changeLog.db),
+      webhooks: new PgWebhookStore(changeLog),
     };
     return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
   } catch (e) {
