@@ -17,6 +17,7 @@ import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
 import { PgProjectStore } from "../modules/projects/pg-store";
 import { PgSettingsStore } from "../modules/settings/pg-store";
+import { PgDefinitionsStore } from "../modules/streams/pg-store";
 import { PgTestSessionStore } from "../modules/testing/pg-store";
 import { PgUserStore } from "../modules/users/pg-store";
 import { PgWebhookStore } from "../modules/webhooks/pg-store";
@@ -25,7 +26,7 @@ import { openPg } from "./pg/client";
 import { migratePg } from "./pg/migrate";
 
 /** The stores implemented on PostgreSQL so far. */
-export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "testSessions" | "webhooks";
+export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "testSessions" | "webhooks" | "definitions";
 /** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
@@ -59,6 +60,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       audit: new PgAuditStore(store.sql),
       testSessions: new PgTestSessionStore(changeLog.db),
       webhooks: new PgWebhookStore(changeLog),
+      definitions: new PgDefinitionsStore(changeLog.db),
     };
     return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
   } catch (e) {

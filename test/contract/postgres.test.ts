@@ -17,6 +17,7 @@ import { createDatabase, pgAvailable } from "../pg";
 import { PgDeliveryQueue } from "../../src/modules/webhooks/pg-store";
 import { AUTHOR, change, seedProject, T0, T1, type MakeBackend } from "./backend";
 import { describeChangeLogContract } from "./change-log.contract";
+import { describeDefinitionsStoreContract } from "./definitions.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 import { describeTestSessionStoreContract } from "./test-sessions.contract";
@@ -43,9 +44,10 @@ const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
   ["TestSessionStore", describeTestSessionStoreContract, ["testSessions", "projects"]],
   ["WebhookStore", describeWebhookStoreContract, ["webhooks", "projects", "flags"]],
+  ["DefinitionsStore", describeDefinitionsStoreContract, ["definitions", "projects", "segments", "flags"]],
 ];
 
-const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "testSessions", "webhooks"];
+const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "testSessions", "webhooks", "definitions"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
