@@ -219,6 +219,8 @@ class PgOutboxRows implements OutboxRows {
 /** How long a claim keeps a delivery from every other sender by default (attempt and outcome store well within it). */
 export const CLAIM_LEASE_MS = 60_000;
 const PRUNE_CHUNK = 1000;
+/** Ids in bytewise order, as SQLite orders them (sortable ids made in one ms follow each other only so), whatever the database's locale. */
+const bytewise = (column: typeof webhooks.id | typeof webhookDeliveries.id) => asc(sql`${column} COLLATE "C"`);
 
 /** The sender's queue on the pool, shared by every node (see the top of this file for `claim`). */
 export class PgDeliveryQueue implements DeliveryQueue {
@@ -229,7 +231,7 @@ export class PgDeliveryQueue implements DeliveryQueue {
   ) {}
 
   async enabledWebhooks(): Promise<string[]> {
-    const rows = await this.db.select({ id: webhooks.id }).from(webhooks).where(eq(webhooks.enabled, true)).orderBy(asc(webhooks.id));
+    const rows = await this.db.select({ id: webhooks.id }).from(webhooks).where(eq(webhooks.enabled, true)).orderBy(bytewise(webhooks.id));
     return rows.map((r) => r.id);
   }
 
@@ -239,7 +241,7 @@ export class PgDeliveryQueue implements DeliveryQueue {
       .select({ id: webhookDeliveries.id })
       .from(webhookDeliveries)
       .where(and(eq(webhookDeliveries.webhookId, webhookId), eq(webhookDeliveries.status, "pending"), lte(webhookDeliveries.nextAttemptAt, now)))
-      .orderBy(asc(webhookDeliveries.nextAttemptAt), asc(webhookDeliveries.id))
+      .orderBy(asc(webhookDeliveries.nextAttemptAt), bytewise(webhookDeliveries.id))
       .limit(limit);
     return rows.map((r) => r.id);
   }
