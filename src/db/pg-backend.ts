@@ -20,13 +20,16 @@ import { PgProjectStore } from "../modules/projects/pg-store";
 import { PgScheduleStore } from "../modules/schedules/pg-store";
 import { PgSegmentStore } from "../modules/segments/pg-store";
 import { PgSettingsStore } from "../modules/settings/pg-store";
+import { PgDefinitionsStore } from "../modules/streams/pg-store";
+import { PgTestSessionStore } from "../modules/testing/pg-store";
 import { PgUserStore } from "../modules/users/pg-store";
+import { PgWebhookStore } from "../modules/webhooks/pg-store";
 import type { Backend } from "./backend";
 import { openPg } from "./pg/client";
 import { migratePg } from "./pg/migrate";
 
 /** The stores implemented on PostgreSQL so far. */
-export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "flags" | "segments" | "schedules";
+export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "flags" | "segments" | "schedules" | "testSessions" | "webhooks" | "definitions";
 /** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
@@ -64,6 +67,9 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       flags: new PgFlagStore(changeLog),
       segments: new PgSegmentStore(changeLog),
       schedules: new PgScheduleStore(changeLog),
+      testSessions: new PgTestSessionStore(changeLog.db),
+      webhooks: new PgWebhookStore(changeLog),
+      definitions: new PgDefinitionsStore(changeLog.db),
     };
     return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
   } catch (e) {

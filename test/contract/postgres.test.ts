@@ -18,12 +18,16 @@ import { createDatabase, pgAvailable } from "../pg";
 import { AUTHOR, change, flag, seedFlag, seedProject, T0, T1, type MakeBackend } from "./backend";
 import { CLAIM_MS } from "../../src/modules/schedules/pg-store";
 import { iso } from "../../src/lib/clock";
+import { PgDeliveryQueue } from "../../src/modules/webhooks/pg-store";
 import { describeChangeLogContract } from "./change-log.contract";
+import { describeDefinitionsStoreContract } from "./definitions.contract";
 import { describeFlagStoreContract } from "./flags.contract";
 import { describeScheduleStoreContract } from "./schedules.contract";
 import { describeSegmentStoreContract } from "./segments.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeProjectStoreContract } from "./projects.contract";
+import { describeTestSessionStoreContract } from "./test-sessions.contract";
+import { describeWebhookStoreContract } from "./webhooks.contract";
 
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
   const backend = await openPostgresBackend(await createDatabase(), { max: 4 }, bus, clock);
@@ -47,9 +51,12 @@ const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["UserStore", describeUserStoreContract, ["users"]],
   ["AdminKeyStore", describeAdminKeyStoreContract, ["adminKeys", "users"]],
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
+  ["TestSessionStore", describeTestSessionStoreContract, ["testSessions", "projects"]],
+  ["WebhookStore", describeWebhookStoreContract, ["webhooks", "projects", "flags"]],
+  ["DefinitionsStore", describeDefinitionsStoreContract, ["definitions", "projects", "segments", "flags"]],
 ];
 
-const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "flags", "segments", "schedules"];
+const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "flags", "segments", "schedules", "testSessions", "webhooks", "definitions"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
@@ -140,6 +147,57 @@ describe.skipIf(!pgAvailable())("PostgreSQL backend", () => {
       expect(await schedules.countPending()).toBe(20);
       const later = iso(Date.parse(T1) + CLAIM_MS);
       expect((await nodes[1]!.stores.schedules.due(later, 100)).map((s) => s.id)).toEqual(ids);
+    } finally {
+      await Promise.all(nodes.map((n) => n.close()));
+    }
+  });
+
+  test("the webhook delivery queue of two nodes: each due delivery claimed by one node only, leased until its outcome is stored", async () => {
+    const url = await createDatabase();
+    const nodes = await Promise.all([0, 1].map(() => openPostgresBackend(url, { max: 4 }, new ChangeBus(), new TestClock(Date.parse(T0)))));
+    try {
+      const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]];
+      const p = await seedProject(a.stores.projects);
+      const hook = { id: "w1", projectId: p.id, projectSlug: p.slug, url: "https://hooks.example.com/w1", events: ["flag.created"], environments: [], description: null, enabled: true, secret: "s".repeat(24), createdAt: T0, updatedAt: T0 };
+      await a.stores.webhooks.create(AUTHOR, hook, change("webhook", "w1", null, p));
+      const queued = await a.changeLog.commit(AUTHOR, async (tx) => {
+        const rows = a.stores.webhooks.outboxRows(tx);
+        const takers = await rows.takers(p.id);
+        const made = ["dev", "prod", "prod"].map((environment, i) => ({ event: "flag.created" as const, environment, flagKey: `f${i}`, previous: false, current: true }));
+        return { result: await rows.recordEvents(p, [...made, { ...made[0]!, event: "flag.deleted" as const }], T0, takers), changes: [] };
+      });
+      expect(queued).toEqual(["w1", "w1", "w1"]);
+      const [qa, qb] = [new PgDeliveryQueue(a.changeLog.db), new PgDeliveryQueue(b.changeLog.db)];
+      expect(await qb.enabledWebhooks()).toEqual(["w1"]);
+      expect(await qb.target("w1")).toEqual({ url: hook.url, secret: hook.secret });
+      const ids = await qa.due("w1", T0, 10);
+      expect(ids).toHaveLength(3);
+      const claims = await Promise.all(ids.flatMap((id) => [qa.claim(id, T0), qb.claim(id, T0)]));
+      for (let i = 0; i < ids.length; i++) {
+        const won = claims.slice(2 * i, 2 * i + 2).filter((c) => c !== null);
+        expect(won).toHaveLength(1);
+        expect(won[0]).toMatchObject({ id: ids[i], attempts: 0, event: "flag.created" });
+        expect(JSON.parse(won[0]!.payload)).toMatchObject({ event: "flag.created" });
+      }
+      expect(await qb.due("w1", T0, 10)).toEqual([]);
+      const lease = new Date(Date.parse(T0) + 60_000).toISOString();
+      expect(await qb.nextDue(T0)).toBe(lease);
+      expect(await qb.claim(ids[0]!, lease)).not.toBeNull(); // a lease that ran out: another node may send it again
+      const outcome = { lastAttemptAt: T0, responseStatus: 200, error: null, durationMs: 5 };
+      await qb.record([
+        { id: ids[0]!, status: "succeeded", attempts: 1, nextAttemptAt: null, ...outcome },
+        { id: ids[1]!, status: "pending", attempts: 1, nextAttemptAt: T1, ...outcome, responseStatus: 500 },
+      ]);
+      await qa.record([{ id: ids[0]!, status: "failed", attempts: 2, nextAttemptAt: null, ...outcome }]); // settled: left as it is
+      const listed = await a.stores.webhooks.deliveries("w1", { limit: 10 });
+      expect(Object.fromEntries(listed.map((d) => [d.id, [d.status, d.attempts]]))).toEqual({ [ids[0]!]: ["succeeded", 1], [ids[1]!]: ["pending", 1], [ids[2]!]: ["pending", 0] });
+      expect(await qa.due("w1", T1, 10)).toEqual([ids[2]!, ids[1]!]); // the unsettled lease ran out before T1
+      const again = await a.stores.webhooks.redeliver(ids[0]!, () => T1);
+      expect(again).toMatchObject({ webhookId: "w1", eventId: listed.find((d) => d.id === ids[0])!.eventId, status: "pending", attempts: 0, redeliveryOf: ids[0], nextAttemptAt: T1 });
+      expect((await a.stores.webhooks.attemptNow(ids[2]!, () => T0)).nextAttemptAt).toBe(T0);
+      expect(await qa.due("w1", T0, 10)).toEqual([ids[2]!]);
+      expect(await qa.prune(Date.parse(T0))).toEqual({ deliveries: 0, events: 0 });
+      expect(await qa.prune(Date.parse(T1) + 31 * 86_400_000)).toEqual({ deliveries: 4, events: 3 });
     } finally {
       await Promise.all(nodes.map((n) => n.close()));
     }

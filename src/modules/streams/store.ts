@@ -217,35 +217,53 @@ export class SqliteDefinitionsStore implements DefinitionsStore {
       .query<{ id: string; projectId: string; slug: string }, []>("SELECT id, project_id AS projectId, slug FROM environments ORDER BY seq")
       .all()
       .map((e): EnvironmentChange => ({ ...e, position: 0, at: 0 }));
-    const byProject = new Map<string, EnvironmentChange[]>();
-    for (const e of environments) byProject.set(e.projectId, [...(byProject.get(e.projectId) ?? []), e]);
-    let unplaced = environments.length;
-    const place = (e: EnvironmentChange, row: { position: number; at: string }) => {
-      if (e.position !== 0) return;
-      e.position = row.position;
-      e.at = Date.parse(row.at);
-      unplaced--;
-    };
-    if (unplaced === 0) return { position, environments };
+    const placed = placer(environments);
+    if (placed(null)) return { position, environments };
     const rows = this.sqlite
-      .query<{ position: number; at: string; projectId: string; environment: string | null; type: string; id: string; action: string }, []>(
+      .query<PlacingEntry, []>(
         `SELECT position, at, project_id AS projectId, environment, resource_type AS type, resource_id AS id, action FROM change_log
           WHERE project_id IS NOT NULL ORDER BY position DESC`,
       )
       .iterate();
-    for (const row of rows) {
-      const envs = byProject.get(row.projectId);
-      if (envs === undefined) continue;
-      if (row.type === "flag" || row.type === "segment" || (row.type === "project" && row.action === "created")) for (const e of envs) place(e, row);
-      else if (row.type === "flag_state") {
-        const e = envs.find((x) => x.slug === row.environment);
-        if (e) place(e, row);
-      } else if (row.type === "environment" && row.action === "created") {
-        const e = envs.find((x) => x.id === row.id);
-        if (e) place(e, row);
-      }
-      if (unplaced === 0) break;
-    }
+    for (const row of rows) if (placed(row)) break;
     return { position, environments };
   }
+}
+
+/** A change-log entry as `lastChanges` reads it. */
+export interface PlacingEntry {
+  position: number;
+  at: string;
+  projectId: string | null;
+  environment: string | null;
+  type: string;
+  id: string;
+  action: string;
+}
+
+/**
+ * `lastChanges`' walk (both implementations): fed entries newest first, it places each
+ * environment on the first that alters its evaluation (its project's flag and segment entries
+ * and project creation, its own state entries and creation); true once every environment is
+ * placed (`null`: only asks).
+ */
+export function placer(environments: EnvironmentChange[]): (row: PlacingEntry | null) => boolean {
+  const byProject = new Map<string, EnvironmentChange[]>();
+  for (const e of environments) byProject.set(e.projectId, [...(byProject.get(e.projectId) ?? []), e]);
+  let unplaced = environments.length;
+  const place = (e: EnvironmentChange | undefined, row: PlacingEntry) => {
+    if (e === undefined || e.position !== 0) return;
+    e.position = row.position;
+    e.at = Date.parse(row.at);
+    unplaced--;
+  };
+  return (row) => {
+    const envs = row?.projectId ? byProject.get(row.projectId) : undefined;
+    if (row && envs) {
+      if (row.type === "flag" || row.type === "segment" || (row.type === "project" && row.action === "created")) for (const e of envs) place(e, row);
+      else if (row.type === "flag_state") place(envs.find((x) => x.slug === row.environment), row);
+      else if (row.type === "environment" && row.action === "created") place(envs.find((x) => x.id === row.id), row);
+    }
+    return unplaced === 0;
+  };
 }
