@@ -15,6 +15,8 @@ import type { Clock } from "../lib/clock";
 import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
 import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
+import { PgDownloadStore } from "../modules/marketplace/pg-store";
+import { PgPluginStore } from "../modules/plugins/pg-store";
 import { PgProjectStore } from "../modules/projects/pg-store";
 import { PgSettingsStore } from "../modules/settings/pg-store";
 import { PgUserStore } from "../modules/users/pg-store";
@@ -23,7 +25,8 @@ import { openPg } from "./pg/client";
 import { migratePg } from "./pg/migrate";
 
 /** The stores implemented on PostgreSQL so far. */
-export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit";
+export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit"
+  | "plugins" | "pluginDownloads";
 /** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
@@ -55,6 +58,8 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       adminKeys: new PgAdminKeyStore(changeLog, users),
       apiKeys: new PgApiKeyStore(changeLog),
       audit: new PgAuditStore(store.sql),
+      plugins: new PgPluginStore(changeLog),
+      pluginDownloads: new PgDownloadStore(changeLog.db),
     };
     return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
   } catch (e) {

@@ -17,6 +17,7 @@ import { createDatabase, pgAvailable } from "../pg";
 import { AUTHOR, change, type MakeBackend } from "./backend";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
+import { describePluginStoreContract } from "./plugins-integrations.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
@@ -38,9 +39,11 @@ const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["UserStore", describeUserStoreContract, ["users"]],
   ["AdminKeyStore", describeAdminKeyStoreContract, ["adminKeys", "users"]],
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
+  ["PluginStore", describePluginStoreContract, ["plugins", "pluginDownloads", "projects"]],
 ];
 
-const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit"];
+const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit",
+  "plugins", "pluginDownloads"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
@@ -90,4 +93,5 @@ describe.skipIf(!pgAvailable())("PostgreSQL backend", () => {
       await Promise.all(nodes.map((n) => n.close()));
     }
   });
+
 });
