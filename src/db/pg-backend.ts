@@ -15,6 +15,7 @@ import type { Clock } from "../lib/clock";
 import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
 import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
+import { PgIntegrationStore } from "../modules/integrations/pg-store";
 import { PgDownloadStore } from "../modules/marketplace/pg-store";
 import { PgPluginStore } from "../modules/plugins/pg-store";
 import { PgProjectStore } from "../modules/projects/pg-store";
@@ -26,7 +27,7 @@ import { migratePg } from "./pg/migrate";
 
 /** The stores implemented on PostgreSQL so far. */
 export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit"
-  | "plugins" | "pluginDownloads";
+  | "plugins" | "pluginDownloads" | "integrations";
 /** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
@@ -60,6 +61,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       audit: new PgAuditStore(store.sql),
       plugins: new PgPluginStore(changeLog),
       pluginDownloads: new PgDownloadStore(changeLog.db),
+      integrations: new PgIntegrationStore(changeLog),
     };
     return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
   } catch (e) {

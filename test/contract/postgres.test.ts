@@ -17,7 +17,7 @@ import { createDatabase, pgAvailable } from "../pg";
 import { AUTHOR, change, type MakeBackend } from "./backend";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
-import { describePluginStoreContract } from "./plugins-integrations.contract";
+import { describeIntegrationStoreContract, describePluginStoreContract } from "./plugins-integrations.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
@@ -40,10 +40,11 @@ const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["AdminKeyStore", describeAdminKeyStoreContract, ["adminKeys", "users"]],
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
   ["PluginStore", describePluginStoreContract, ["plugins", "pluginDownloads", "projects"]],
+  ["IntegrationStore", describeIntegrationStoreContract, ["integrations", "projects"]],
 ];
 
 const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit",
-  "plugins", "pluginDownloads"];
+  "plugins", "pluginDownloads", "integrations"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
