@@ -17,17 +17,19 @@ import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
 import { PgIntegrationStore } from "../modules/integrations/pg-store";
 import { PgDownloadStore } from "../modules/marketplace/pg-store";
+import { PgMetricsStore } from "../modules/metrics/pg-store";
 import { PgPluginStore } from "../modules/plugins/pg-store";
 import { PgProjectStore } from "../modules/projects/pg-store";
 import { PgSettingsStore } from "../modules/settings/pg-store";
 import { PgUserStore } from "../modules/users/pg-store";
+import { PgRuntimeStore } from "../plugins/pg-runtime-store";
 import type { Backend } from "./backend";
 import { openPg } from "./pg/client";
 import { migratePg } from "./pg/migrate";
 
 /** The stores implemented on PostgreSQL so far. */
 export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit"
-  | "plugins" | "pluginDownloads" | "integrations";
+  | "plugins" | "pluginDownloads" | "integrations" | "pluginRuntime" | "metrics";
 /** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
@@ -62,6 +64,8 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       plugins: new PgPluginStore(changeLog),
       pluginDownloads: new PgDownloadStore(changeLog.db),
       integrations: new PgIntegrationStore(changeLog),
+      pluginRuntime: new PgRuntimeStore(changeLog.db),
+      metrics: new PgMetricsStore(changeLog.db),
     };
     return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
   } catch (e) {

@@ -8,13 +8,18 @@
 import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { ChangeBus } from "../../src/changes/bus";
-import { CHANGES_CHANNEL } from "../../src/changes/pg";
+import type { Tx } from "../../src/changes/log";
+import { CHANGES_CHANNEL, pgTx } from "../../src/changes/pg";
+import { PgChangeEventStore } from "../../src/modules/change-events/pg-store";
+import { PgCredentialStore } from "../../src/modules/credentials/pg-store";
+import { PgIntegrationRuntimeStore } from "../../src/modules/integrations/pg-store";
 import { migratePg } from "../../src/db/pg/migrate";
 import { TestClock } from "../helpers";
 import type { Stores } from "../../src/context";
 import { openPostgresBackend, type PgStoreName } from "../../src/db/pg-backend";
 import { createDatabase, pgAvailable } from "../pg";
-import { AUTHOR, change, type MakeBackend } from "./backend";
+import { AUTHOR, change, T0, type MakeBackend } from "./backend";
+import { describeChangeEventQueueContract } from "./change-events.contract";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeIntegrationStoreContract, describePluginStoreContract } from "./plugins-integrations.contract";
@@ -29,7 +34,13 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
       throw new Error(`the ${name} store has no PostgreSQL implementation yet`);
     },
   }) as unknown as Stores;
-  return { changeLog: backend.changeLog, stores, close: () => backend.close() };
+  const { db } = backend.changeLog;
+  const beside = {
+    changeEvents: (tx?: Tx) => new PgChangeEventStore(tx ? pgTx(tx) : db),
+    integrationRuntime: new PgIntegrationRuntimeStore(db),
+    credentials: new PgCredentialStore(db),
+  };
+  return { changeLog: backend.changeLog, stores, beside, close: () => backend.close() };
 };
 
 /** Each suite with the stores it reaches. */
@@ -41,10 +52,11 @@ const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
   ["PluginStore", describePluginStoreContract, ["plugins", "pluginDownloads", "projects"]],
   ["IntegrationStore", describeIntegrationStoreContract, ["integrations", "projects"]],
+  ["Change-event queue", describeChangeEventQueueContract, ["projects", "plugins", "integrations", "pluginRuntime", "metrics", "users", "apiKeys", "audit"]],
 ];
 
 const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit",
-  "plugins", "pluginDownloads", "integrations"];
+  "plugins", "pluginDownloads", "integrations", "pluginRuntime", "metrics"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
@@ -95,4 +107,21 @@ describe.skipIf(!pgAvailable())("PostgreSQL backend", () => {
     }
   });
 
+  test("another node's credential write is seen by the change log's position (no data_version); a write of anything else moves it, unnoticed", async () => {
+    const url = await createDatabase();
+    const [a, b] = await Promise.all([0, 1].map(() => openPostgresBackend(url, { max: 2 }, new ChangeBus(), new TestClock())));
+    try {
+      const credentials = new PgCredentialStore(a!.changeLog.db);
+      const { position } = await credentials.load(Date.now());
+      expect(await credentials.externalCredentialChange(position)).toEqual({ changed: false, position });
+      await b!.changeLog.commit(AUTHOR, async () => ({ result: undefined, changes: [change("flag", "f1", "a")] }));
+      const moved = await credentials.externalCredentialChange(position);
+      expect(moved).toEqual({ changed: false, position: position + 1 });
+      await b!.stores.users.create(AUTHOR, { id: "u1", email: "zoe@example.com", role: "admin", passwordHash: "h", tokensValidAfter: null, createdAt: T0, updatedAt: T0 }, change("user", "u1", "zoe@example.com"));
+      expect(await credentials.externalCredentialChange(moved.position)).toEqual({ changed: true, position: position + 2 });
+      expect((await credentials.load(Date.now())).users.map((u) => u.id)).toEqual(["u1"]);
+    } finally {
+      await Promise.all([a!, b!].map((n) => n.close()));
+    }
+  });
 });
