@@ -15,6 +15,7 @@ import type { Clock } from "../lib/clock";
 import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
 import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
+import { PgInsightsStore } from "../modules/insights/pg-store";
 import { PgIntegrationStore } from "../modules/integrations/pg-store";
 import { PgDownloadStore } from "../modules/marketplace/pg-store";
 import { PgMetricsStore } from "../modules/metrics/pg-store";
@@ -29,7 +30,7 @@ import { migratePg } from "./pg/migrate";
 
 /** The stores implemented on PostgreSQL so far. */
 export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit"
-  | "plugins" | "pluginDownloads" | "integrations" | "pluginRuntime" | "metrics";
+  | "plugins" | "pluginDownloads" | "integrations" | "pluginRuntime" | "metrics" | "insights";
 /** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
@@ -54,6 +55,8 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
     const applied = await migratePg(store.sql);
     const changeLog = new PgChangeLog(store, bus, clock);
     const users = new PgUserStore(changeLog);
+    const insights = new PgInsightsStore(changeLog);
+    await insights.load();
     const stores: PgStores = {
       projects: new PgProjectStore(changeLog),
       settings: new PgSettingsStore(changeLog.db),
@@ -66,6 +69,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       integrations: new PgIntegrationStore(changeLog),
       pluginRuntime: new PgRuntimeStore(changeLog.db),
       metrics: new PgMetricsStore(changeLog.db),
+      insights,
     };
     return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
   } catch (e) {

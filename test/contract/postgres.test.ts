@@ -22,6 +22,7 @@ import { AUTHOR, change, T0, type MakeBackend } from "./backend";
 import { describeChangeEventQueueContract } from "./change-events.contract";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
+import { describeInsightsStoreContract } from "./insights.contract";
 import { describeIntegrationStoreContract, describePluginStoreContract } from "./plugins-integrations.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 
@@ -52,11 +53,12 @@ const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
   ["PluginStore", describePluginStoreContract, ["plugins", "pluginDownloads", "projects"]],
   ["IntegrationStore", describeIntegrationStoreContract, ["integrations", "projects"]],
+  ["InsightsStore", describeInsightsStoreContract, ["insights", "projects", "flags"]],
   ["Change-event queue", describeChangeEventQueueContract, ["projects", "plugins", "integrations", "pluginRuntime", "metrics", "users", "apiKeys", "audit"]],
 ];
 
 const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit",
-  "plugins", "pluginDownloads", "integrations", "pluginRuntime", "metrics"];
+  "plugins", "pluginDownloads", "integrations", "pluginRuntime", "metrics", "insights"];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
