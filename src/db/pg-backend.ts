@@ -16,6 +16,11 @@ import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
 import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
 import { PgFlagStore } from "../modules/flags/pg-store";
+import { PgInsightsStore } from "../modules/insights/pg-store";
+import { PgIntegrationStore } from "../modules/integrations/pg-store";
+import { PgDownloadStore } from "../modules/marketplace/pg-store";
+import { PgMetricsStore } from "../modules/metrics/pg-store";
+import { PgPluginStore } from "../modules/plugins/pg-store";
 import { PgProjectStore } from "../modules/projects/pg-store";
 import { PgScheduleStore } from "../modules/schedules/pg-store";
 import { PgSegmentStore } from "../modules/segments/pg-store";
@@ -24,12 +29,15 @@ import { PgDefinitionsStore } from "../modules/streams/pg-store";
 import { PgTestSessionStore } from "../modules/testing/pg-store";
 import { PgUserStore } from "../modules/users/pg-store";
 import { PgWebhookStore } from "../modules/webhooks/pg-store";
+import { PgRuntimeStore } from "../plugins/pg-runtime-store";
 import type { Backend } from "./backend";
 import { openPg } from "./pg/client";
 import { migratePg } from "./pg/migrate";
 
 /** The stores implemented on PostgreSQL so far. */
-export type PgStoreName = "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "flags" | "segments" | "schedules" | "testSessions" | "webhooks" | "definitions";
+export type PgStoreName =
+  | "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "flags" | "segments" | "schedules" | "testSessions" | "webhooks" | "definitions"
+  | "plugins" | "pluginDownloads" | "integrations" | "pluginRuntime" | "metrics" | "insights";
 /** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
 export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
 export type PgStores = Pick<Stores, PgStoreName>;
@@ -57,6 +65,8 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
     const applied = await migratePg(store.sql);
     const changeLog = new PgChangeLog(store, bus, clock);
     const users = new PgUserStore(changeLog);
+    const insights = new PgInsightsStore(changeLog);
+    await insights.load();
     const stores: PgStores = {
       projects: new PgProjectStore(changeLog),
       settings: new PgSettingsStore(changeLog.db),
@@ -70,6 +80,12 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       testSessions: new PgTestSessionStore(changeLog.db),
       webhooks: new PgWebhookStore(changeLog),
       definitions: new PgDefinitionsStore(changeLog.db),
+      plugins: new PgPluginStore(changeLog),
+      pluginDownloads: new PgDownloadStore(changeLog.db),
+      integrations: new PgIntegrationStore(changeLog),
+      pluginRuntime: new PgRuntimeStore(changeLog.db),
+      metrics: new PgMetricsStore(changeLog.db),
+      insights,
     };
     return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
   } catch (e) {

@@ -6,9 +6,12 @@
  */
 import { ChangeBus } from "../../src/changes/bus";
 import type { Author, ChangeDraft, ChangeEntry, ResourceType } from "../../src/changes/entry";
-import type { ChangeLog } from "../../src/changes/log";
+import type { ChangeLog, Tx } from "../../src/changes/log";
 import type { Stores } from "../../src/context";
 import type { Clock } from "../../src/lib/clock";
+import type { ChangeEventStore, ChangeEventWrites } from "../../src/modules/change-events/store";
+import type { CredentialStore } from "../../src/modules/credentials/store";
+import type { IntegrationRuntimeStore } from "../../src/modules/integrations/store";
 import type { Environment, Project, ProjectStore } from "../../src/modules/projects/store";
 import type { Flag, FlagStore } from "../../src/modules/flags/store";
 import type { PageRequest } from "../../src/db/paging";
@@ -17,6 +20,12 @@ import { TestClock } from "../helpers";
 export interface ContractBackend {
   changeLog: ChangeLog;
   stores: Stores;
+  /** What the server builds beside `stores`: the change-event queue (on a commit's transaction, or the pool), the integrations' sending side, the credentials. */
+  beside: {
+    changeEvents(tx?: Tx): ChangeEventStore & ChangeEventWrites;
+    integrationRuntime: IntegrationRuntimeStore;
+    credentials: CredentialStore;
+  };
   close(): void | Promise<void>;
 }
 

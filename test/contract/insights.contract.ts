@@ -25,10 +25,10 @@ export function describeInsightsStoreContract(makeBackend: MakeBackend) {
           ].filter((c) => c.count > 0),
           lastAt,
         });
-        insights.writeNow(h(1), [batch("a", 2, 1, h(1) + 5), batch("gone", 9, 9, h(1))]);
-        insights.writeNow(h(1), [batch("a", 3, 0, h(1) + 1)]);
-        insights.writeNow(h(2), [batch("a", 1, 1, h(2) + 7)]);
-        insights.writeNow(h(25), [batch("a", 4, 0, 0)]);
+        await insights.writeNow(h(1), [batch("a", 2, 1, h(1) + 5), batch("gone", 9, 9, h(1))]);
+        await insights.writeNow(h(1), [batch("a", 3, 0, h(1) + 1)]);
+        await insights.writeNow(h(2), [batch("a", 1, 1, h(2) + 7)]);
+        await insights.writeNow(h(25), [batch("a", 4, 0, 0)]);
         const sorted = (rows: { bucket: number; variant: string; count: number }[]) => rows.map((r) => [r.bucket, r.variant, r.count]).sort((x, y) => String(x).localeCompare(String(y)));
         expect(sorted(await insights.counts("f1", "p1-e1", "hour", h(0), h(3)))).toEqual(sorted([
           { bucket: h(1), variant: "on", count: 5 },

@@ -5,7 +5,7 @@ import type { DownloadStore } from "../../src/modules/marketplace/store";
 import type { PluginStore, StoredPlugin } from "../../src/modules/plugins/store";
 import { AUTHOR, change, onFresh, refuse, Refused, seedProject, T0, T1, type MakeBackend } from "./backend";
 
-const plugin = (id: string, installedAt = T0, over: Partial<StoredPlugin> = {}): StoredPlugin => ({
+export const plugin = (id: string, installedAt = T0, over: Partial<StoredPlugin> = {}): StoredPlugin => ({
   id,
   projectId: "p1",
   projectSlug: "alpha",
@@ -25,7 +25,7 @@ const plugin = (id: string, installedAt = T0, over: Partial<StoredPlugin> = {}):
   ...over,
 });
 
-const integration = (id: string, createdAt = T0, over: Partial<StoredIntegration> = {}): StoredIntegration => ({
+export const integration = (id: string, createdAt = T0, over: Partial<StoredIntegration> = {}): StoredIntegration => ({
   id,
   projectId: "p1",
   projectSlug: "alpha",

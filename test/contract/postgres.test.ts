@@ -8,7 +8,11 @@
 import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { ChangeBus } from "../../src/changes/bus";
-import { CHANGES_CHANNEL } from "../../src/changes/pg";
+import type { Tx } from "../../src/changes/log";
+import { CHANGES_CHANNEL, pgTx } from "../../src/changes/pg";
+import { PgChangeEventStore } from "../../src/modules/change-events/pg-store";
+import { PgCredentialStore } from "../../src/modules/credentials/pg-store";
+import { PgIntegrationRuntimeStore } from "../../src/modules/integrations/pg-store";
 import { migratePg, PG_MIGRATIONS } from "../../src/db/pg/migrate";
 import { TestClock } from "../helpers";
 import type { Stores } from "../../src/context";
@@ -19,12 +23,15 @@ import { AUTHOR, change, flag, seedFlag, seedProject, T0, T1, type MakeBackend }
 import { CLAIM_MS } from "../../src/modules/schedules/pg-store";
 import { iso } from "../../src/lib/clock";
 import { PgDeliveryQueue } from "../../src/modules/webhooks/pg-store";
+import { describeChangeEventQueueContract } from "./change-events.contract";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeDefinitionsStoreContract } from "./definitions.contract";
 import { describeFlagStoreContract } from "./flags.contract";
 import { describeScheduleStoreContract } from "./schedules.contract";
 import { describeSegmentStoreContract } from "./segments.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
+import { describeInsightsStoreContract } from "./insights.contract";
+import { describeIntegrationStoreContract, describePluginStoreContract } from "./plugins-integrations.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 import { describeTestSessionStoreContract } from "./test-sessions.contract";
 import { describeWebhookStoreContract } from "./webhooks.contract";
@@ -38,7 +45,13 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
       throw new Error(`the ${name} store has no PostgreSQL implementation yet`);
     },
   }) as unknown as Stores;
-  return { changeLog: backend.changeLog, stores, close: () => backend.close() };
+  const { db } = backend.changeLog;
+  const beside = {
+    changeEvents: (tx?: Tx) => new PgChangeEventStore(tx ? pgTx(tx) : db),
+    integrationRuntime: new PgIntegrationRuntimeStore(db),
+    credentials: new PgCredentialStore(db),
+  };
+  return { changeLog: backend.changeLog, stores, beside, close: () => backend.close() };
 };
 
 /** Each suite with the stores it reaches. */
@@ -54,9 +67,16 @@ const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
   ["TestSessionStore", describeTestSessionStoreContract, ["testSessions", "projects"]],
   ["WebhookStore", describeWebhookStoreContract, ["webhooks", "projects", "flags"]],
   ["DefinitionsStore", describeDefinitionsStoreContract, ["definitions", "projects", "segments", "flags"]],
+  ["PluginStore", describePluginStoreContract, ["plugins", "pluginDownloads", "projects"]],
+  ["IntegrationStore", describeIntegrationStoreContract, ["integrations", "projects"]],
+  ["InsightsStore", describeInsightsStoreContract, ["insights", "projects", "flags"]],
+  ["Change-event queue", describeChangeEventQueueContract, ["projects", "plugins", "integrations", "pluginRuntime", "metrics", "users", "apiKeys", "audit"]],
 ];
 
-const IMPLEMENTED: readonly PgStoreName[] = ["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "flags", "segments", "schedules", "testSessions", "webhooks", "definitions"];
+const IMPLEMENTED: readonly PgStoreName[] = [
+  ...["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "flags", "segments", "schedules", "testSessions", "webhooks", "definitions"],
+  ...["plugins", "pluginDownloads", "integrations", "pluginRuntime", "metrics", "insights"],
+] as PgStoreName[];
 
 if (!pgAvailable()) {
   describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
@@ -200,6 +220,24 @@ describe.skipIf(!pgAvailable())("PostgreSQL backend", () => {
       expect(await qa.prune(Date.parse(T1) + 31 * 86_400_000)).toEqual({ deliveries: 4, events: 3 });
     } finally {
       await Promise.all(nodes.map((n) => n.close()));
+    }
+  });
+
+  test("another node's credential write is seen by the change log's position (no data_version); a write of anything else moves it, unnoticed", async () => {
+    const url = await createDatabase();
+    const [a, b] = await Promise.all([0, 1].map(() => openPostgresBackend(url, { max: 2 }, new ChangeBus(), new TestClock())));
+    try {
+      const credentials = new PgCredentialStore(a!.changeLog.db);
+      const { position } = await credentials.load(Date.now());
+      expect(await credentials.externalCredentialChange(position)).toEqual({ changed: false, position });
+      await b!.changeLog.commit(AUTHOR, async () => ({ result: undefined, changes: [change("flag", "f1", "a")] }));
+      const moved = await credentials.externalCredentialChange(position);
+      expect(moved).toEqual({ changed: false, position: position + 1 });
+      await b!.stores.users.create(AUTHOR, { id: "u1", email: "zoe@example.com", role: "admin", passwordHash: "h", tokensValidAfter: null, createdAt: T0, updatedAt: T0 }, change("user", "u1", "zoe@example.com"));
+      expect(await credentials.externalCredentialChange(moved.position)).toEqual({ changed: true, position: position + 2 });
+      expect((await credentials.load(Date.now())).users.map((u) => u.id)).toEqual(["u1"]);
+    } finally {
+      await Promise.all([a!, b!].map((n) => n.close()));
     }
   });
 });

@@ -5,9 +5,13 @@
 import { rmSync } from "node:fs";
 import { loadConfig } from "../../src/config";
 import { openSqliteBackend } from "../../src/db/sqlite-backend";
+import { SqliteChangeEventStore } from "../../src/modules/change-events/store";
+import { SqliteCredentialStore } from "../../src/modules/credentials/store";
+import { SqliteIntegrationRuntimeStore } from "../../src/modules/integrations/store";
 import { tempDir } from "../helpers";
 import type { MakeBackend } from "./backend";
 import { describeAuditStoreContract } from "./audit.contract";
+import { describeChangeEventQueueContract } from "./change-events.contract";
 import { describeChangeLogContract } from "./change-log.contract";
 import { describeDefinitionsStoreContract } from "./definitions.contract";
 import { describeFlagStoreContract } from "./flags.contract";
@@ -26,6 +30,11 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
   return {
     changeLog: backend.changeLog,
     stores: backend.stores,
+    beside: {
+      changeEvents: () => new SqliteChangeEventStore(backend.changeLog.sqlite),
+      integrationRuntime: new SqliteIntegrationRuntimeStore(backend.changeLog.sqlite),
+      credentials: new SqliteCredentialStore(backend.store),
+    },
     close() {
       backend.close();
       rmSync(dir, { recursive: true, force: true });
@@ -48,3 +57,4 @@ describeInsightsStoreContract(makeBackend);
 describePluginStoreContract(makeBackend);
 describeIntegrationStoreContract(makeBackend);
 describeDefinitionsStoreContract(makeBackend);
+describeChangeEventQueueContract(makeBackend);

@@ -44,13 +44,22 @@ export class InsightsFlusher {
     }
     if (batch.length === 0) return 0;
     const now = this.deps.clock.now();
-    try {
-      this.deps.store.writeNow(now - (now % HOUR_MS), batch);
-    } catch (e) {
+    const giveBack = () => {
       for (const b of batch) b.counter.undrain(b.cells);
+    };
+    const done = () => {
+      for (const b of batch) if (b.lastAt > 0) this.written.set(b.counter, b.lastAt);
+    };
+    let writing: void | Promise<void>;
+    try {
+      writing = this.deps.store.writeNow(now - (now % HOUR_MS), batch);
+    } catch (e) {
+      giveBack();
       throw e;
     }
-    for (const b of batch) if (b.lastAt > 0) this.written.set(b.counter, b.lastAt);
+    // PostgreSQL's write is asynchronous: a failure gives the counts back and is logged.
+    if (writing) writing.then(done, (e: unknown) => (giveBack(), this.logFailure(e)));
+    else done();
     return batch.length;
   }
 
@@ -59,7 +68,11 @@ export class InsightsFlusher {
     try {
       this.flush();
     } catch (e) {
-      this.deps.log.error("insights: the evaluation counts could not be written; kept for the next flush", { error: e instanceof Error ? e.message : String(e) });
+      this.logFailure(e);
     }
+  }
+
+  private logFailure(e: unknown): void {
+    this.deps.log.error("insights: the evaluation counts could not be written; kept for the next flush", { error: e instanceof Error ? e.message : String(e) });
   }
 }

@@ -84,8 +84,11 @@ export interface StaleChange {
 }
 
 export interface InsightsStore {
-  /** One flush: every counter's increments added to the bucket `bucket` (hourly), and the last evaluations, in one transaction. */
-  writeNow(bucket: number, batch: readonly CounterBatch[]): void;
+  /**
+   * One flush: every counter's increments added to the bucket `bucket` (hourly), and the last
+   * evaluations, in one transaction. Synchronous on SQLite; on PostgreSQL the write's promise.
+   */
+  writeNow(bucket: number, batch: readonly CounterBatch[]): void | Promise<void>;
   /** Hourly buckets before `hourlyBefore` become daily buckets; daily buckets before `dailyBefore` are deleted. One transaction. */
   rollup(hourlyBefore: number, dailyBefore: number): Promise<{ rolled: number; deleted: number }>;
   /** Counts of a flag in an environment from `from` (included) to `to` (excluded), summed by hour (hourly rows only) or by day (both). */
