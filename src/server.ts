@@ -7,7 +7,7 @@ import { BackgroundThread } from "./background/thread";
 import { bootstrap } from "./bootstrap";
 import type { Config } from "./config";
 import type { AppContext } from "./context";
-import { openSqliteBackend } from "./db/sqlite-backend";
+import { openBackend } from "./db/open";
 import { OperatorError } from "./lib/errors";
 import { accessGuard, admitter, RATE_LIMIT_HEADERS } from "./http/auth";
 import { CredentialRegistry, jwtSecret } from "./http/credentials";
@@ -253,7 +253,7 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   const clock = deps.clock ?? systemClock;
   // The change log and its subscribers, in this order: evaluation (then the streams), credentials, test sessions, webhook sender, change events (plugins, integrations).
   const bus = new ChangeBus(log);
-  const backend = openSqliteBackend(config, bus, clock);
+  const backend = await openBackend(config, bus, clock);
   const { changeLog, stores } = backend;
   // The senders' own threads open their own connection to the file (SQLite); otherwise they run here.
   const threads = deps.background ? backend.threads : undefined;

@@ -36,5 +36,5 @@ export interface Backend {
    */
   readonly threads?: { file: string; autoCheckpoint(pages: number): void };
   /** Closes the database (and releases what the backend holds: SQLite's data-dir lock). */
-  close(): void;
+  close(): void | Promise<void>;
 }

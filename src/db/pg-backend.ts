@@ -1,15 +1,13 @@
 /**
  * The PostgreSQL backend (backend.ts): one database shared by every node, migrated on open
  * (under an advisory lock: nodes starting together do not race), the change log
- * (src/changes/pg.ts) and the stores that have a PostgreSQL implementation so far.
- *
- * `stores` is typed `PgStores`: exactly the stores implemented on PostgreSQL. The ones still
- * missing are listed in `MissingPgStores`; a `PgBackend` is not a `Backend` until that list is
- * empty, so nothing can hand it to code that would reach a missing store.
+ * (src/changes/pg.ts) and every store's PostgreSQL implementation.
  */
 import type { SQL } from "bun";
 import type { ChangeBus } from "../changes/bus";
-import { PgChangeLog } from "../changes/pg";
+import { PgChangeLog, pgTx } from "../changes/pg";
+import { PgChangeEventStore } from "../modules/change-events/pg-store";
+import { PgCredentialStore } from "../modules/credentials/pg-store";
 import type { Stores } from "../context";
 import type { Clock } from "../lib/clock";
 import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
@@ -17,7 +15,7 @@ import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
 import { PgFlagStore } from "../modules/flags/pg-store";
 import { PgInsightsStore } from "../modules/insights/pg-store";
-import { PgIntegrationStore } from "../modules/integrations/pg-store";
+import { PgIntegrationRuntimeStore, PgIntegrationStore } from "../modules/integrations/pg-store";
 import { PgDownloadStore } from "../modules/marketplace/pg-store";
 import { PgMetricsStore } from "../modules/metrics/pg-store";
 import { PgPluginStore } from "../modules/plugins/pg-store";
@@ -28,27 +26,17 @@ import { PgSettingsStore } from "../modules/settings/pg-store";
 import { PgDefinitionsStore } from "../modules/streams/pg-store";
 import { PgTestSessionStore } from "../modules/testing/pg-store";
 import { PgUserStore } from "../modules/users/pg-store";
-import { PgWebhookStore } from "../modules/webhooks/pg-store";
+import { PgDeliveryQueue, PgWebhookStore } from "../modules/webhooks/pg-store";
 import { PgRuntimeStore } from "../plugins/pg-runtime-store";
 import type { Backend } from "./backend";
 import { openPg } from "./pg/client";
 import { migratePg } from "./pg/migrate";
+import { PgMaintenance } from "./pg-maintenance";
 
-/** The stores implemented on PostgreSQL so far. */
-export type PgStoreName =
-  | "projects" | "settings" | "users" | "adminKeys" | "apiKeys" | "audit" | "flags" | "segments" | "schedules" | "testSessions" | "webhooks" | "definitions"
-  | "plugins" | "pluginDownloads" | "integrations" | "pluginRuntime" | "metrics" | "insights";
-/** The stores still to implement on PostgreSQL (each helper that adds one moves it to `PgStoreName`). */
-export type MissingPgStores = Exclude<keyof Stores, PgStoreName>;
-export type PgStores = Pick<Stores, PgStoreName>;
 
-/** What the server takes from a backend beside its stores, still to implement on PostgreSQL. */
-export type MissingPgParts = "credentials" | "maintenance" | "deliveryQueue" | "integrationRuntime" | "changeEventsIn";
-
-export interface PgBackend extends Omit<Backend, "stores" | "close" | MissingPgParts> {
+export interface PgBackend extends Backend {
   readonly dialect: "postgres";
   readonly changeLog: PgChangeLog;
-  readonly stores: PgStores;
   /** The pool (Bun's `SQL`): what LISTEN and the operations (health, migrate) use. */
   readonly sql: SQL;
   /** Closes the pool. */
@@ -67,7 +55,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
     const users = new PgUserStore(changeLog);
     const insights = new PgInsightsStore(changeLog);
     await insights.load();
-    const stores: PgStores = {
+    const stores: Stores = {
       projects: new PgProjectStore(changeLog),
       settings: new PgSettingsStore(changeLog.db),
       users,
@@ -87,7 +75,19 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       metrics: new PgMetricsStore(changeLog.db),
       insights,
     };
-    return { dialect: "postgres", changeLog, stores, applied, sql: store.sql, close: () => store.sql.close() };
+    return {
+      dialect: "postgres",
+      changeLog,
+      stores,
+      applied,
+      credentials: new PgCredentialStore(changeLog.db),
+      maintenance: new PgMaintenance(store.sql),
+      deliveryQueue: new PgDeliveryQueue(changeLog.db),
+      integrationRuntime: new PgIntegrationRuntimeStore(changeLog.db),
+      changeEventsIn: (tx) => new PgChangeEventStore(pgTx(tx)),
+      sql: store.sql,
+      close: () => store.sql.close(),
+    };
   } catch (e) {
     await store.sql.close();
     throw e;

@@ -2,8 +2,7 @@
  * The contract suites (test/contract/*.contract.ts) on PostgreSQL: each test gets a fresh
  * database on the test process's private cluster (test/pg.ts), opened as the server will open
  * it (`openPostgresBackend`: migrated, change log, stores). Skipped when PostgreSQL is not
- * installed. A suite runs once every store it reaches has a PostgreSQL implementation
- * (src/db/pg-backend.ts `PgStoreName`); until then it is skipped, naming what it waits for.
+ * installed.
  */
 import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
@@ -12,11 +11,9 @@ import type { Tx } from "../../src/changes/log";
 import { CHANGES_CHANNEL, pgTx } from "../../src/changes/pg";
 import { PgChangeEventStore } from "../../src/modules/change-events/pg-store";
 import { PgCredentialStore } from "../../src/modules/credentials/pg-store";
-import { PgIntegrationRuntimeStore } from "../../src/modules/integrations/pg-store";
 import { migratePg, PG_MIGRATIONS } from "../../src/db/pg/migrate";
 import { TestClock } from "../helpers";
-import type { Stores } from "../../src/context";
-import { openPostgresBackend, type PgStoreName } from "../../src/db/pg-backend";
+import { openPostgresBackend } from "../../src/db/pg-backend";
 import { PgMaintenance } from "../../src/db/pg-maintenance";
 import { createDatabase, pgAvailable } from "../pg";
 import { AUTHOR, change, flag, seedFlag, seedProject, T0, T1, type MakeBackend } from "./backend";
@@ -38,55 +35,19 @@ import { describeWebhookStoreContract } from "./webhooks.contract";
 
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
   const backend = await openPostgresBackend(await createDatabase(), { max: 4 }, bus, clock);
-  // A store not on PostgreSQL yet fails loudly if a suite reaches it (none that runs does).
-  const stores = new Proxy(backend.stores, {
-    get(target, name: string) {
-      if (name in target) return target[name as PgStoreName];
-      throw new Error(`the ${name} store has no PostgreSQL implementation yet`);
-    },
-  }) as unknown as Stores;
   const { db } = backend.changeLog;
   const beside = {
     changeEvents: (tx?: Tx) => new PgChangeEventStore(tx ? pgTx(tx) : db),
-    integrationRuntime: new PgIntegrationRuntimeStore(db),
-    credentials: new PgCredentialStore(db),
+    integrationRuntime: backend.integrationRuntime,
+    credentials: backend.credentials,
   };
-  return { changeLog: backend.changeLog, stores, beside, close: () => backend.close() };
+  return { changeLog: backend.changeLog, stores: backend.stores, beside, close: () => backend.close() };
 };
 
-/** Each suite with the stores it reaches. */
-const SUITES: [string, (m: MakeBackend) => void, (keyof Stores)[]][] = [
-  ["ChangeLog", describeChangeLogContract, ["projects", "audit"]],
-  ["ProjectStore", describeProjectStoreContract, ["projects", "flags", "audit"]],
-  ["FlagStore", describeFlagStoreContract, ["flags", "projects", "segments", "audit"]],
-  ["SegmentStore", describeSegmentStoreContract, ["segments", "flags", "projects"]],
-  ["ScheduleStore", describeScheduleStoreContract, ["schedules", "flags", "projects"]],
-  ["UserStore", describeUserStoreContract, ["users"]],
-  ["AdminKeyStore", describeAdminKeyStoreContract, ["adminKeys", "users"]],
-  ["ApiKeyStore", describeApiKeyStoreContract, ["apiKeys", "projects"]],
-  ["TestSessionStore", describeTestSessionStoreContract, ["testSessions", "projects"]],
-  ["WebhookStore", describeWebhookStoreContract, ["webhooks", "projects", "flags"]],
-  ["DefinitionsStore", describeDefinitionsStoreContract, ["definitions", "projects", "segments", "flags"]],
-  ["PluginStore", describePluginStoreContract, ["plugins", "pluginDownloads", "projects"]],
-  ["IntegrationStore", describeIntegrationStoreContract, ["integrations", "projects"]],
-  ["InsightsStore", describeInsightsStoreContract, ["insights", "projects", "flags"]],
-  ["Change-event queue", describeChangeEventQueueContract, ["projects", "plugins", "integrations", "pluginRuntime", "metrics", "users", "apiKeys", "audit"]],
-];
+const SUITES = [describeChangeLogContract, describeProjectStoreContract, describeFlagStoreContract, describeSegmentStoreContract, describeScheduleStoreContract, describeUserStoreContract, describeAdminKeyStoreContract, describeApiKeyStoreContract, describeTestSessionStoreContract, describeWebhookStoreContract, describeDefinitionsStoreContract, describePluginStoreContract, describeIntegrationStoreContract, describeInsightsStoreContract, describeChangeEventQueueContract];
 
-const IMPLEMENTED: readonly PgStoreName[] = [
-  ...["projects", "settings", "users", "adminKeys", "apiKeys", "audit", "flags", "segments", "schedules", "testSessions", "webhooks", "definitions"],
-  ...["plugins", "pluginDownloads", "integrations", "pluginRuntime", "metrics", "insights"],
-] as PgStoreName[];
-
-if (!pgAvailable()) {
-  describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
-} else {
-  for (const [name, suite, needs] of SUITES) {
-    const missing = needs.filter((s) => !(IMPLEMENTED as readonly string[]).includes(s));
-    if (missing.length === 0) describe("PostgreSQL", () => suite(makeBackend));
-    else describe.skip(`${name} contract on PostgreSQL`, () => test.skip(`waits for the ${missing.join(", ")} store(s)`, () => {}));
-  }
-}
+if (!pgAvailable()) describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
+else for (const suite of SUITES) describe("PostgreSQL", () => suite(makeBackend));
 
 /** What only PostgreSQL has: several processes on one database; its own maintenance. */
 describe.skipIf(!pgAvailable())("PostgreSQL backend", () => {

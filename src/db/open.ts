@@ -1,0 +1,17 @@
+/**
+ * The backend the configuration asks for: PostgreSQL when `SVC_DATABASE_URL` is set (shared by
+ * every node: docs/scaling.md), else SQLite in the data dir, as ever.
+ */
+import type { ChangeBus } from "../changes/bus";
+import type { Config } from "../config";
+import type { Clock } from "../lib/clock";
+import type { Backend } from "./backend";
+import { postgresOptions } from "./database-url";
+import { openPostgresBackend } from "./pg-backend";
+import { openSqliteBackend } from "./sqlite-backend";
+
+export async function openBackend(config: Config, bus: ChangeBus, clock: Clock): Promise<Backend> {
+  if (config.databaseUrl === undefined) return openSqliteBackend(config, bus, clock);
+  const { url, ...options } = postgresOptions(config);
+  return openPostgresBackend(url, options, bus, clock);
+}
