@@ -367,6 +367,16 @@ export interface ServerDeps extends ContextDeps {
   extend?: (app: App) => void;
 }
 
+/** Throws StartupError when the port cannot be bound (taken, not permitted); 0 (any free port) always can. */
+function tryPort(host: string, port: number): void {
+  if (port === 0) return;
+  try {
+    Bun.listen({ hostname: host, port, socket: { data() {} } }).stop(true);
+  } catch (e) {
+    throw new StartupError(`cannot listen on ${host}:${port}: ${(e as Error).message}`);
+  }
+}
+
 export async function startServer(config: Config, deps: ServerDeps = {}): Promise<RunningServer> {
   // A configuration error must leave the data dir untouched: the configured TLS pair is checked first.
   const ownTls = config.behindProxy ? null : configuredTls(config);
@@ -385,16 +395,19 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     // The console's files, read and gzipped once now rather than on its first visitor's request.
     void consoleAssets().catch((e) => ctx.log.error("the console's files could not be loaded", { error: String(e) }));
     deps.extend?.(app);
+    // A first start's generated credentials are shown once, in the banner of a server that runs:
+    // the port is tried first (made before a failed listen, they would be stored and never
+    // shown), then the bootstrap commits, then the server listens, so that no request is answered
+    // before the instance exists (on PostgreSQL the bootstrap takes round trips).
+    tryPort(config.host, config.port);
+    const { lines } = await bootstrap(ctx);
     try {
       // reusePort off: a second process on a taken port must fail, not share the traffic.
       app.listen({ hostname: config.host, port: config.port, reusePort: false, ...(tls ? { tls: { cert: tls.cert, key: tls.key, ciphers: TLS12_CIPHERS } } : {}) });
     } catch (e) {
-      throw new StartupError(`cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
+      // Taken since it was tried: what the bootstrap generated is shown here, once, all the same.
+      throw new StartupError([`cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`, ...lines].join("\n"));
     }
-    // Only once the port is ours (and in the same turn, before any request is read): a first
-    // start's generated credentials are shown once, in the banner of a server that runs; made
-    // before a failed listen, they would be stored and never shown.
-    const { lines } = await bootstrap(ctx);
     const port = app.server!.port!;
     const scheme = tls ? "https" : "http";
     const url = `${scheme}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
