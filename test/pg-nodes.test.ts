@@ -10,7 +10,10 @@ import { PgChangeFeed } from "../src/changes/pg-feed";
 import { PgAuditStore } from "../src/modules/audit/pg-store";
 import { openPostgresBackend, type PgBackend } from "../src/db/pg-backend";
 import { AUTHOR, change } from "./contract/backend";
-import { TestClock } from "./helpers";
+import { bootstrap } from "../src/bootstrap";
+import { loadConfig } from "../src/config";
+import { createApp, createContext, createServices, dispatcher } from "../src/server";
+import { tempDir, TestClock } from "./helpers";
 import { createDatabase, pgAvailable } from "./pg";
 
 /** A node: its backend, and every publication its bus heard (its positions), also by its first entry's resource id. */
@@ -153,6 +156,43 @@ describe.skipIf(!pgAvailable())("PostgreSQL nodes: the change feed", () => {
       expect(b!.heard).toHaveLength(50);
     } finally {
       await close([a!, b!]);
+    }
+  });
+});
+
+describe.skipIf(!pgAvailable())("PostgreSQL nodes: through HTTP", () => {
+  test("a flag created and enabled through A's API is evaluated enabled through B's /v1/evaluate", async () => {
+    const url = await createDatabase();
+    const admin = `svc_admin_${"k".repeat(32)}`;
+    const node = async () => {
+      const config = loadConfig({ SVC_DATA_DIR: tempDir(), SVC_DATABASE_URL: url, SVC_ADMIN_KEY: admin, SVC_ADMIN_PASSWORD: "a-long-password", SVC_LOG_LEVEL: "error" });
+      const ctx = await createContext(config, { clock: new TestClock() });
+      await bootstrap(ctx);
+      const app = dispatcher(createApp(ctx, createServices(ctx)));
+      const call = (method: string, path: string, body?: unknown, key = admin) =>
+        app(new Request(`http://localhost${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }));
+      return { ctx, call };
+    };
+    const a = await node();
+    const b = await node();
+    try {
+      const made = await a.call("POST", "/v1/projects/default/api-keys", { name: "eval", scope: "eval", environment: "development" });
+      expect(made.status).toBe(201);
+      const { key } = (await made.json()) as { key: string };
+      expect((await a.call("POST", "/v1/projects/default/flags", { key: "shared", name: "Shared" })).status).toBe(201);
+      const start = performance.now();
+      expect((await a.call("PUT", "/v1/projects/default/flags/shared/states/development", { enabled: true })).status).toBe(200);
+      const onB = async () => ((await (await b.call("POST", "/v1/evaluate", { flagKey: "shared", context: {} }, key)).json()) as { enabled?: boolean; value?: unknown });
+      let answer = await onB();
+      while (answer.enabled !== true && performance.now() - start < 1000) {
+        await Bun.sleep(5);
+        answer = await onB();
+      }
+      expect(answer).toMatchObject({ enabled: true });
+      console.log(`A's PUT → enabled on B's /v1/evaluate: ${(performance.now() - start).toFixed(1)} ms`);
+    } finally {
+      a.ctx.close();
+      b.ctx.close();
     }
   });
 });
