@@ -253,7 +253,7 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   const clock = deps.clock ?? systemClock;
   // The change log and its subscribers, in this order: evaluation (then the streams), credentials, test sessions, webhook sender, change events (plugins, integrations).
   const bus = new ChangeBus(log);
-  const backend = await openBackend(config, bus, clock);
+  const backend = await openBackend(config, bus, clock, log);
   const { changeLog, stores } = backend;
   // The senders' own threads open their own connection to the file (SQLite); otherwise they run here.
   const threads = deps.background ? backend.threads : undefined;
@@ -262,6 +262,8 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   const deliveries = threads
     ? new BackgroundThread({ maintenance: threads, file: threads.file, config, log })
     : new DeliveryDispatcher({ queue: backend.deliveryQueue, clock, log, config });
+  // Where the other nodes' commits are read from: read before any state is loaded, so none is lost.
+  const feedFrom = backend.feed ? await stores.audit.position() : 0;
   const snapshot = await loadSnapshot(stores.flags);
   const secret = await jwtSecret(backend.credentials, config.jwtSecret, clock);
   const credentials = await CredentialRegistry.open(backend.credentials, clock, secret, requestClock);
@@ -303,6 +305,7 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   bus.subscribe("plugins", (entries) => {
     for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") plugins.stopProject(e.resource.id);
   });
+  await backend.feed?.start(feedFrom);
   return {
     applied: backend.applied,
     maintenance: backend.maintenance,

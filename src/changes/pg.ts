@@ -37,6 +37,13 @@ export class PgChangeLog implements ChangeLog {
   private tail: Promise<unknown> = Promise.resolve();
   /** The last publication: the next waits for it, so entries are published in position order. */
   private publication: Promise<unknown> = Promise.resolve();
+  /**
+   * The first position of each of this node's commits the change feed (pg-feed.ts) has not yet
+   * passed: null until a feed asks for them. Filled inside the transaction, before its COMMIT
+   * (so before its notification is delivered and before any node can read its rows): the feed
+   * can never see one of this node's commits before knowing it is its own.
+   */
+  private own: Set<number> | null = null;
 
   constructor(
     readonly store: PgStore,
@@ -67,27 +74,47 @@ export class PgChangeLog implements ChangeLog {
     });
   }
 
+  /** This node's commits, as the change feed needs them: which it must not publish again, and forgetting those it has passed. */
+  ownCommits(): { has(first: number): boolean; passed(position: number): void } {
+    const own = (this.own ??= new Set());
+    return {
+      has: (first) => own.has(first),
+      passed: (position) => {
+        for (const p of own) if (p <= position) own.delete(p);
+      },
+    };
+  }
+
   create(author: Author, insert: (tx: Tx) => Promise<void>, change: ChangeDraft): Promise<boolean> {
     return createThrough(this, pgConstraintOf, author, insert, change);
   }
 
   /** One transaction under the write lock: the write, its entries, the participants, the notification. */
-  private transact<T>(author: Author, write: (tx: Tx) => Promise<Written<T>>): Promise<{ result: T; entries: ChangeEntry[]; effects: Effect[] }> {
-    return this.store.db.transaction(async (db) => {
-      await db.execute(sql`SELECT pg_advisory_xact_lock(${WRITE_LOCK}::bigint)`);
-      const tx = db as unknown as Tx;
-      const { result, changes } = await write(tx);
-      const entries = await this.append(db, author, changes);
-      const effects: Effect[] = [];
-      if (entries.length > 0) {
-        for (const p of this.participants) {
-          const effect = await p(tx, entries);
-          if (effect) effects.push(effect);
+  private async transact<T>(author: Author, write: (tx: Tx) => Promise<Written<T>>): Promise<{ result: T; entries: ChangeEntry[]; effects: Effect[] }> {
+    let first: number | undefined;
+    try {
+      return await this.store.db.transaction(async (db) => {
+        await db.execute(sql`SELECT pg_advisory_xact_lock(${WRITE_LOCK}::bigint)`);
+        const tx = db as unknown as Tx;
+        const { result, changes } = await write(tx);
+        const entries = await this.append(db, author, changes);
+        first = entries[0]?.position;
+        if (first !== undefined) this.own?.add(first);
+        const effects: Effect[] = [];
+        if (entries.length > 0) {
+          for (const p of this.participants) {
+            const effect = await p(tx, entries);
+            if (effect) effects.push(effect);
+          }
+          await db.execute(sql`SELECT pg_notify(${CHANGES_CHANNEL}, ${String(entries.at(-1)!.position)})`);
         }
-        await db.execute(sql`SELECT pg_notify(${CHANGES_CHANNEL}, ${String(entries.at(-1)!.position)})`);
-      }
-      return { result, entries, effects };
-    });
+        return { result, entries, effects };
+      });
+    } catch (e) {
+      // Rolled back: its positions are never committed (an identity does not hand them out again).
+      if (first !== undefined) this.own?.delete(first);
+      throw e;
+    }
   }
 
   private async append(db: PgQueries, author: Author, changes: readonly ChangeDraft[]): Promise<ChangeEntry[]> {

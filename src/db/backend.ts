@@ -35,6 +35,12 @@ export interface Backend {
    * senders run on the request thread, over this backend.
    */
   readonly threads?: { file: string; autoCheckpoint(pages: number): void };
+  /**
+   * PostgreSQL: the other nodes' commits, published on this node's bus (src/changes/pg-feed.ts),
+   * started once the subscribers are in place, from the log's position read before they loaded
+   * their state; stopped by `close`. Absent: this node is the only writer (SQLite).
+   */
+  readonly feed?: { start(from: number): Promise<void> };
   /** Closes the database (and releases what the backend holds: SQLite's data-dir lock). */
   close(): void | Promise<void>;
 }

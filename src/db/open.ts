@@ -5,13 +5,14 @@
 import type { ChangeBus } from "../changes/bus";
 import type { Config } from "../config";
 import type { Clock } from "../lib/clock";
+import type { Logger } from "../lib/log";
 import type { Backend } from "./backend";
 import { postgresOptions } from "./database-url";
 import { openPostgresBackend } from "./pg-backend";
 import { openSqliteBackend } from "./sqlite-backend";
 
-export async function openBackend(config: Config, bus: ChangeBus, clock: Clock): Promise<Backend> {
+export async function openBackend(config: Config, bus: ChangeBus, clock: Clock, log?: Logger): Promise<Backend> {
   if (config.databaseUrl === undefined) return openSqliteBackend(config, bus, clock);
   const { url, ...options } = postgresOptions(config);
-  return openPostgresBackend(url, options, bus, clock);
+  return openPostgresBackend(url, options, bus, clock, log);
 }

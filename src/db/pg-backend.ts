@@ -6,10 +6,12 @@
 import type { SQL } from "bun";
 import type { ChangeBus } from "../changes/bus";
 import { PgChangeLog, pgTx } from "../changes/pg";
+import { PgChangeFeed } from "../changes/pg-feed";
 import { PgChangeEventStore } from "../modules/change-events/pg-store";
 import { PgCredentialStore } from "../modules/credentials/pg-store";
 import type { Stores } from "../context";
 import type { Clock } from "../lib/clock";
+import type { Logger } from "../lib/log";
 import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
 import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
@@ -37,6 +39,7 @@ import { PgMaintenance } from "./pg-maintenance";
 export interface PgBackend extends Backend {
   readonly dialect: "postgres";
   readonly changeLog: PgChangeLog;
+  readonly feed: PgChangeFeed;
   /** The pool (Bun's `SQL`): what LISTEN and the operations (health, migrate) use. */
   readonly sql: SQL;
   /** Closes the pool. */
@@ -46,8 +49,8 @@ export interface PgBackend extends Backend {
 /** What `new SQL(url, options)` takes beside the URL: TLS, pool size (src/db/database-url.ts builds it from the config). */
 export type PgOptions = Omit<SQL.PostgresOrMySQLOptions, "url">;
 
-/** Connects to `url`, brings the schema up to date and builds the change log and the stores over it. */
-export async function openPostgresBackend(url: string, opts: PgOptions, bus: ChangeBus, clock: Clock): Promise<PgBackend> {
+/** Connects to `url`; `log`: where the change feed reports a failed read, brings the schema up to date and builds the change log and the stores over it. */
+export async function openPostgresBackend(url: string, opts: PgOptions, bus: ChangeBus, clock: Clock, log?: Logger): Promise<PgBackend> {
   const store = openPg(url, opts);
   try {
     const applied = await migratePg(store.sql);
@@ -55,13 +58,15 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
     const users = new PgUserStore(changeLog);
     const insights = new PgInsightsStore(changeLog);
     await insights.load();
+    const audit = new PgAuditStore(store.sql);
+    const feed = new PgChangeFeed({ sql: store.sql, audit, changeLog, bus, log });
     const stores: Stores = {
       projects: new PgProjectStore(changeLog),
       settings: new PgSettingsStore(changeLog.db),
       users,
       adminKeys: new PgAdminKeyStore(changeLog, users),
       apiKeys: new PgApiKeyStore(changeLog),
-      audit: new PgAuditStore(store.sql),
+      audit,
       flags: new PgFlagStore(changeLog),
       segments: new PgSegmentStore(changeLog),
       schedules: new PgScheduleStore(changeLog),
@@ -86,7 +91,11 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       integrationRuntime: new PgIntegrationRuntimeStore(changeLog.db),
       changeEventsIn: (tx) => new PgChangeEventStore(pgTx(tx)),
       sql: store.sql,
-      close: () => store.sql.close(),
+      feed,
+      close: async () => {
+        await feed.stop();
+        await store.sql.close();
+      },
     };
   } catch (e) {
     await store.sql.close();

@@ -58,6 +58,34 @@ export class PgAuditStore implements AuditStore {
     return { entries, scannedTo: entries.length === limit ? entries.at(-1)!.position : last };
   }
 
+  /**
+   * What other nodes committed after `after`, for the change feed (src/changes/pg-feed.ts): the
+   * entries one commit at a time, oldest first, each commit whole. The rows of one commit are
+   * told by their transaction id (`xmin`: one INSERT in one transaction appends them, and the
+   * write lock makes their positions consecutive), not by `at` and `requestId`, which two
+   * commits of the same millisecond by the system share. At least `limit` rows are read when
+   * there are that many (a commit larger than `limit` is read whole).
+   */
+  async commitsAfter(after: number, limit: number): Promise<ChangeEntry[][]> {
+    type Row = PgChangeLogRow & { tx: string };
+    const rows = (await this.rows(`SELECT xmin::text AS tx, * FROM change_log WHERE position > ? ORDER BY position LIMIT ?`, [after, limit])) as Row[];
+    const commits: { tx: string; rows: Row[] }[] = [];
+    for (const r of rows) {
+      const open = commits.at(-1);
+      if (open?.tx === r.tx) open.rows.push(r);
+      else commits.push({ tx: r.tx, rows: [r] });
+    }
+    if (rows.length === limit) {
+      // The last commit may go on past the page: dropped (read next time), or, when it is the only one, read whole.
+      if (commits.length > 1) commits.pop();
+      else {
+        const rest = (await this.rows(`SELECT xmin::text AS tx, * FROM change_log WHERE position > ? AND xmin = ?::text::xid ORDER BY position`, [rows.at(-1)!.position, commits[0]!.tx])) as Row[];
+        commits[0]!.rows.push(...rest);
+      }
+    }
+    return commits.map((c) => c.rows.map(entryOf));
+  }
+
   async latestChange(resource: { type: ResourceType; id: string; key: string }, environment: string | null): Promise<ChangeEntry | undefined> {
     const rows = await this.rows(
       `SELECT * FROM change_log WHERE resource_key = ? AND resource_type = ? AND resource_id = ? AND environment IS NOT DISTINCT FROM ? ORDER BY position DESC LIMIT ${LATEST_LOOKBACK}`,
