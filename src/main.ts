@@ -18,6 +18,11 @@ import { createLogger } from "./lib/log";
 import { addPackage, checkPackage, listPackages } from "./plugins/cli";
 import { StartupError, startServer, type RunningServer } from "./server";
 import { createStores, openStore } from "./db/sqlite-backend";
+import { SQL } from "bun";
+import { postgresOptions } from "./db/database-url";
+import { openBackend } from "./db/open";
+import { migratePg } from "./db/pg/migrate";
+import { PG_BACKUP } from "./db/pg-maintenance";
 import { ChangeBus } from "./changes/bus";
 import { cliAuthor } from "./changes/entry";
 import { SqliteChangeLog } from "./changes/sqlite";
@@ -47,7 +52,7 @@ const ADMIN_COMMANDS: Record<string, Command> = {
   "create-user": {
     usage: "flagsvc admin create-user --email EMAIL --password PASSWORD --role admin|editor|viewer [--data-dir DIR]",
     summary: "Add a login user (works while the server runs; it notices within a second)",
-    config: ["dataDir"],
+    config: ["dataDir", "databaseUrl", "databaseCaFile"],
     options: {
       "--email": "Email address (stored lower-case, unique)",
       "--password": "Password, at least 10 characters (mind your shell history)",
@@ -58,14 +63,14 @@ const ADMIN_COMMANDS: Record<string, Command> = {
   "create-key": {
     usage: "flagsvc admin create-key [--name NAME] [--data-dir DIR]",
     summary: "Create an admin key and print it (works while the server runs; it notices within a second)",
-    config: ["dataDir"],
+    config: ["dataDir", "databaseUrl", "databaseCaFile"],
     options: { "--name": "A name to recognise the key by (default: cli)" },
     run: (args, config, options) => adminCreateKey(args, config(), options),
   },
   "reset-password": {
     usage: "flagsvc admin reset-password --email EMAIL [--password PASSWORD] [--data-dir DIR]",
     summary: "Set a login user's password and end their login tokens; without --password, generate one and print it (works while the server runs; it notices within a second)",
-    config: ["dataDir"],
+    config: ["dataDir", "databaseUrl", "databaseCaFile"],
     options: {
       "--email": "The user's email address (any case)",
       "--password": "The new password, at least 10 characters (mind your shell history); omitted: a generated one is printed, once",
@@ -121,14 +126,13 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   migrate: {
-    usage: "flagsvc migrate [--data-dir DIR]",
-    summary: "Apply pending database migrations, then exit",
-    config: ["dataDir"],
-    run: (args, config) => {
+    usage: "flagsvc migrate [--data-dir DIR | --database-url URL]",
+    summary: "Apply pending database migrations (SQLite in the data dir, or PostgreSQL), then exit",
+    config: ["dataDir", "databaseUrl", "databaseCaFile"],
+    run: async (args, config) => {
       noPositionals(args);
-      const store = openStore(config());
-      store.close();
-      console.log(store.applied > 0 ? `applied ${store.applied} migration(s); the schema is up to date` : "the schema is up to date");
+      const applied = await migrateBackend(config());
+      console.log(applied > 0 ? `applied ${applied} migration(s); the schema is up to date` : "the schema is up to date");
       return 0;
     },
   },
@@ -393,7 +397,24 @@ function printBanner(server: RunningServer) {
   process.stdout.write([rule, ...lines, rule, ""].join("\n"));
 }
 
+/** SQLite: the data dir's file, locked, migrated. PostgreSQL: the migrations under their advisory lock (nodes may run). */
+async function migrateBackend(config: Config): Promise<number> {
+  if (config.databaseUrl === undefined) {
+    const store = openStore(config);
+    store.close();
+    return store.applied;
+  }
+  const { url, ...options } = postgresOptions(config);
+  const sql = new SQL(url, options);
+  try {
+    return await migratePg(sql);
+  } finally {
+    await sql.close();
+  }
+}
+
 async function backup(args: string[], config: Config): Promise<number> {
+  if (config.databaseUrl !== undefined) throw new OperatorError(PG_BACKUP);
   if (args.length !== 1 || args[0]!.trim() === "") throw new UsageError("backup needs exactly one FILE argument");
   const target = resolve(args[0]!);
   if (existsSync(target)) throw new UsageError(`${target} already exists; choose a new file`);
@@ -437,6 +458,15 @@ async function backup(args: string[], config: Config): Promise<number> {
  * within a second (SQLite's data_version, then the change log).
  */
 async function withDatabase<T>(config: Config, fn: (stores: Stores) => Promise<T> | T): Promise<T> {
+  if (config.databaseUrl !== undefined) {
+    // PostgreSQL: the nodes hear these writes through the change log's notifications.
+    const backend = await openBackend(config, new ChangeBus(), systemClock);
+    try {
+      return await fn(backend.stores);
+    } finally {
+      await backend.close();
+    }
+  }
   const file = join(config.dataDir, DB_FILE);
   if (!existsSync(file)) throw new OperatorError(`no database at ${file}: run flagsvc migrate first (or start flagsvc serve once)`);
   const store = openDatabase(file);

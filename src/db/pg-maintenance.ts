@@ -9,6 +9,10 @@ import type { SchemaStatus } from "./migrate";
 import { pgSchemaStatus } from "./pg/migrate";
 import type { Maintenance } from "./sqlite-maintenance";
 
+/** What `flagsvc backup` says on PostgreSQL. */
+export const PG_BACKUP =
+  "flagsvc backup copies a SQLite database; on PostgreSQL use its own tools: pg_dump --format=custom --file=flagsvc.dump \"$SVC_DATABASE_URL\" (restore with pg_restore), or your provider's snapshots";
+
 export class PgMaintenance implements Maintenance {
   constructor(private readonly sql: SQL) {}
 
@@ -32,9 +36,7 @@ export class PgMaintenance implements Maintenance {
   }
 
   async backup(_target: string): Promise<void> {
-    throw new OperatorError(
-      "flagsvc backup copies a SQLite database; on PostgreSQL use its own tools: pg_dump --format=custom --file=flagsvc.dump \"$SVC_DATABASE_URL\" (restore with pg_restore), or your provider's snapshots",
-    );
+    throw new OperatorError(PG_BACKUP);
   }
 
   /** PostgreSQL checks pages as it reads them (and `amcheck` is an extension we do not assume): nothing to report. */
