@@ -427,7 +427,7 @@ test("each command's --help lists the configuration options it reads, with their
   expect(health.stdout).toContain("Usage: flagsvc healthcheck [--port PORT] [--host HOST] [--behind-proxy]");
   expect(optionsOf(health.stdout)).toEqual(["--host", "--port", "--behind-proxy"]);
   const migrate = await runBinary(["migrate", "--help"]);
-  expect(optionsOf(migrate.stdout)).toEqual(["--data-dir"]);
+  expect(optionsOf(migrate.stdout)).toEqual(["--data-dir", "--database-url", "--database-ca-file"]);
   const serve = await runBinary(["serve", "--help"]);
   expect(optionsOf(serve.stdout)).toContain("--tls-cert");
   expect(serve.stdout).toContain("(default: eval:10000,test:1000,mgmt:500,full:500,client:10000,admin:1000,user:1000,anonymous:300)");
