@@ -127,6 +127,8 @@ export interface AppContext {
   loginRefused: Tally<LoginRefusal>;
   /** `/readyz`: starting, ready once the server listens, draining once it is asked to stop. */
   readiness: Readiness;
+  /** How many change-log positions this node's state is behind the database (another node's commits not heard yet); 0 on SQLite. */
+  lag(): Promise<number>;
   /** Stops the jobs, flushes the evaluation counts, closes the database and releases the data-dir lock. */
   close(): void;
 }

@@ -215,6 +215,7 @@ function healthDetailDeps(ctx: AppContext, services: Services) {
     thread instanceof BackgroundThread || thread instanceof IntegrationThread ? (thread.running ? "running" : "restarting") : "in-process";
   return {
     database: ctx.maintenance,
+    lag: () => ctx.lag(),
     store: ctx.stores.metrics,
     schedules: services.schedules,
     threads: () => ({ background: state(ctx.deliveries), integrations: state(ctx.integrations) }),
@@ -334,6 +335,7 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
     requests: new RequestCounts(),
     loginRefused: new Tally(LOGIN_REFUSALS),
     readiness: new Readiness(),
+    lag: async () => (backend.feed ? Math.max(0, (await stores.audit.position()) - backend.feed.position) : 0),
     close() {
       streams.close();
       auditStreams.close();

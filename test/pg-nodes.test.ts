@@ -190,6 +190,10 @@ describe.skipIf(!pgAvailable())("PostgreSQL nodes: through HTTP", () => {
       }
       expect(answer).toMatchObject({ enabled: true });
       console.log(`A's PUT → enabled on B's /v1/evaluate: ${(performance.now() - start).toFixed(1)} ms`);
+      // B has applied everything A committed: the health detail says it is 0 positions behind.
+      const health = (await (await b.call("GET", "/v1/health")).json()) as { detail: { database: { lag: number } } };
+      expect(health.detail.database.lag).toBe(0);
+      expect(await b.ctx.lag()).toBe(0);
     } finally {
       a.ctx.close();
       b.ctx.close();

@@ -40,7 +40,7 @@ export interface Backend {
    * started once the subscribers are in place, from the log's position read before they loaded
    * their state; stopped by `close`. Absent: this node is the only writer (SQLite).
    */
-  readonly feed?: { start(from: number): Promise<void> };
+  readonly feed?: { start(from: number): Promise<void>; readonly position: number };
   /** Closes the database (and releases what the backend holds: SQLite's data-dir lock). */
   close(): void | Promise<void>;
 }

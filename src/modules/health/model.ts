@@ -11,7 +11,8 @@ export const HealthDetail = t.Object(
   {
     database: t.Object({
       answers: t.Boolean({ description: "The database answers a query" }),
-      bytes: Count("The database file and its write-ahead log, in bytes"),
+      bytes: Count("The database's size in bytes (SQLite: the file and its write-ahead log)"),
+      lag: Count("Change-log positions committed by other nodes that this node has not applied yet (PostgreSQL with several nodes; 0 on SQLite, the only writer)"),
     }),
     threads: t.Object({
       background: ThreadState,

@@ -34,6 +34,8 @@ export type ThreadState = "running" | "restarting" | "in-process";
 /** What the admin detail of `/v1/health` reads. */
 export interface HealthDetailDeps {
   database: DatabaseHealth;
+  /** Positions of the change log this node has not heard yet (several nodes on PostgreSQL). */
+  lag(): Promise<number>;
   store: Pick<MetricsStore, "pendingDeliveries" | "queuedChangeEvents" | "pluginsByStatus">;
   schedules: { countPending(): Promise<number> };
   threads: () => { background: ThreadState; integrations: ThreadState };
@@ -45,7 +47,7 @@ export async function healthDetail(deps: HealthDetailDeps) {
   const rows = await deps.store.pluginsByStatus();
   const plugins = Object.fromEntries(PLUGIN_STATUSES.map((s) => [s, rows.find((r) => r.status === s)?.n ?? 0])) as Record<PluginStatus, number>;
   return {
-    database: { answers: await deps.database.answers(), bytes: await deps.database.bytes() },
+    database: { answers: await deps.database.answers(), bytes: await deps.database.bytes(), lag: await deps.lag() },
     threads: deps.threads(),
     pluginHost: { workers: deps.pluginWorkers(), plugins },
     queues: {
