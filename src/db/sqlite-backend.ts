@@ -31,15 +31,14 @@ import { SqliteUserStore } from "../modules/users/store";
 import { SqliteDeliveryQueue, SqliteWebhookStore } from "../modules/webhooks/store";
 import { SqliteRuntimeStore } from "../plugins/runtime-store";
 import type { Backend } from "./backend";
-import { DB_FILE, openDatabase, type Store } from "./client";
+import { DB_FILE, openDatabase } from "./client";
 import { lockDataDir } from "./lock";
 import { migrate } from "./migrate";
 
-/** The SQLite backend, with what only SQLite has: the connection (`store`) for what is not behind a store yet. */
+/** The SQLite backend: its change log is SQLite's (the test harness reads the connection from it). */
 export interface SqliteBackend extends Backend {
   readonly dialect: "sqlite";
   readonly changeLog: SqliteChangeLog;
-  readonly store: Store;
 }
 
 /** Opens (creating, locking and migrating) the data dir's database: the backend over it. */
@@ -60,7 +59,6 @@ export function openSqliteBackend(config: Config, bus: ChangeBus, clock: Clock):
       integrationRuntime: new SqliteIntegrationRuntimeStore(opened.sqlite),
       changeEventsIn: (tx) => new SqliteChangeEventStore(sqliteTx(tx).sqlite),
       threads: { file, autoCheckpoint: (pages) => maintenance.autoCheckpoint(pages) },
-      store: opened,
       close: opened.close,
     };
   } catch (e) {

@@ -24,7 +24,7 @@ export interface Maintenance {
 }
 
 /** The database file and its WAL, in bytes (a file that is not there counts 0). */
-export function databaseBytes(file: string): number {
+function databaseBytes(file: string): number {
   let bytes = 0;
   for (const f of [file, `${file}-wal`]) {
     try {

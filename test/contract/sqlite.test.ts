@@ -6,8 +6,6 @@ import { rmSync } from "node:fs";
 import { loadConfig } from "../../src/config";
 import { openSqliteBackend } from "../../src/db/sqlite-backend";
 import { SqliteChangeEventStore } from "../../src/modules/change-events/store";
-import { SqliteCredentialStore } from "../../src/modules/credentials/store";
-import { SqliteIntegrationRuntimeStore } from "../../src/modules/integrations/store";
 import { tempDir } from "../helpers";
 import type { MakeBackend } from "./backend";
 import { describeAuditStoreContract } from "./audit.contract";
@@ -32,8 +30,8 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
     stores: backend.stores,
     beside: {
       changeEvents: () => new SqliteChangeEventStore(backend.changeLog.sqlite),
-      integrationRuntime: new SqliteIntegrationRuntimeStore(backend.changeLog.sqlite),
-      credentials: new SqliteCredentialStore(backend.store),
+      integrationRuntime: backend.integrationRuntime,
+      credentials: backend.credentials,
     },
     close() {
       backend.close();
