@@ -129,6 +129,10 @@ export interface AppContext {
   readiness: Readiness;
   /** How many change-log positions this node's state is behind the database (another node's commits not heard yet); 0 on SQLite. */
   lag(): Promise<number>;
-  /** Stops the jobs, flushes the evaluation counts, closes the database and releases the data-dir lock. */
-  close(): void;
+  /**
+   * Stops the jobs, flushes the evaluation counts, closes the database and releases the data-dir
+   * lock. On SQLite all of it is done when this returns; on PostgreSQL the promise settles once the
+   * last flush is written and the pool is closed.
+   */
+  close(): Promise<void>;
 }

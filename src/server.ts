@@ -349,7 +349,9 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
       void sender.stop();
       records.stop();
       deliveries.stop();
-      backend.close();
+      // SQLite closes now (its last flush was synchronous); PostgreSQL once the last flush is written.
+      const flushing = insightsFlusher.pending;
+      return flushing ? flushing.then(() => backend.close()) : Promise.resolve(backend.close());
     },
   };
 }
@@ -481,13 +483,13 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         await ctx.integrations.stop();
         await ctx.deliveries.stop();
         await ctx.maintenance.optimize();
-        ctx.close();
+        await ctx.close();
         log.info("stopped");
         log.flush();
       })());
     return { ctx, services, app, port, url, tls, bannerLines: lines, stop };
   } catch (e) {
-    ctx.close();
+    await ctx.close();
     throw e;
   }
 }

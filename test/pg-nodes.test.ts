@@ -194,9 +194,16 @@ describe.skipIf(!pgAvailable())("PostgreSQL nodes: through HTTP", () => {
       const health = (await (await b.call("GET", "/v1/health")).json()) as { detail: { database: { lag: number } } };
       expect(health.detail.database.lag).toBe(0);
       expect(await b.ctx.lag()).toBe(0);
+      // B's evaluation counts live in B's memory until a flush: closing B writes them before its pool closes, and A reads them.
+      const evaluatedOnB = (await b.call("GET", "/v1/projects/default/flags/shared/insights?environment=development")).json() as Promise<{ points: { total: number }[] }>;
+      const countedOnB = (await evaluatedOnB).points.reduce((n, p) => n + p.total, 0);
+      expect(countedOnB).toBeGreaterThan(0);
+      await b.ctx.close();
+      const onA = (await (await a.call("GET", "/v1/projects/default/flags/shared/insights?environment=development")).json()) as { points: { total: number }[] };
+      expect(onA.points.reduce((n, p) => n + p.total, 0)).toBe(countedOnB);
     } finally {
-      a.ctx.close();
-      b.ctx.close();
+      await a.ctx.close();
+      await b.ctx.close();
     }
   });
 });

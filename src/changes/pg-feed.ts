@@ -15,8 +15,11 @@
  *   knows them before their COMMIT, so the feed can never take one for another node's.
  * - Reads are one at a time; a notification that comes during one makes another follow it.
  *
- * A publication of the feed and one of this node's own commits may interleave on the bus (the
- * subscribers read the state they need from the database, so the later one wins either way).
+ * - The bus hears every commit in position order, this node's own included: once the feed has
+ *   started, the change log publishes an own commit only after the feed has published every
+ *   other node's commit before it (`through`). Otherwise a late publication of an older commit
+ *   could undo a newer one (another node deletes flag `x`, this node creates `x` again: the
+ *   deletion published after the creation would remove the new flag from the snapshot).
  */
 import type { SQL } from "bun";
 import type { Logger } from "../lib/log";
@@ -79,6 +82,7 @@ export class PgChangeFeed {
     );
     this.timer = setInterval(() => void this.check(), this.deps.checkEveryMs ?? REVISION_CHECK_MS);
     this.timer.unref?.();
+    this.own.order((first) => this.through(first));
     // Anything committed between `from` and the LISTEN.
     this.read();
   }
@@ -86,11 +90,24 @@ export class PgChangeFeed {
   /** Stops listening and checking; resolves once a read under way is over. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.own.order(null);
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     const subscription = this.subscription;
     this.subscription = null;
     await subscription?.unlisten().catch(() => undefined);
+    await this.reading;
+  }
+
+  /**
+   * Resolves once every commit before `first` (this node's own commit, committed: so are all
+   * before it) is published or passed. Without waiting when the feed is already there; else
+   * one read, which runs until the log has nothing more (a failed read is logged, and the own
+   * commit is published anyway).
+   */
+  private async through(first: number): Promise<void> {
+    if (this.last >= first - 1 || this.stopped) return;
+    this.read();
     await this.reading;
   }
 

@@ -44,6 +44,11 @@ export class PgChangeLog implements ChangeLog {
    * can never see one of this node's commits before knowing it is its own.
    */
   private own: Set<number> | null = null;
+  /**
+   * Set by a running change feed: resolves once every other node's commit before `first` is
+   * published on this node's bus, so that this node's own commit is published after them.
+   */
+  private before: ((first: number) => Promise<void>) | null = null;
 
   constructor(
     readonly store: PgStore,
@@ -65,7 +70,10 @@ export class PgChangeLog implements ChangeLog {
     this.tail = run.catch(() => undefined);
     return run.then(async ({ result, entries, effects }) => {
       if (entries.length > 0) {
-        const published = this.publication.then(() => this.bus.publish(entries));
+        const published = this.publication.then(async () => {
+          await this.before?.(entries[0]!.position);
+          return this.bus.publish(entries);
+        });
         this.publication = published.catch(() => undefined);
         await published;
       }
@@ -74,10 +82,16 @@ export class PgChangeLog implements ChangeLog {
     });
   }
 
-  /** This node's commits, as the change feed needs them: which it must not publish again, and forgetting those it has passed. */
-  ownCommits(): { has(first: number): boolean; passed(position: number): void } {
+  /**
+   * This node's commits, as the change feed needs them: which it must not publish again, and
+   * forgetting those it has passed. `before` is how the feed keeps this node's bus in position
+   * order: each own commit is published once the feed has published the commits before it
+   * (null: the feed stopped).
+   */
+  ownCommits(): { has(first: number): boolean; passed(position: number): void; order(before: ((first: number) => Promise<void>) | null): void } {
     const own = (this.own ??= new Set());
     return {
+      order: (before) => (this.before = before),
       has: (first) => own.has(first),
       passed: (position) => {
         for (const p of own) if (p <= position) own.delete(p);

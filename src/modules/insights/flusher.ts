@@ -16,6 +16,8 @@ export class InsightsFlusher {
   /** The last evaluation already written, per counter: written again only when it moved. */
   private readonly written = new WeakMap<FlagCounter, number>();
   private timer: ReturnType<typeof setInterval> | undefined;
+  /** PostgreSQL: the last flush's write while it is under way (a close waits for it before closing the pool). */
+  private writing: Promise<void> | undefined;
 
   constructor(
     private readonly deps: { snapshot: Pick<Snapshot, "labelledCounters">; store: Pick<InsightsStore, "writeNow">; clock: Clock; log: Logger },
@@ -58,9 +60,18 @@ export class InsightsFlusher {
       throw e;
     }
     // PostgreSQL's write is asynchronous: a failure gives the counts back and is logged.
-    if (writing) writing.then(done, (e: unknown) => (giveBack(), this.logFailure(e)));
-    else done();
+    if (writing) {
+      const settled: Promise<void> = writing.then(done, (e: unknown) => (giveBack(), this.logFailure(e))).finally(() => {
+        if (this.writing === settled) this.writing = undefined;
+      });
+      this.writing = settled;
+    } else done();
     return batch.length;
+  }
+
+  /** The write under way, if any (only PostgreSQL's is asynchronous); it never rejects. */
+  get pending(): Promise<void> | undefined {
+    return this.writing;
   }
 
   /** A flush whose failure is logged, not thrown (the timer's, the stop's). */
