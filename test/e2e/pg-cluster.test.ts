@@ -252,9 +252,11 @@ describe.skipIf(!available)("three binaries on one PostgreSQL", () => {
         loaders = Promise.all([load(), load()]);
         await Bun.sleep(500);
         const restarting = restartCluster(1500);
-        // While it is down: health says so (503), evaluation goes on (counted by the load).
+        // While it is down: health says so (503, the admin detail left out), evaluation goes on (counted by the load) ...
         await until("A's health reports the database down", async () => (await call(a, "GET", "/v1/health")).status === 503, 3000);
         expect((await call(a, "GET", "/v1/health")).body).toMatchObject({ status: "unavailable" });
+        // ... while every node stays ready: a balancer's probe keeps them all in the pool.
+        for (const n of nodes) expect((await call(n, "GET", "/readyz")).status).toBe(200);
         expect(await restarting).toBe(true);
         const restarted = performance.now();
 

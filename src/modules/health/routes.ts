@@ -56,14 +56,17 @@ export const healthRoutes = ({ config, startedAt, database, readiness, detail }:
         description: "No credential. 200 `{\"status\":\"ok\"}` while the process serves requests, draining included; it reveals nothing else. A liveness probe: restart the instance when it fails.",
       },
     })
-    .get("/readyz", async ({ status }) => (readiness.ready && (await database.answers()) ? status(200, { status: "ready" as const }) : status(503, { status: "unavailable" as const })), {
+    // Not the database: a node serves evaluation from memory through a database outage (docs/scaling.md), and a
+    // probe that asked it would take every node of a cluster out of the pool at once. /v1/health reports it.
+    .get("/readyz", ({ status }) => (readiness.ready ? status(200, { status: "ready" as const }) : status(503, { status: "unavailable" as const })), {
       response: { 200: Probe, 503: Probe },
       detail: {
         tags: TAGS,
         summary: "Readiness (orchestrators)",
         description:
-          "No credential. 200 `{\"status\":\"ready\"}` once the database is migrated, the flag snapshot loaded and the listener up; 503 `{\"status\":\"unavailable\"}` before that, " +
-          "when the database does not answer, and from the moment the process is asked to stop (SIGTERM, SIGINT): it keeps serving for `SVC_SHUTDOWN_DELAY_SECONDS` (default 0) " +
-          "with 503 here, so that load balancers stop sending, then drains in-flight requests and stops. It reveals nothing else.",
+          "No credential. 200 `{\"status\":\"ready\"}` once the database is migrated, the flag snapshot loaded and the listener up; 503 `{\"status\":\"unavailable\"}` before that " +
+          "and from the moment the process is asked to stop (SIGTERM, SIGINT): it keeps serving for `SVC_SHUTDOWN_DELAY_SECONDS` (default 0) " +
+          "with 503 here, so that load balancers stop sending, then drains in-flight requests and stops. It does not ask the database: a node whose database stops answering " +
+          "keeps evaluating from memory and stays ready (`/v1/health` answers 503 then). It reveals nothing else.",
       },
     });
