@@ -124,9 +124,10 @@ describe.skipIf(!available)("three binaries on one PostgreSQL", () => {
 
         expect((await evaluate(a, evalKey, "checkout")).status).toBe(200);
         await ok(b, "DELETE", `/v1/api-keys/${keyId}`, undefined, 204);
-        const waited = await until("the key revoked on B fails on A", async () => (await evaluate(a, evalKey, "checkout")).status === 401, 1000);
-        console.log(`key revoked on B refused on A after ${waited.toFixed(0)} ms of polling`);
-        expect((await evaluate(c, evalKey, "checkout")).status).toBe(401);
+        for (const n of [a, c]) {
+          const waited = await until(`the key revoked on B fails on ${n.name}`, async () => (await evaluate(n, evalKey, "checkout")).status === 401, 1000);
+          console.log(`key revoked on B refused on ${n.name} after ${waited.toFixed(0)} ms of polling`);
+        }
       } finally {
         await stopAll(nodes);
       }
