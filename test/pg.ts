@@ -54,6 +54,8 @@ function runAs(): { prefix: string[]; uid: number; gid: number } | null {
 interface Cluster {
   /** A superuser's URL on the `postgres` database. */
   adminUrl: string;
+  /** Stops the server (fast: connections are cut), waits `downMs`, starts it again on the same port; absent on an external cluster. */
+  restart?: (downMs: number) => Promise<void>;
 }
 
 let started: Promise<Cluster> | undefined;
@@ -74,13 +76,37 @@ async function startCluster(): Promise<Cluster> {
   run(["initdb", "-D", data, "--auth=trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
   const port = await freePort();
   // fsync off: a test cluster is thrown away, durability buys nothing here.
-  run(["pg_ctl", "-D", data, "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`, "-l", join(dir, "log"), "-w", "start"]);
+  const serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  run(["pg_ctl", "-D", data, "-o", serverOptions, "-l", join(dir, "log"), "-w", "start"]);
   // Stopped once this process is gone, however it ends: `bun test` does not emit "exit", and a
   // killed run emits nothing. A detached watchdog polls this process and stops the cluster.
   const stop = [...(as?.prefix ?? []), which("pg_ctl")!, "-D", data, "stop", "-m", "immediate"].map((a) => `'${a}'`).join(" ");
   const watchdog = `while kill -0 ${process.pid} 2>/dev/null; do sleep 0.5; done; ${stop} >/dev/null 2>&1; rm -rf '${dir}'`;
   Bun.spawn(["sh", "-c", watchdog], { stdio: ["ignore", "ignore", "ignore"], detached: true }).unref();
-  return { adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres` };
+  // Asynchronous (not spawnSync): the test's own load keeps running while the server is down.
+  const pgCtl = async (...args: string[]) => {
+    const proc = Bun.spawn([...(as?.prefix ?? []), which("pg_ctl")!, "-D", data, "-w", ...args], { stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    if (code !== 0) throw new Error(`test/pg.ts: pg_ctl ${args.join(" ")} failed: ${err || out}`);
+  };
+  const restart = async (downMs: number) => {
+    await pgCtl("stop", "-m", "fast");
+    await Bun.sleep(downMs);
+    await pgCtl("-o", serverOptions, "-l", join(dir, "log"), "start");
+  };
+  return { adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`, restart };
+}
+
+/**
+ * Restarts the private cluster: `pg_ctl stop -m fast` (every connection is cut), down for
+ * `downMs`, then `pg_ctl start` (the same port and options). False on an external cluster (not
+ * ours to restart).
+ */
+export async function restartCluster(downMs = 0): Promise<boolean> {
+  started ??= startCluster();
+  const { restart } = await started;
+  await restart?.(downMs);
+  return restart !== undefined;
 }
 
 let counter = 0;

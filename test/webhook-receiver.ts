@@ -28,6 +28,11 @@ export interface Receiver {
   received: Received[];
   /** How the next requests are answered (default 200 "ok"). */
   answer: Answer;
+  /**
+   * Deliveries (`x-service-delivery`) that arrived while a request of the same delivery was still
+   * being answered: one entry per such arrival. Empty when no delivery was ever in flight twice at once.
+   */
+  overlaps: string[];
   /** Resolves once `n` requests have arrived; throws after `timeoutMs`. */
   waitFor(n: number, timeoutMs?: number): Promise<Received[]>;
   stop(): void;
@@ -35,12 +40,14 @@ export interface Receiver {
 
 export function startReceiver(opts: { port?: number; answer?: Answer } = {}): Receiver {
   const received: Received[] = [];
+  const inFlight = new Map<string, number>();
   const waiters = new Set<() => void>();
   const receiver: Receiver = {
     url: "",
     port: 0,
     received,
     answer: opts.answer ?? (() => new Response("ok")),
+    overlaps: [],
     waitFor(n, timeoutMs = 5_000) {
       return new Promise((done, fail) => {
         const check = () => {
@@ -69,7 +76,17 @@ export function startReceiver(opts: { port?: number; answer?: Answer } = {}): Re
       const url = new URL(request.url);
       received.push({ headers: request.headers, bytes, text, json: parseJson(text), method: request.method, path: url.pathname, query: url.searchParams, at: performance.now() });
       for (const w of [...waiters]) w();
-      return receiver.answer(request, received.length);
+      const delivery = request.headers.get("x-service-delivery");
+      if (delivery === null) return receiver.answer(request, received.length);
+      const n = inFlight.get(delivery) ?? 0;
+      if (n > 0) receiver.overlaps.push(delivery);
+      inFlight.set(delivery, n + 1);
+      try {
+        return await receiver.answer(request, received.length);
+      } finally {
+        if (inFlight.get(delivery) === 1) inFlight.delete(delivery);
+        else inFlight.set(delivery, inFlight.get(delivery)! - 1);
+      }
     },
   });
   receiver.port = server.port!;

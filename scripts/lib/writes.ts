@@ -24,13 +24,14 @@ export interface Seeded {
 /**
  * Starts `binary` on `dataDir` with the admin key and every rate limit of `limits` raised out of
  * reach (the limiter still runs), and creates `flags` flags of two rules, enabled at 50 % in
- * production. No webhook is registered.
+ * production. No webhook is registered. `env`: more SVC_* settings (e.g. SVC_DATABASE_URL).
  */
-export async function seededServer(binary: string, dataDir: string, flags: number, limits: string[]): Promise<Seeded> {
+export async function seededServer(binary: string, dataDir: string, flags: number, limits: string[], env: Record<string, string> = {}): Promise<Seeded> {
   const { proc, base } = await launchBinary(binary, dataDir, {
     SVC_LOG_LEVEL: "warn",
     SVC_ADMIN_KEY: ADMIN_KEY,
     SVC_RATE_LIMITS: limits.map((kind) => `${kind}:100000000`).join(","),
+    ...env,
   });
   await pool(flags, 16, async (i) => {
     await api(base, "POST", "/v1/projects/default/flags", { key: flagKey(i), name: `Flag ${i}`, rules: RULES });

@@ -10,9 +10,10 @@ import type { Backend } from "./backend";
 import { postgresOptions } from "./database-url";
 import { openPostgresBackend } from "./pg-backend";
 import { openSqliteBackend } from "./sqlite-backend";
+import { claimLeaseMs } from "../modules/webhooks/pg-store";
 
 export async function openBackend(config: Config, bus: ChangeBus, clock: Clock, log?: Logger): Promise<Backend> {
   if (config.databaseUrl === undefined) return openSqliteBackend(config, bus, clock);
   const { url, ...options } = postgresOptions(config);
-  return openPostgresBackend(url, options, bus, clock, log);
+  return openPostgresBackend(url, options, bus, clock, log, claimLeaseMs(config.webhookTimeoutMs));
 }

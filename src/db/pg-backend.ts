@@ -49,8 +49,12 @@ export interface PgBackend extends Backend {
 /** What `new SQL(url, options)` takes beside the URL: TLS, pool size (src/db/database-url.ts builds it from the config). */
 export type PgOptions = Omit<SQL.PostgresOrMySQLOptions, "url">;
 
-/** Connects to `url`; `log`: where the change feed reports a failed read, brings the schema up to date and builds the change log and the stores over it. */
-export async function openPostgresBackend(url: string, opts: PgOptions, bus: ChangeBus, clock: Clock, log?: Logger): Promise<PgBackend> {
+/**
+ * Connects to `url`; `log`: where the change feed reports a failed read; `deliveryLeaseMs`: how
+ * long a claimed webhook delivery is kept from the other nodes (claimLeaseMs). Brings the schema
+ * up to date and builds the change log and the stores over it.
+ */
+export async function openPostgresBackend(url: string, opts: PgOptions, bus: ChangeBus, clock: Clock, log?: Logger, deliveryLeaseMs?: number): Promise<PgBackend> {
   const store = openPg(url, opts);
   try {
     const applied = await migratePg(store.sql);
@@ -87,7 +91,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       applied,
       credentials: new PgCredentialStore(changeLog.db),
       maintenance: new PgMaintenance(store.sql),
-      deliveryQueue: new PgDeliveryQueue(changeLog.db),
+      deliveryQueue: new PgDeliveryQueue(changeLog.db, deliveryLeaseMs),
       integrationRuntime: new PgIntegrationRuntimeStore(changeLog.db),
       changeEventsIn: (tx) => new PgChangeEventStore(pgTx(tx)),
       sql: store.sql,

@@ -218,6 +218,13 @@ class PgOutboxRows implements OutboxRows {
 
 /** How long a claim keeps a delivery from every other sender by default (attempt and outcome store well within it). */
 export const CLAIM_LEASE_MS = 60_000;
+
+/**
+ * The claim's length for an attempt time limit (SVC_WEBHOOK_TIMEOUT_MS): six attempts' worth, at
+ * least the attempt plus 5 s for storing its outcome; 60 s at the default 10 s. How long the
+ * deliveries of a node that died stay unsent before another node takes them over.
+ */
+export const claimLeaseMs = (attemptTimeoutMs: number): number => Math.max(6 * attemptTimeoutMs, attemptTimeoutMs + 5_000);
 const PRUNE_CHUNK = 1000;
 /** Ids in bytewise order, as SQLite orders them (sortable ids made in one ms follow each other only so), whatever the database's locale. */
 const bytewise = (column: typeof webhooks.id | typeof webhookDeliveries.id) => asc(sql`${column} COLLATE "C"`);
