@@ -134,7 +134,7 @@ export function createServices(ctx: AppContext) {
     }),
     testing: testingService({ sessions: stores.testSessions, projects: stores.projects, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
     /** What a login reads: the users by email, the token issuer; where it counts refusals. */
-    login: { users: stores.users, credentials: ctx.credentials, clock, refused: ctx.loginRefused },
+    login: { users: stores.users, credentials: ctx.credentials, clock, refused: ctx.loginRefused, failures: stores.loginFailures },
     // Evaluation step 1 reads the test sessions' overrides from memory.
     evaluation,
     preview: previewService({ evaluation, projects: stores.projects }),

@@ -15,6 +15,7 @@ import type { Logger } from "../lib/log";
 import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
 import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
+import { PgLoginFailureStore } from "../modules/auth/pg-store";
 import { PgFlagStore } from "../modules/flags/pg-store";
 import { PgInsightsStore } from "../modules/insights/pg-store";
 import { PgIntegrationRuntimeStore, PgIntegrationStore } from "../modules/integrations/pg-store";
@@ -79,6 +80,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       pluginRuntime: new PgRuntimeStore(changeLog.db),
       metrics: new PgMetricsStore(changeLog.db),
       insights,
+      loginFailures: new PgLoginFailureStore(changeLog.db),
     };
     return {
       dialect: "postgres",

@@ -15,6 +15,7 @@ import type { Clock } from "../lib/clock";
 import { SqliteAdminKeyStore } from "../modules/admin-keys/store";
 import { SqliteApiKeyStore } from "../modules/api-keys/store";
 import { SqliteAuditStore } from "../modules/audit/store";
+import { SqliteLoginFailureStore } from "../modules/auth/store";
 import { SqliteFlagStore } from "../modules/flags/store";
 import { SqliteInsightsStore } from "../modules/insights/store";
 import { SqliteMetricsStore } from "../modules/metrics/store";
@@ -120,5 +121,6 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     insights: new SqliteInsightsStore(changeLog),
     settings: new SqliteSettingsStore(changeLog.store),
     metrics: new SqliteMetricsStore(changeLog.sqlite),
+    loginFailures: new SqliteLoginFailureStore(changeLog.store),
   };
 }
