@@ -59,6 +59,10 @@ export function openSqliteBackend(config: Config, bus: ChangeBus, clock: Clock):
       deliveryQueue: new SqliteDeliveryQueue(opened.sqlite),
       integrationRuntime: new SqliteIntegrationRuntimeStore(opened.sqlite),
       changeEventsIn: (tx) => new SqliteChangeEventStore(sqliteTx(tx).sqlite),
+      exclusive: async (_name, task) => {
+        await task();
+        return true;
+      },
       threads: { file, autoCheckpoint: (pages) => maintenance.autoCheckpoint(pages) },
       close: opened.close,
     };
