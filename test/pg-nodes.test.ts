@@ -9,7 +9,10 @@ import type { ChangeEntry } from "../src/changes/entry";
 import { PgChangeFeed } from "../src/changes/pg-feed";
 import { PgAuditStore } from "../src/modules/audit/pg-store";
 import { openPostgresBackend, type PgBackend } from "../src/db/pg-backend";
-import { AUTHOR, change } from "./contract/backend";
+import { AUTHOR, change, seedProject, T0, T2 } from "./contract/backend";
+import { LiveSessions } from "../src/modules/testing/live";
+import type { PgTestSessionStore } from "../src/modules/testing/pg-store";
+import { PgSessionSync } from "../src/modules/testing/pg-sync";
 import { bootstrap } from "../src/bootstrap";
 import { loadConfig } from "../src/config";
 import { createApp, createContext, createServices, dispatcher } from "../src/server";
@@ -136,6 +139,30 @@ describe.skipIf(!pgAvailable())("PostgreSQL nodes: the change feed", () => {
       const waited = await until(() => heard.length === 2, 2500);
       expect(heard).toEqual(positions);
       console.log(`revision check: caught up ${waited.toFixed(0)} ms after the commits`);
+    } finally {
+      await deaf.stop();
+      await elsewhere.close();
+      await close([a!, b!]);
+    }
+  });
+
+  test("test sessions: the revision check alone (a sync that never hears a notification) applies another node's writes within about a second", async () => {
+    const url = await createDatabase();
+    const [a, b] = await nodes(2, url);
+    const elsewhere = new SQL(await createDatabase(), { max: 1 }); // LISTENs on another database: no notification arrives
+    const live = new LiveSessions();
+    const deaf = new PgSessionSync({ sql: elsewhere, store: b!.backend.stores.testSessions as PgTestSessionStore, clock: new TestClock(Date.parse(T0)) });
+    try {
+      await seedProject(a!.backend.stores.projects);
+      await deaf.start(live);
+      const sessions = a!.backend.stores.testSessions;
+      await sessions.create({ id: "s1", token: "tok-s1", projectId: "p1", label: null, createdAt: T0, expiresAt: T2 });
+      await sessions.putOverrides("s1", [["checkout", false]], T0);
+      const waited = await until(() => live.overridesFor("tok-s1", "p1", Date.parse(T0))?.get("checkout") === false, 2500);
+      console.log(`test sessions, revision check: applied ${waited.toFixed(0)} ms after the writes`);
+      expect(deaf.revision).toBe(await (sessions as PgTestSessionStore).revision());
+      await sessions.remove("s1");
+      await until(() => live.size === 0, 2500);
     } finally {
       await deaf.stop();
       await elsewhere.close();

@@ -12,6 +12,7 @@
  *   check (once a second, like the change feed's) finds the counter past the last revision seen.
  */
 import type { SQL } from "bun";
+import { listenChecked } from "../../changes/pg-listen";
 import type { Clock } from "../../lib/clock";
 import type { Logger } from "../../lib/log";
 import type { LiveSessions } from "./live";
@@ -31,8 +32,7 @@ export interface PgSessionSyncDeps {
 export class PgSessionSync {
   private seen = 0;
   private live: LiveSessions | undefined;
-  private subscription: SQL.ListenSubscription | null = null;
-  private timer: ReturnType<typeof setInterval> | null = null;
+  private listener: Awaited<ReturnType<typeof listenChecked>> | null = null;
   /** Every step (a notification, a check, a reload) runs after the previous one. */
   private queue: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -48,29 +48,22 @@ export class PgSessionSync {
   async start(live: LiveSessions): Promise<void> {
     this.live = live;
     this.stopped = false;
-    let listening = false;
-    this.subscription = await this.deps.sql.listen(
-      TEST_SESSIONS_CHANNEL,
-      (payload) => this.then(() => this.heard(payload)),
-      () => {
-        // After a reconnect: what was sent meanwhile is lost.
-        if (listening) this.then(() => this.reloadAll());
-        listening = true;
-      },
-    );
-    this.timer = setInterval(() => this.then(() => this.check()), this.deps.checkEveryMs ?? REVISION_CHECK_MS);
-    this.timer.unref?.();
+    this.listener = await listenChecked(this.deps.sql, TEST_SESSIONS_CHANNEL, {
+      heard: (payload) => this.then(() => this.heard(payload)),
+      // After a reconnect: what was sent meanwhile is lost.
+      resync: () => this.then(() => this.reloadAll()),
+      check: () => this.then(() => this.check()),
+      everyMs: this.deps.checkEveryMs ?? REVISION_CHECK_MS,
+    });
     this.then(() => this.reloadAll());
     await this.queue;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    const subscription = this.subscription;
-    this.subscription = null;
-    await subscription?.unlisten().catch(() => undefined);
+    const listener = this.listener;
+    this.listener = null;
+    await listener?.stop();
     await this.queue;
   }
 
