@@ -1,7 +1,8 @@
 /**
  * Database-wide operations on PostgreSQL (`Maintenance`, sqlite-maintenance.ts): whether the
  * database answers and how big it is (health, `/metrics`), the planner's upkeep, and the schema's
- * state, and the lock that keeps a periodic job on one node at a time. A copy is `pg_dump`'s job, not ours: `backup` says so (docs/scaling.md, Backups).
+ * state, and the lock that keeps a periodic job on one node at a time. A copy is `pg_dump`'s
+ * job, not ours: `backup` says so (docs/scaling.md, Backups).
  */
 import type { SQL } from "bun";
 import { OperatorError } from "../lib/errors";
