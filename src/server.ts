@@ -27,6 +27,7 @@ import { AuditStreamHub } from "./modules/audit/stream";
 import { apiKeysRoutes } from "./modules/api-keys/routes";
 import { apiKeyService } from "./modules/api-keys/service";
 import { authRoutes } from "./modules/auth/routes";
+import { LoginThrottle } from "./modules/auth/service";
 import { docsRoutes } from "./modules/docs/routes";
 import { consoleAssets, consoleRoutes } from "./modules/console/routes";
 import { evaluationRoutes, previewRoutes } from "./modules/evaluation/routes";
@@ -134,7 +135,7 @@ export function createServices(ctx: AppContext) {
     }),
     testing: testingService({ sessions: stores.testSessions, projects: stores.projects, live: ctx.testSessions, clock, log: ctx.log, pro: isPro(ctx.config) }),
     /** What a login reads: the users by email, the token issuer; where it counts refusals. */
-    login: { users: stores.users, credentials: ctx.credentials, clock, refused: ctx.loginRefused },
+    login: { users: stores.users, credentials: ctx.credentials, clock, refused: ctx.loginRefused, failures: stores.loginFailures },
     // Evaluation step 1 reads the test sessions' overrides from memory.
     evaluation,
     preview: previewService({ evaluation, projects: stores.projects }),
@@ -258,7 +259,8 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   const { changeLog, stores } = backend;
   // The senders' own threads open their own connection to the file (SQLite); otherwise they run here.
   const threads = deps.background ? backend.threads : undefined;
-  const scheduler = new Scheduler(log);
+  // Jobs marked `oneNode` (retention, sweeps, upkeep) run on one node at a time (Backend.exclusive).
+  const scheduler = new Scheduler(log, backend.exclusive);
   const requestClock = coarseClock(clock, deps.clock ? 0 : REQUEST_CLOCK_MS);
   const deliveries = threads
     ? new BackgroundThread({ maintenance: threads, file: threads.file, config, log })
@@ -307,6 +309,7 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
     for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") plugins.stopProject(e.resource.id);
   });
   await backend.feed?.start(feedFrom);
+  await backend.testSessionSync?.start(testSessions);
   return {
     applied: backend.applied,
     maintenance: backend.maintenance,
@@ -420,7 +423,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     const url = `${scheme}://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
     log.info(`listening on ${url}`, { edition: config.edition, behindProxy: config.behindProxy });
 
-    ctx.scheduler.every("db-optimize", "0 17 */6 * * *", () => ctx.maintenance.optimize());
+    ctx.scheduler.every("db-optimize", "0 17 */6 * * *", () => ctx.maintenance.optimize(), { oneNode: true });
     // Keys and users written by `flagsvc admin ...` in another process.
     ctx.scheduler.every("credentials-reload", "* * * * * *", async () => {
       if (await ctx.credentials.pollExternalChanges()) log.info("credentials reloaded after an external change");
@@ -443,19 +446,26 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     // every minute, the change events every reader (plugin, integration) of a project is past are pruned.
     const activated = await services.plugins.activateAll();
     if (activated > 0) log.info("activating plugins", { plugins: activated });
-    ctx.scheduler.every("change-events-prune", "0 * * * * *", () => ctx.stores.pluginRuntime.pruneEvents());
+    ctx.scheduler.every("change-events-prune", "0 * * * * *", () => ctx.stores.pluginRuntime.pruneEvents(), { oneNode: true });
     // Evaluation insights (docs/insights.md): the counts written every SVC_INSIGHTS_FLUSH_SECONDS (and at the stop,
     // by ctx.close); hourly buckets rolled into daily ones and old ones removed every hour; stale flags detected
     // now, then every 5 minutes.
     ctx.insightsFlusher.start(config.insightsFlushSeconds);
-    ctx.scheduler.every("insights-rollup", "0 7 * * * *", () => services.insights.rollup().then(() => undefined));
-    ctx.scheduler.every("stale-flags", "30 */5 * * * *", () => services.insights.detectStale().then(() => undefined));
+    ctx.scheduler.every("insights-rollup", "0 7 * * * *", () => services.insights.rollup().then(() => undefined), { oneNode: true });
+    ctx.scheduler.every("stale-flags", "30 */5 * * * *", () => services.insights.detectStale().then(() => undefined), { oneNode: true });
     await services.insights.detectStale().catch((e) => log.error("job failed", { job: "stale-flags", error: e instanceof Error ? e.message : String(e) }));
+    // Failed-login counts whose 15 minutes have ended: hourly.
+    ctx.scheduler.every("login-failures-prune", "0 13 * * * *", () => new LoginThrottle(ctx.stores.loginFailures, ctx.clock).prune().then(() => undefined), { oneNode: true });
     // Audit-log retention: daily, on the background thread when there is one (a test's injected clock keeps it here).
-    ctx.scheduler.every("audit-retention", "0 47 3 * * *", () => {
-      if (ctx.deliveries instanceof BackgroundThread) ctx.deliveries.pruneAuditLog();
-      else void pruneAuditLog(ctx.stores.audit, ctx.clock.now(), config.auditRetentionDays);
-    });
+    ctx.scheduler.every(
+      "audit-retention",
+      "0 47 3 * * *",
+      async () => {
+        if (ctx.deliveries instanceof BackgroundThread) ctx.deliveries.pruneAuditLog();
+        else await pruneAuditLog(ctx.stores.audit, ctx.clock.now(), config.auditRetentionDays);
+      },
+      { oneNode: true },
+    );
 
     // Migrated, snapshot loaded, listening, jobs scheduled: `/readyz` answers 200.
     ctx.readiness.listening();

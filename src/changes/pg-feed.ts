@@ -26,6 +26,7 @@ import type { Logger } from "../lib/log";
 import type { PgAuditStore } from "../modules/audit/pg-store";
 import type { ChangeBus } from "./bus";
 import { CHANGES_CHANNEL, type PgChangeLog } from "./pg";
+import { listenChecked } from "./pg-listen";
 
 /** How often the feed compares the log's last position with its own (ms). */
 export const REVISION_CHECK_MS = 1000;
@@ -44,8 +45,7 @@ export interface PgChangeFeedDeps {
 export class PgChangeFeed {
   private last = 0;
   private readonly own: ReturnType<PgChangeLog["ownCommits"]>;
-  private subscription: SQL.ListenSubscription | null = null;
-  private timer: ReturnType<typeof setInterval> | null = null;
+  private listener: Awaited<ReturnType<typeof listenChecked>> | null = null;
   /** The read under way, and whether another must follow it. */
   private reading: Promise<void> | null = null;
   private again = false;
@@ -68,20 +68,15 @@ export class PgChangeFeed {
   async start(from: number): Promise<void> {
     this.last = from;
     this.stopped = false;
-    let listening = false;
-    this.subscription = await this.deps.sql.listen(
-      CHANGES_CHANNEL,
-      (payload) => {
+    this.listener = await listenChecked(this.deps.sql, CHANGES_CHANNEL, {
+      heard: (payload) => {
         if (Number(payload) > this.last) this.read();
       },
-      () => {
-        // After a reconnect: what was sent meanwhile is lost, read on from the last seen.
-        if (listening) this.read();
-        listening = true;
-      },
-    );
-    this.timer = setInterval(() => void this.check(), this.deps.checkEveryMs ?? REVISION_CHECK_MS);
-    this.timer.unref?.();
+      // After a reconnect: what was sent meanwhile is lost, read on from the last seen.
+      resync: () => this.read(),
+      check: () => void this.check(),
+      everyMs: this.deps.checkEveryMs ?? REVISION_CHECK_MS,
+    });
     this.own.order((first) => this.through(first));
     // Anything committed between `from` and the LISTEN.
     this.read();
@@ -91,11 +86,9 @@ export class PgChangeFeed {
   async stop(): Promise<void> {
     this.stopped = true;
     this.own.order(null);
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    const subscription = this.subscription;
-    this.subscription = null;
-    await subscription?.unlisten().catch(() => undefined);
+    const listener = this.listener;
+    this.listener = null;
+    await listener?.stop();
     await this.reading;
   }
 

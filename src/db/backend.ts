@@ -9,6 +9,7 @@ import type { ChangeEventWrites } from "../modules/change-events/store";
 import type { CredentialStore } from "../modules/credentials/store";
 import type { IntegrationRuntimeStore } from "../modules/integrations/store";
 import type { DeliveryQueue } from "../modules/webhooks/store";
+import type { LiveSessions } from "../modules/testing/live";
 import type { Maintenance } from "./sqlite-maintenance";
 
 export interface Backend {
@@ -41,6 +42,19 @@ export interface Backend {
    * their state; stopped by `close`. Absent: this node is the only writer (SQLite).
    */
   readonly feed?: { start(from: number): Promise<void>; readonly position: number };
+  /**
+   * Runs a periodic job (retention, sweeps, upkeep) unless another node runs it now: on
+   * PostgreSQL under a session-level advisory lock named after the job (a node that finds it
+   * taken skips this run); on SQLite, one process owns the database: it just runs. Resolves
+   * true when `task` ran.
+   */
+  exclusive(name: string, task: () => unknown): Promise<boolean>;
+  /**
+   * PostgreSQL: the other nodes' test-session writes (they make no change-log entry), applied
+   * to this node's live sessions (src/modules/testing/pg-sync.ts); stopped by `close`. Absent:
+   * this node is the only writer.
+   */
+  readonly testSessionSync?: { start(live: LiveSessions): Promise<void> };
   /** Closes the database (and releases what the backend holds: SQLite's data-dir lock). */
   close(): void | Promise<void>;
 }

@@ -15,6 +15,7 @@ import type { Logger } from "../lib/log";
 import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
 import { PgApiKeyStore } from "../modules/api-keys/pg-store";
 import { PgAuditStore } from "../modules/audit/pg-store";
+import { PgLoginFailureStore } from "../modules/auth/pg-store";
 import { PgFlagStore } from "../modules/flags/pg-store";
 import { PgInsightsStore } from "../modules/insights/pg-store";
 import { PgIntegrationRuntimeStore, PgIntegrationStore } from "../modules/integrations/pg-store";
@@ -27,6 +28,7 @@ import { PgSegmentStore } from "../modules/segments/pg-store";
 import { PgSettingsStore } from "../modules/settings/pg-store";
 import { PgDefinitionsStore } from "../modules/streams/pg-store";
 import { PgTestSessionStore } from "../modules/testing/pg-store";
+import { PgSessionSync } from "../modules/testing/pg-sync";
 import { PgUserStore } from "../modules/users/pg-store";
 import { PgDeliveryQueue, PgWebhookStore } from "../modules/webhooks/pg-store";
 import { PgRuntimeStore } from "../plugins/pg-runtime-store";
@@ -40,6 +42,7 @@ export interface PgBackend extends Backend {
   readonly dialect: "postgres";
   readonly changeLog: PgChangeLog;
   readonly feed: PgChangeFeed;
+  readonly testSessionSync: PgSessionSync;
   /** The pool (Bun's `SQL`): what LISTEN and the operations (health, migrate) use. */
   readonly sql: SQL;
   /** Closes the pool. */
@@ -64,6 +67,8 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
     await insights.load();
     const audit = new PgAuditStore(store.sql);
     const feed = new PgChangeFeed({ sql: store.sql, audit, changeLog, bus, log });
+    const testSessions = new PgTestSessionStore(changeLog.db);
+    const testSessionSync = new PgSessionSync({ sql: store.sql, store: testSessions, clock, log });
     const stores: Stores = {
       projects: new PgProjectStore(changeLog),
       settings: new PgSettingsStore(changeLog.db),
@@ -74,7 +79,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       flags: new PgFlagStore(changeLog),
       segments: new PgSegmentStore(changeLog),
       schedules: new PgScheduleStore(changeLog),
-      testSessions: new PgTestSessionStore(changeLog.db),
+      testSessions,
       webhooks: new PgWebhookStore(changeLog),
       definitions: new PgDefinitionsStore(changeLog.db),
       plugins: new PgPluginStore(changeLog),
@@ -83,21 +88,26 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       pluginRuntime: new PgRuntimeStore(changeLog.db),
       metrics: new PgMetricsStore(changeLog.db),
       insights,
+      loginFailures: new PgLoginFailureStore(changeLog.db),
     };
+    const maintenance = new PgMaintenance(store.sql);
     return {
       dialect: "postgres",
       changeLog,
       stores,
       applied,
       credentials: new PgCredentialStore(changeLog.db),
-      maintenance: new PgMaintenance(store.sql),
+      maintenance,
+      exclusive: (name, task) => maintenance.exclusive(name, task),
       deliveryQueue: new PgDeliveryQueue(changeLog.db, deliveryLeaseMs),
       integrationRuntime: new PgIntegrationRuntimeStore(changeLog.db),
       changeEventsIn: (tx) => new PgChangeEventStore(pgTx(tx)),
       sql: store.sql,
       feed,
+      testSessionSync,
       close: async () => {
         await feed.stop();
+        await testSessionSync.stop();
         await store.sql.close();
       },
     };

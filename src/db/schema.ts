@@ -489,3 +489,19 @@ export const flagStale = sqliteTable("flag_stale", {
   /** ISO 8601: when the flag became stale. */
   since: text("since").notNull(),
 });
+
+/**
+ * Failed logins by email (decisions §4, the lockout): the first failure of the current window
+ * and how many since. In the database rather than in memory so that the nodes sharing one
+ * database lock an email together (docs/scaling.md); a success deletes the row, and rows whose
+ * window has ended are pruned hourly.
+ */
+export const loginFailures = sqliteTable(
+  "login_failures",
+  {
+    email: text("email").primaryKey(),
+    firstAt: text("first_at").notNull(),
+    count: integer("count").notNull(),
+  },
+  (table) => [index("login_failures_first").on(table.firstAt)],
+);

@@ -15,6 +15,7 @@ import type { Clock } from "../lib/clock";
 import { SqliteAdminKeyStore } from "../modules/admin-keys/store";
 import { SqliteApiKeyStore } from "../modules/api-keys/store";
 import { SqliteAuditStore } from "../modules/audit/store";
+import { SqliteLoginFailureStore } from "../modules/auth/store";
 import { SqliteFlagStore } from "../modules/flags/store";
 import { SqliteInsightsStore } from "../modules/insights/store";
 import { SqliteMetricsStore } from "../modules/metrics/store";
@@ -58,6 +59,10 @@ export function openSqliteBackend(config: Config, bus: ChangeBus, clock: Clock):
       deliveryQueue: new SqliteDeliveryQueue(opened.sqlite),
       integrationRuntime: new SqliteIntegrationRuntimeStore(opened.sqlite),
       changeEventsIn: (tx) => new SqliteChangeEventStore(sqliteTx(tx).sqlite),
+      exclusive: async (_name, task) => {
+        await task();
+        return true;
+      },
       threads: { file, autoCheckpoint: (pages) => maintenance.autoCheckpoint(pages) },
       close: opened.close,
     };
@@ -120,5 +125,6 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     insights: new SqliteInsightsStore(changeLog),
     settings: new SqliteSettingsStore(changeLog.store),
     metrics: new SqliteMetricsStore(changeLog.sqlite),
+    loginFailures: new SqliteLoginFailureStore(changeLog.store),
   };
 }

@@ -32,6 +32,7 @@ import { describeIntegrationStoreContract, describePluginStoreContract } from ".
 import { describeProjectStoreContract } from "./projects.contract";
 import { describeTestSessionStoreContract } from "./test-sessions.contract";
 import { describeWebhookStoreContract } from "./webhooks.contract";
+import { describeLoginFailureStoreContract } from "./login-failures.contract";
 
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
   const backend = await openPostgresBackend(await createDatabase(), { max: 4 }, bus, clock);
@@ -44,7 +45,7 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
   return { changeLog: backend.changeLog, stores: backend.stores, beside, close: () => backend.close() };
 };
 
-const SUITES = [describeChangeLogContract, describeProjectStoreContract, describeFlagStoreContract, describeSegmentStoreContract, describeScheduleStoreContract, describeUserStoreContract, describeAdminKeyStoreContract, describeApiKeyStoreContract, describeTestSessionStoreContract, describeWebhookStoreContract, describeDefinitionsStoreContract, describePluginStoreContract, describeIntegrationStoreContract, describeInsightsStoreContract, describeChangeEventQueueContract];
+const SUITES = [describeChangeLogContract, describeProjectStoreContract, describeFlagStoreContract, describeSegmentStoreContract, describeScheduleStoreContract, describeUserStoreContract, describeAdminKeyStoreContract, describeApiKeyStoreContract, describeTestSessionStoreContract, describeWebhookStoreContract, describeDefinitionsStoreContract, describePluginStoreContract, describeIntegrationStoreContract, describeInsightsStoreContract, describeChangeEventQueueContract, describeLoginFailureStoreContract];
 
 if (!pgAvailable()) describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
 else for (const suite of SUITES) describe("PostgreSQL", () => suite(makeBackend));

@@ -21,6 +21,7 @@ import { describeScheduleStoreContract } from "./schedules.contract";
 import { describeSegmentStoreContract } from "./segments.contract";
 import { describeTestSessionStoreContract } from "./test-sessions.contract";
 import { describeWebhookStoreContract } from "./webhooks.contract";
+import { describeLoginFailureStoreContract } from "./login-failures.contract";
 
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
   const dir = tempDir("flagsvc-contract-");
@@ -56,3 +57,4 @@ describePluginStoreContract(makeBackend);
 describeIntegrationStoreContract(makeBackend);
 describeDefinitionsStoreContract(makeBackend);
 describeChangeEventQueueContract(makeBackend);
+describeLoginFailureStoreContract(makeBackend);

@@ -26,7 +26,12 @@ export function describeTestSessionStoreContract(makeBackend: MakeBackend) {
         expect((await live(T1)).map((s) => s.id)).toEqual(["s1", "s3"]);
         expect(await sessions.removeExpired(Date.parse(T1))).toBe(1);
         expect((await live(T0)).map((s) => s.id)).toEqual(["s1", "s3"]);
+        // One session by id, expired or not, with its overrides; none once it is gone.
+        expect(await sessions.session("s1")).toEqual({ ...session("s1", T2), overrides: [["a", true], ["b", "green"]] });
+        expect(await sessions.session("s2")).toBeUndefined();
+        expect(await sessions.session("s3")).toEqual({ ...session("s3", T2), overrides: [] });
         await sessions.remove("s1");
+        expect(await sessions.session("s1")).toBeUndefined();
         expect((await live(T0)).map((s) => [s.id, s.overrides])).toEqual([["s3", []]]);
       });
     });

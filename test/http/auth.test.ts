@@ -4,7 +4,7 @@ import { SignJWT } from "jose";
 import type { ApiError } from "../../src/http/errors";
 import { HashGate } from "../../src/modules/auth/hash-gate";
 import { login as serviceLogin, LoginThrottle } from "../../src/modules/auth/service";
-import { bearer, seedAdminKey, seedApiKey, TestClock, testApp, type TestApp } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
 
 const EMAIL = "admin@localhost";
 const PASSWORD = "correct horse battery";
@@ -263,7 +263,7 @@ describe("failed-login lockout", () => {
     // the gate count as failures too.
     const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
-      const limits = { throttle: new LoginThrottle(app.clock), gate: new HashGate(2, 30, 30), refused: app.ctx.loginRefused };
+      const limits = { throttle: new LoginThrottle(app.ctx.stores.loginFailures, app.clock), gate: new HashGate(2, 30, 30), refused: app.ctx.loginRefused };
       const attempt = (i: number) =>
         serviceLogin(app.services.login, limits, `10.0.0.${i}`, { email: EMAIL, password: i === 29 ? PASSWORD : `wrong password ${i}` }).then(
           () => 200,
@@ -318,14 +318,20 @@ describe("failed-login lockout", () => {
     }
   }, ARGON_TESTS_MS);
 
-  test("the failure table drops expired entries", () => {
-    const clock = new TestClock();
-    const throttle = new LoginThrottle(clock);
-    for (let i = 0; i < 1000; i++) throttle.fail(`user${i}@example.com`);
-    expect(throttle.size()).toBe(1000);
-    clock.advance(15 * 60_000);
-    throttle.fail("late@example.com");
-    expect(throttle.size()).toBe(1);
-    expect(throttle.lockout("user1@example.com")).toBe(0);
+  test("the failure table drops the counts whose window has ended", async () => {
+    const app = await testApp();
+    try {
+      const throttle = new LoginThrottle(app.ctx.stores.loginFailures, app.clock);
+      for (let i = 0; i < 100; i++) await throttle.fail(`user${i}@example.com`);
+      expect(await throttle.prune()).toBe(0);
+      app.clock.advance(15 * 60_000);
+      await throttle.fail("late@example.com");
+      expect(await throttle.prune()).toBe(100);
+      expect(await throttle.lockout("user1@example.com")).toBe(0);
+      expect(await app.ctx.stores.loginFailures.get("late@example.com")).toMatchObject({ count: 1 });
+    } finally {
+      app.close();
+    }
   });
+
 });

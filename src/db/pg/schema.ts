@@ -431,3 +431,24 @@ export const flagStale = pgTable("flag_stale", {
   reason: text("reason").notNull(),
   since: text("since").notNull(),
 });
+
+/** Failed logins by email (schema.ts: loginFailures): shared by the nodes, so the lockout holds across them. */
+export const loginFailures = pgTable(
+  "login_failures",
+  {
+    email: text("email").primaryKey(),
+    firstAt: text("first_at").notNull(),
+    count: integer("count").notNull(),
+  },
+  (table) => [index("login_failures_first").on(table.firstAt)],
+);
+
+/**
+ * PostgreSQL only: one row (id 1) whose `revision` every test-session write moves in its
+ * transaction (and announces with NOTIFY flagsvc_test_sessions): what the other nodes compare
+ * with theirs each second to catch a notification they missed (src/modules/testing/pg-sync.ts).
+ */
+export const testSessionRevision = pgTable("test_session_revision", {
+  id: integer("id").primaryKey(),
+  revision: bigint("revision", { mode: "number" }).notNull(),
+});

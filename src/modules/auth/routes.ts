@@ -10,6 +10,7 @@ import { SESSION_COOKIE } from "../../http/credentials";
 import { HASH_QUEUE, HASH_SHARE, HASH_SLOTS, HashGate } from "./hash-gate";
 import { login, LoginThrottle, type LoginDeps } from "./service";
 import type { LoginRefusal, Tally } from "../metrics/counts";
+import type { LoginFailureStore } from "./store";
 
 const TAGS = ["Authentication"];
 
@@ -38,6 +39,8 @@ export interface AuthDeps extends LoginDeps {
   behindProxy: boolean;
   /** Refused logins by cause (`/metrics`: flagsvc_login_refused_total). */
   refused: Tally<LoginRefusal>;
+  /** The failed logins of every node (the lockout). */
+  failures: LoginFailureStore;
 }
 
 export const authRoutes = (deps: AuthDeps) => {
@@ -46,7 +49,7 @@ export const authRoutes = (deps: AuthDeps) => {
     user: { id, email, role },
     csrfToken: deps.credentials.csrfToken(jti),
   });
-  const limits = { throttle: new LoginThrottle(deps.clock), gate: new HashGate(HASH_SLOTS, HASH_SHARE, HASH_QUEUE, deps.clock), refused: deps.refused };
+  const limits = { throttle: new LoginThrottle(deps.failures, deps.clock), gate: new HashGate(HASH_SLOTS, HASH_SHARE, HASH_QUEUE, deps.clock), refused: deps.refused };
   return new Elysia({ name: "flagsvc/auth" })
     .use(accessGuard())
     .post(

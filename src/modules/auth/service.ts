@@ -1,71 +1,63 @@
 /**
  * Login: password check with equal work for unknown emails, and the failed-login lockout
  * (decisions §4): after 10 failures for one email within 15 minutes of the first, that email
- * gets 429 until those 15 minutes have passed, whatever the password. Held in memory with the
- * injected clock; entries are dropped once their window ends, and the table is capped. The
- * check itself runs through a HashGate (hash-gate.ts): a bounded, fair share of the cores.
+ * gets 429 until those 15 minutes have passed, whatever the password. Counted in the database
+ * (store.ts: the same count on every node), with the injected clock; counts whose window has
+ * ended are pruned hourly. The check itself runs through a HashGate (hash-gate.ts): a bounded, fair share of the cores.
  */
 import type { CredentialRegistry } from "../../http/credentials";
 import { ApiError } from "../../http/errors";
-import type { Clock } from "../../lib/clock";
+import { iso, type Clock } from "../../lib/clock";
 import { normalizeEmail, type UserRecord } from "../users/service";
 import type { UserReader } from "../users/store";
 import type { HashGate } from "./hash-gate";
 import type { LoginRefusal, Tally } from "../metrics/counts";
+import type { LoginFailures, LoginFailureStore } from "./store";
 
 export const MAX_FAILURES = 10;
 export const LOCKOUT_WINDOW_MS = 15 * 60_000;
-/** Emails tracked at most; past it the oldest entry goes (memory stays bounded under a spray). */
-const MAX_TRACKED = 100_000;
 
 export const INVALID_LOGIN = "Invalid email or password";
 
-interface Failures {
-  first: number;
-  count: number;
+/** Seconds until an email with these failures may try again at `now` (0: it may now). */
+function waitFor(f: LoginFailures | undefined, now: number, atLeast: number): number {
+  if (f === undefined || f.count < atLeast) return 0;
+  const ends = Date.parse(f.firstAt) + LOCKOUT_WINDOW_MS;
+  return now >= ends ? 0 : Math.max(1, Math.ceil((ends - now) / 1000));
 }
 
+/**
+ * The failures per email, counted in the database (store.ts) so that every node sharing it
+ * locks an email together: N failures spread over the nodes count as N.
+ */
 export class LoginThrottle {
-  /** By email, in order of the first failure of the current window (so expired ones lead). */
-  private failures = new Map<string, Failures>();
-
-  constructor(private readonly clock: Clock) {}
-
-  private sweep(now: number): void {
-    for (const [email, f] of this.failures) {
-      if (now - f.first < LOCKOUT_WINDOW_MS) break;
-      this.failures.delete(email);
-    }
-  }
+  constructor(
+    private readonly store: LoginFailureStore,
+    private readonly clock: Clock,
+  ) {}
 
   /** Seconds until `email` may try again (0 when it may now). */
-  lockout(email: string): number {
+  async lockout(email: string): Promise<number> {
+    return waitFor(await this.store.get(email), this.clock.now(), MAX_FAILURES);
+  }
+
+  /**
+   * Counts a failure (atomically, on every node's count): 0, or the seconds to wait when this
+   * attempt is beyond MAX_FAILURES (attempts sent in parallel, here or on other nodes, that all
+   * passed the lockout test before the count reached it).
+   */
+  async fail(email: string): Promise<number> {
     const now = this.clock.now();
-    this.sweep(now);
-    const f = this.failures.get(email);
-    if (f === undefined || f.count < MAX_FAILURES) return 0;
-    return Math.max(1, Math.ceil((f.first + LOCKOUT_WINDOW_MS - now) / 1000));
+    return waitFor(await this.store.fail(email, iso(now), iso(now - LOCKOUT_WINDOW_MS)), now, MAX_FAILURES + 1);
   }
 
-  fail(email: string): void {
-    const now = this.clock.now();
-    this.sweep(now);
-    const f = this.failures.get(email);
-    if (f !== undefined) {
-      f.count++;
-      return;
-    }
-    if (this.failures.size >= MAX_TRACKED) this.failures.delete(this.failures.keys().next().value!);
-    this.failures.set(email, { first: now, count: 1 });
+  succeed(email: string): Promise<void> {
+    return this.store.clear(email);
   }
 
-  succeed(email: string): void {
-    this.failures.delete(email);
-  }
-
-  /** Emails tracked now (tests). */
-  size(): number {
-    return this.failures.size;
+  /** Drops the counts whose window has ended (an hourly job, on one node at a time); returns how many. */
+  prune(): Promise<number> {
+    return this.store.prune(iso(this.clock.now() - LOCKOUT_WINDOW_MS));
   }
 }
 
@@ -117,10 +109,9 @@ export interface LoginDeps {
 }
 
 /**
- * `client`: the caller's address as the rate limiter counts it (src/http/auth.ts). The order,
- * all decided in one turn before anything waits: the email's lockout, then the caller's place
- * in the hashing gate (a refusal there is no failed password), then the attempt counts as a
- * failure until it succeeds.
+ * `client`: the caller's address as the rate limiter counts it (src/http/auth.ts). The order:
+ * the email's lockout, then the caller's place in the hashing gate (a refusal there is no
+ * failed password), then the attempt counts as a failure until it succeeds.
  */
 export async function login(
   { users, credentials, clock }: LoginDeps,
@@ -129,7 +120,7 @@ export async function login(
   input: { email: string; password: string },
 ): Promise<{ token: string; expiresAt: number; jti: string; user: UserRecord }> {
   const email = normalizeEmail(input.email);
-  const retryAfter = throttle.lockout(email);
+  const retryAfter = await throttle.lockout(email);
   if (retryAfter > 0) {
     refused.add("locked_out");
     throw tooMany("Too many failed logins for this email", retryAfter, MAX_FAILURES, clock.now());
@@ -144,16 +135,25 @@ export async function login(
     if (checked === "share") throw tooMany("Too many logins in progress from this address", GATE_RETRY_AFTER, gate.share, clock.now());
     throw tooMany("Too many logins in progress", GATE_RETRY_AFTER, gate.slots + gate.queueSize, clock.now());
   }
-  // Counted as a failure before the check, in the same turn as the lockout test: logins sent in
-  // parallel cannot try more than MAX_FAILURES passwords while earlier checks run or wait. A
-  // success clears the count.
-  throttle.fail(email);
+  // Counted as a failure before the check's answer is used, atomically in the database: logins
+  // sent in parallel (to any node) cannot try more than MAX_FAILURES passwords while earlier
+  // checks run or wait; those beyond get the lockout's 429 whatever their check says. A success
+  // clears the count.
+  const beyond = await throttle.fail(email).catch((e) => {
+    void checked.catch(() => undefined);
+    throw e;
+  });
+  if (beyond > 0) {
+    void checked.catch(() => undefined);
+    refused.add("locked_out");
+    throw tooMany("Too many failed logins for this email", beyond, MAX_FAILURES, clock.now());
+  }
   const user = await checked;
   if (!user) {
     refused.add("bad_credentials");
     throw unauthorized();
   }
-  throttle.succeed(email);
+  await throttle.succeed(email);
   // Before the token is made: a user just created by `flagsvc admin create-user` becomes known,
   // and a password just set by `reset-password` dates the token after the change (issued on the
   // tokens' cut-off as the registry knew it before, it would be refused).

@@ -2,14 +2,15 @@
  * The live test sessions in memory: what evaluation reads (resolution step 1) and what the
  * Testing API answers from. The database (store.ts) is the durable copy: start-up fills this
  * from it, and every write of the service commits first and then updates this, before its
- * response goes out (read-your-writes).
+ * response goes out (read-your-writes). On PostgreSQL, the other nodes' writes arrive through
+ * pg-sync.ts (`put`, `remove`, `replaceAll`).
  *
  * Evaluation's cost: one Map get by token and a comparison of `expiresAt` with the clock's
  * `now`; an expired session is ignored at once, whatever the hourly sweep has done yet.
  */
 import type { ChangeEntry } from "../../changes/entry";
 import type { Override, OverrideSource } from "../../evaluation/types";
-import type { SessionRow, TestSessionStore } from "./store";
+import type { SessionRow, StoredSession, TestSessionStore } from "./store";
 
 export interface LiveSession extends SessionRow {
   /** `expiresAt` in ms since the epoch: live while `now < expiresAtMs`. */
@@ -48,6 +49,28 @@ export class LiveSessions implements OverrideSource {
   add(session: LiveSession): void {
     this.byId.set(session.id, session);
     this.byToken.set(session.token, session);
+  }
+
+  /**
+   * A session as stored (another node's write): added, or updated in place (a service call
+   * holding it keeps the same object), its overrides replaced.
+   */
+  put({ overrides, ...row }: StoredSession): void {
+    const session = this.byId.get(row.id);
+    if (session === undefined) {
+      this.add({ ...row, expiresAtMs: Date.parse(row.expiresAt), overrides: new Map(overrides) });
+      return;
+    }
+    Object.assign(session, row, { expiresAtMs: Date.parse(row.expiresAt) });
+    session.overrides.clear();
+    for (const [key, value] of overrides) session.overrides.set(key, value);
+  }
+
+  /** Every session as stored now (a node's resynchronisation): those not among them are removed. */
+  replaceAll(stored: readonly StoredSession[]): void {
+    const ids = new Set(stored.map((s) => s.id));
+    for (const id of [...this.byId.keys()]) if (!ids.has(id)) this.remove(id);
+    for (const s of stored) this.put(s);
   }
 
   remove(id: string): void {
@@ -90,6 +113,6 @@ const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 /** The sessions not yet expired at `now`, with their overrides, from the database (start-up). */
 export async function loadSessions(store: Pick<TestSessionStore, "live">, now: number): Promise<LiveSessions> {
   const sessions = new LiveSessions();
-  for (const { overrides, ...row } of await store.live(now)) sessions.add({ ...row, expiresAtMs: Date.parse(row.expiresAt), overrides: new Map(overrides) });
+  for (const stored of await store.live(now)) sessions.put(stored);
   return sessions;
 }

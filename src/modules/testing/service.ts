@@ -200,7 +200,7 @@ export function testingService({ sessions, projects, live, clock, log, pro }: Te
       session.overrides.delete(flagKey);
     },
 
-    /** Removes the sessions expired at the clock's now from the database and from memory. */
+    /** Removes the sessions expired at the clock's now from the database (one node does it for all: the job is `oneNode`) and from this node's memory. */
     async sweep(): Promise<number> {
       const now = clock.now();
       const removed = await sessions.removeExpired(now);
@@ -208,13 +208,20 @@ export function testingService({ sessions, projects, live, clock, log, pro }: Te
       if (removed > 0) log.info("expired test sessions removed", { sessions: removed });
       return removed;
     },
+
+    /** Drops the sessions expired at the clock's now from this node's memory (every node, each hour: another node may have swept the rows). */
+    forgetExpired(): number {
+      return live.removeExpired(clock.now());
+    },
   };
 }
 
-/** Start-up: one sweep now, then every hour on the hour. */
-export async function scheduleSessionSweep(scheduler: Scheduler, testing: Pick<TestingService, "sweep">): Promise<void> {
+/**
+ * Start-up: one sweep now, then every hour on the hour: the database's rows by one node at a
+ * time (Backend.exclusive), each node's memory by itself.
+ */
+export async function scheduleSessionSweep(scheduler: Scheduler, testing: Pick<TestingService, "sweep" | "forgetExpired">): Promise<void> {
   await testing.sweep();
-  scheduler.every("test-sessions-sweep", "0 0 * * * *", async () => {
-    await testing.sweep();
-  });
+  scheduler.every("test-sessions-sweep", "0 0 * * * *", () => testing.sweep().then(() => undefined), { oneNode: true });
+  scheduler.every("test-sessions-forget", "0 0 * * * *", () => void testing.forgetExpired());
 }

@@ -29,9 +29,14 @@ export interface TestSessionStore {
   removeOverride(sessionId: string, flagKey: string): Promise<void>;
   /** Sessions expired at `now` (`expiresAt <= now`), with their overrides; returns how many. */
   removeExpired(now: number): Promise<number>;
-  /** Start-up, synchronous: the sessions not yet expired at `now`, each with its overrides. */
-  live(now: number): Promise<(SessionRow & { overrides: [string, Override][] })[]>;
+  /** Start-up (and a node's resynchronisation): the sessions not yet expired at `now`, each with its overrides. */
+  live(now: number): Promise<StoredSession[]>;
+  /** One session with its overrides, unless it is gone (another node's write, to apply here). */
+  session(id: string): Promise<StoredSession | undefined>;
 }
+
+/** A session with its overrides, as loaded. */
+export type StoredSession = SessionRow & { overrides: [string, Override][] };
 
 export class SqliteTestSessionStore implements TestSessionStore {
   constructor(private readonly store: Store) {}
@@ -67,7 +72,15 @@ export class SqliteTestSessionStore implements TestSessionStore {
     return this.store.db.delete(testSessions).where(lte(testSessions.expiresAt, iso(now))).returning({ id: testSessions.id }).all().length;
   }
 
-  async live(now: number): Promise<(SessionRow & { overrides: [string, Override][] })[]> {
+  async session(id: string): Promise<StoredSession | undefined> {
+    const { db } = this.store;
+    const row = db.select().from(testSessions).where(eq(testSessions.id, id)).get();
+    if (row === undefined) return undefined;
+    const overrides = db.select({ flagKey: sessionOverrides.flagKey, value: sessionOverrides.value }).from(sessionOverrides).where(eq(sessionOverrides.sessionId, id)).orderBy(sessionOverrides.flagKey).all();
+    return { ...row, overrides: overrides.map((o) => [o.flagKey, o.value] as [string, Override]) };
+  }
+
+  async live(now: number): Promise<StoredSession[]> {
     const { db } = this.store;
     const live = new Map(db.select().from(testSessions).where(gt(testSessions.expiresAt, iso(now))).all().map((row) => [row.id, { ...row, overrides: [] as [string, Override][] }]));
     for (const row of db.select().from(sessionOverrides).all()) live.get(row.sessionId)?.overrides.push([row.flagKey, row.value]);

@@ -230,6 +230,6 @@ export function webhookService({ webhooks, projects, clock, outbound, deliveries
  */
 export function scheduleWebhookJobs({ scheduler, deliveries }: { scheduler: Scheduler; deliveries: Deliveries }): void {
   scheduler.every("webhook-deliveries", "* * * * * *", () => deliveries.kick());
-  scheduler.every("webhook-retention", "0 41 3 * * *", () => deliveries.prune());
+  scheduler.every("webhook-retention", "0 41 3 * * *", () => deliveries.prune(), { oneNode: true });
   deliveries.kick();
 }
