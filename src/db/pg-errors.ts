@@ -12,6 +12,24 @@ const KINDS: Record<string, ConstraintKind> = {
   "23502": "not_null",
 };
 
+/**
+ * Bun's driver codes for a connection it could not open or lost, and the SQLSTATEs of a server
+ * that is going away or not accepting connections yet (class 08: connection exception; 57P01-03:
+ * shut down by an administrator, a crash, starting up).
+ */
+const UNREACHABLE = /^(ERR_POSTGRES_(CONNECTION_(CLOSED|REFUSED|TIMEOUT)|IDLE_TIMEOUT|LIFETIME_TIMEOUT|TLS_UPGRADE_FAILED)|08\w{3}|57P0[123]|ECONNREFUSED|ECONNRESET|ETIMEDOUT)$/;
+
+/** True when `e` (or an error it wraps) says the database cannot be reached now, rather than that a statement failed. */
+export function databaseUnreachable(e: unknown): boolean {
+  for (let err = e, depth = 0; err instanceof Error && depth < 4; err = err.cause, depth++) {
+    for (const field of ["errno", "code"] as const) {
+      const code = (err as { [k in typeof field]?: unknown })[field];
+      if (typeof code === "string" && UNREACHABLE.test(code)) return true;
+    }
+  }
+  return false;
+}
+
 /** The constraint `e` (or an error it wraps, as drizzle's query errors do) violated; null for any other error. */
 export function pgConstraintOf(e: unknown): Constraint | null {
   for (let err = e, depth = 0; err instanceof Error && depth < 4; err = err.cause, depth++) {

@@ -15,7 +15,8 @@ export type ErrorCode =
   | "PRECONDITION_FAILED"
   | "PAYLOAD_TOO_LARGE"
   | "RATE_LIMITED"
-  | "INTERNAL_ERROR";
+  | "INTERNAL_ERROR"
+  | "SERVICE_UNAVAILABLE";
 
 export interface ErrorDetail {
   path: string;

@@ -7,6 +7,7 @@
  * The parts below marked as shared are also what src/http/native.ts runs for the routes that
  * Bun serves directly, so that both paths answer alike.
  */
+import { databaseUnreachable } from "../db/pg-errors";
 import type { Server } from "bun";
 import { Elysia, ElysiaCustomStatusResponse } from "elysia";
 import type { Logger } from "../lib/log";
@@ -191,8 +192,18 @@ function nestedDeeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-/** Anything thrown that is not an ApiError: logged with the request id, answered as a bare 500. */
+/** The database (PostgreSQL) unreachable: nothing was written; the client may retry in a second. */
+const UNAVAILABLE = new ApiError(503, "SERVICE_UNAVAILABLE", "The database cannot be reached; nothing was changed. Retry shortly", undefined, { "retry-after": "1" });
+
+/**
+ * Anything thrown that is not an ApiError: logged with the request id, answered as a bare 500;
+ * or, when the database cannot be reached, logged as a warning and answered 503 with `Retry-After`.
+ */
 export function internalError(log: Logger, error: unknown, requestId: string, method: string, path: string): ApiError {
+  if (databaseUnreachable(error)) {
+    log.warn("database unreachable", { requestId, method, path: redactPath(path), error: error instanceof Error ? error.message : String(error) });
+    return UNAVAILABLE;
+  }
   log.error("unhandled error", {
     requestId,
     method,

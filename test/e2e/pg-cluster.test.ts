@@ -261,6 +261,11 @@ describe.skipIf(!available)("three binaries on one PostgreSQL", () => {
         // While it is down: health says so (503, the admin detail left out), evaluation goes on (counted by the load) ...
         await until("A's health reports the database down", async () => (await call(a, "GET", "/v1/health")).status === 503, 3000);
         expect((await call(a, "GET", "/v1/health")).body).toMatchObject({ status: "unavailable" });
+        // A write while it is down: 503 with Retry-After, nothing changed (the flag is absent after the restart).
+        const refused = await call(b, "POST", "/v1/projects/default/flags", { key: "while-down", name: "While down" });
+        expect(refused.status).toBe(503);
+        expect(refused.body).toMatchObject({ error: "SERVICE_UNAVAILABLE" });
+        expect(refused.headers.get("retry-after")).toBe("1");
         // ... while every node stays ready: a balancer's probe keeps them all in the pool.
         for (const n of nodes) expect((await call(n, "GET", "/readyz")).status).toBe(200);
         expect(await restarting).toBe(true);
@@ -289,6 +294,7 @@ describe.skipIf(!available)("three binaries on one PostgreSQL", () => {
         expect([...evaluations.keys()]).toEqual([200]);
         // Every write a node acknowledged is there.
         for (const key of acknowledged) expect(await enabledOn(c, key)).toEqual({ key, enabled: true });
+        expect((await call(a, "GET", "/v1/projects/default/flags/while-down")).status).toBe(404);
       } finally {
         loading = false;
         await loaders;
