@@ -40,6 +40,7 @@ import type { Readiness } from "./modules/health/service";
 import type { InsightsStore } from "./modules/insights/store";
 import type { InsightsFlusher } from "./modules/insights/flusher";
 import type { SettingsStore } from "./modules/settings/store";
+import type { TransferStore } from "./modules/transfer/store";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -67,6 +68,8 @@ export interface Stores {
   settings: SettingsStore;
   /** What `/metrics` and the health detail read: aggregates over other features' tables. */
   metrics: MetricsStore;
+  /** `flagsvc export` / `import`: every table of the instance, read in one snapshot, written in one commit. */
+  transfer: TransferStore;
 }
 
 /**

@@ -25,6 +25,7 @@ import { PgProjectStore } from "../modules/projects/pg-store";
 import { PgScheduleStore } from "../modules/schedules/pg-store";
 import { PgSegmentStore } from "../modules/segments/pg-store";
 import { PgSettingsStore } from "../modules/settings/pg-store";
+import { PgTransferStore } from "../modules/transfer/pg-store";
 import { PgDefinitionsStore } from "../modules/streams/pg-store";
 import { PgTestSessionStore } from "../modules/testing/pg-store";
 import { PgUserStore } from "../modules/users/pg-store";
@@ -79,6 +80,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       pluginRuntime: new PgRuntimeStore(changeLog.db),
       metrics: new PgMetricsStore(changeLog.db),
       insights,
+      transfer: new PgTransferStore(changeLog),
     };
     return {
       dialect: "postgres",
