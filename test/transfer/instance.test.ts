@@ -32,6 +32,16 @@ const doc = (file: string) => JSON.parse(readFileSync(file, "utf8"));
 const counts = (stdout: string) => Object.fromEntries(stdout.trim().split("\n").slice(1).map((l) => l.trim().split(/\s{2,}/) as [string, string]));
 
 describe("export and import of a whole instance", () => {
+  test("flagsvc --help lists both commands; export --help and import --help show their options", async () => {
+    const help = await runCli(work, "--help");
+    expect(help.stdout).toMatch(/\n  export +Write the whole instance/);
+    expect(help.stdout).toMatch(/\n  import +Apply an exported document/);
+    expect((await runCli(work, "export", "--help")).stdout).toContain("Usage: flagsvc export FILE [--project SLUG] [--format json|yaml]");
+    const own = await runCli(work, "import", "--help");
+    expect(own.stdout).toContain("  --dry-run       Report what the import would change; write nothing\n");
+    expect((await runCli(work, "import", exported, "--prune", "--dry-run")).code).toBe(2); // --prune is for flags documents
+  });
+
   test("the document: versioned, every table, secrets only as stored (hashes), no change-log bookkeeping", () => {
     const d = doc(exported);
     expect(d).toMatchObject({ flagsvc: "instance", version: 1, source: "sqlite", exportedAt: expect.any(String) });
