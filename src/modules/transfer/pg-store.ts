@@ -28,13 +28,10 @@ export class PgTransferStore implements TransferStore {
       const head = new PgChangeEventStore(db);
       for (const name of TABLES) {
         const table = tableIn(schema, name) as PgTable;
-        const rows = upserts[name] ?? [];
-        for (const row of rows) {
-          const [found] = await db.select().from(table).where(byPrimaryKey(table, name, row)).limit(1);
-          if (found) await db.update(table).set(exported(row)).where(byPrimaryKey(table, name, row));
-          else await db.insert(table).values(await withLocalColumns(table, row, () => head.latest()));
-        }
-        if (rows.length > 0 && "seq" in columnsOf(table)) {
+        const { insert = [], update = [] } = upserts[name] ?? {};
+        for (const row of update) await db.update(table).set(exported(row)).where(byPrimaryKey(table, name, row));
+        for (const row of insert) await db.insert(table).values(await withLocalColumns(table, row, () => head.latest()));
+        if (insert.length + update.length > 0 && "seq" in columnsOf(table)) {
           const t = getTableName(table);
           await db.execute(sql.raw(`SELECT setval(pg_get_serial_sequence('"${t}"', 'seq'), (SELECT coalesce(max(seq), 0) + 1 FROM "${t}"), false)`));
         }

@@ -161,7 +161,7 @@ function planInstance(current: Tables, incoming: Tables) {
         continue;
       }
       report[name][before ? "updated" : "created"]++;
-      (upserts[name] ??= []).push(row);
+      (upserts[name] ??= { insert: [], update: [] })[before ? "update" : "insert"].push(row);
       const resource = RESOURCE_OF[name];
       if (resource) {
         const secrets = SECRETS[name] ?? [];

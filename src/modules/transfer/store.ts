@@ -74,8 +74,8 @@ export const INSTANCE_SETTINGS: readonly string[] = ["jwt_secret", "bootstrapped
  */
 export const LOCAL_COLUMNS: readonly string[] = ["eventPosition", "claimedUntil"];
 
-/** What an import writes: per table, rows to insert or update (by primary key), in `TABLES` order. */
-export type Upserts = Partial<Record<TableName, Row[]>>;
+/** What an import writes: per table, rows to insert and rows to update (by primary key), written in `TABLES` order. */
+export type Upserts = Partial<Record<TableName, { insert: Row[]; update: Row[] }>>;
 
 /** What `write`'s plan returns: its result, the rows to write and the change-log entries describing them. */
 export interface Planned<T> {
@@ -88,8 +88,8 @@ export interface TransferStore {
   /** Every table's rows (without the local columns), in primary-key order, from one consistent snapshot. */
   snapshot(): Promise<Tables>;
   /**
-   * One commit: reads every table in its transaction, hands them to `plan`, writes the rows it
-   * asks for (a created row's local columns start at this database's current values) and
+   * One commit: reads every table in its transaction, hands them to `plan`, inserts and updates
+   * the rows it asks for (an inserted row's local columns start at this database's values) and
    * appends its changes. `plan` throws to refuse: nothing is written.
    */
   write<T>(author: Author, plan: (current: Tables) => Planned<T>): Promise<T>;
@@ -134,11 +134,9 @@ export class SqliteTransferStore implements TransferStore {
       const head = new SqliteChangeEventStore(store.sqlite);
       for (const name of TABLES) {
         const table = tableIn(schema, name) as SQLiteTable;
-        for (const row of upserts[name] ?? []) {
-          const found = store.db.select().from(table).where(byPrimaryKey(table, name, row)).get();
-          if (found) store.db.update(table).set(exported(row)).where(byPrimaryKey(table, name, row)).run();
-          else store.db.insert(table).values(await withLocalColumns(table, row, () => head.latest())).run();
-        }
+        const { insert = [], update = [] } = upserts[name] ?? {};
+        for (const row of update) store.db.update(table).set(exported(row)).where(byPrimaryKey(table, name, row)).run();
+        for (const row of insert) store.db.insert(table).values(await withLocalColumns(table, row, () => head.latest())).run();
       }
       return { result, changes };
     });
