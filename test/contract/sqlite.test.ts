@@ -20,6 +20,7 @@ import { describeProjectStoreContract } from "./projects.contract";
 import { describeScheduleStoreContract } from "./schedules.contract";
 import { describeSegmentStoreContract } from "./segments.contract";
 import { describeTestSessionStoreContract } from "./test-sessions.contract";
+import { describeTransferStoreContract } from "./transfer.contract";
 import { describeWebhookStoreContract } from "./webhooks.contract";
 
 const makeBackend: MakeBackend = async ({ clock, bus }) => {
@@ -41,6 +42,7 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
 };
 
 describeChangeLogContract(makeBackend);
+describeTransferStoreContract(makeBackend);
 describeProjectStoreContract(makeBackend);
 describeFlagStoreContract(makeBackend);
 describeSegmentStoreContract(makeBackend);
