@@ -663,7 +663,11 @@ async function importCommand(args: string[], config: Config, options: Options): 
     const doc = parseDocument(text, formatOf(file, options));
     if (kindOf(doc) === "instance") {
       if (prune) throw new UsageError("--prune applies to a flags document, not to a whole instance");
-      const report = await withDatabase(config, ({ transfer }) => importInstance(transfer, IMPORT_AUTHOR, doc, dryRun), !dryRun);
+      const report = await withDatabase(config, ({ transfer }) => importInstance(transfer, IMPORT_AUTHOR, doc, dryRun), !dryRun).catch((e: unknown) => {
+        // The database refused a row (a reference to a row that is not there, a taken key): one transaction, nothing changed.
+        if (e instanceof DocumentError || e instanceof OperatorError || e instanceof ConfigError) throw e;
+        throw new OperatorError(`import failed, nothing changed: ${(e as Error).message}`);
+      });
       for (const line of instanceReportLines(report, dryRun)) console.log(line);
       return 0;
     }

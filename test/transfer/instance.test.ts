@@ -101,7 +101,7 @@ describe("export and import of a whole instance", () => {
     renamed.tables.flagStates.push({ ...renamed.tables.flagStates[0], flagId: "flag_missing" });
     writeFileSync(bad, JSON.stringify(renamed));
     const refused = await runCli(dir, "import", bad);
-    expect(refused.code).toBe(1);
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/^flagsvc: import failed, nothing changed: /)]);
     const node = await nodeOn({ SVC_DATA_DIR: dir });
     try {
       expect(await answers(node, seeded.admin)).toEqual(before);
