@@ -41,6 +41,7 @@ import type { InsightsStore } from "./modules/insights/store";
 import type { InsightsFlusher } from "./modules/insights/flusher";
 import type { SettingsStore } from "./modules/settings/store";
 import type { LoginFailureStore } from "./modules/auth/store";
+import type { TransferStore } from "./modules/transfer/store";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -70,6 +71,8 @@ export interface Stores {
   metrics: MetricsStore;
   /** The failed logins per email (the lockout), shared by the nodes. */
   loginFailures: LoginFailureStore;
+  /** `flagsvc export` / `import`: every table of the instance, read in one snapshot, written in one commit. */
+  transfer: TransferStore;
 }
 
 /**

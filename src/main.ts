@@ -1,9 +1,9 @@
 /**
  * The `flagsvc` command line: serve (default), migrate, backup, admin (create-user,
- * create-key, reset-password), plugins (add, check, list), healthcheck, version, help.
+ * create-key, reset-password), plugins (add, check, list), export, import, healthcheck, version, help.
  * Exit codes: 0 success, 1 failure at run time, 2 bad usage or configuration.
  */
-import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ConfigError, describeOptions, isBooleanConfigFlag, isConfigFlag, loadConfig, type Config } from "./config";
 import { DB_FILE, openDatabase } from "./db/client";
@@ -24,7 +24,23 @@ import { openBackend } from "./db/open";
 import { migratePg } from "./db/pg/migrate";
 import { PG_BACKUP } from "./db/pg-maintenance";
 import { ChangeBus } from "./changes/bus";
-import { cliAuthor } from "./changes/entry";
+import { cliAuthor, type Author } from "./changes/entry";
+import { flagService } from "./modules/flags/service";
+import { segmentService } from "./modules/segments/service";
+import {
+  DocumentError,
+  exportInstance,
+  flagsDocument,
+  flagsReportLines,
+  formatDocument,
+  importFlags,
+  importInstance,
+  instanceReportLines,
+  kindOf,
+  parseDocument,
+  storedFlagInsights,
+  type Format,
+} from "./modules/transfer/service";
 import { SqliteChangeLog } from "./changes/sqlite";
 import type { Stores } from "./context";
 import { VERSION } from "./version";
@@ -43,6 +59,8 @@ interface Command {
   config: "all" | readonly (keyof Config)[] | false;
   /** Its own options: flag -> help text. */
   options?: Record<string, string>;
+  /** Its own switches, taking no value (`--dry-run`): flag -> help text. Given: "true" in its options. */
+  switches?: Record<string, string>;
   /** Sub-commands (`flagsvc admin create-user`): the command itself only groups them. */
   subcommands?: Record<string, Command>;
   run(args: string[], config: () => Config, options: Options): Promise<number> | number;
@@ -160,6 +178,27 @@ const COMMANDS: Record<string, Command> = {
       throw new UsageError(`plugins needs a sub-command: ${Object.keys(PLUGINS_COMMANDS).join(", ")}`);
     },
   },
+  export: {
+    usage: "flagsvc export FILE [--project SLUG] [--format json|yaml] [--data-dir DIR | --database-url URL]",
+    summary: "Write the whole instance (or, with --project, that project's flags as code) to FILE (- for stdout); safe while the server runs",
+    config: ["dataDir", "databaseUrl", "databaseCaFile"],
+    options: {
+      "--project": "Only this project's flags (and the segments they use), readable, without ids or times: flags as code (docs/export-import.md)",
+      "--format": "json or yaml (default: from FILE's extension, .yaml/.yml, else json)",
+    },
+    run: (args, config, options) => exportCommand(args, config(), options),
+  },
+  import: {
+    usage: "flagsvc import FILE [--dry-run] [--prune] [--format json|yaml] [--data-dir DIR | --database-url URL]",
+    summary: "Apply an exported document (a whole instance, or a project's flags as code) from FILE (- for stdin) and report what changed",
+    config: ["dataDir", "databaseUrl", "databaseCaFile"],
+    options: { "--format": "json or yaml (default: from FILE's extension, .yaml/.yml, else json)" },
+    switches: {
+      "--dry-run": "Report what the import would change; write nothing",
+      "--prune": "Flags as code: delete the project's flags the document lacks (reported as deleted)",
+    },
+    run: (args, config, options) => importCommand(args, config(), options),
+  },
   healthcheck: {
     usage: "flagsvc healthcheck [--port PORT] [--host HOST] [--behind-proxy]",
     summary: "Ask the local server's GET /v1/health; exit 0 when it answers 200 (for container health checks)",
@@ -245,8 +284,8 @@ function mainHelp(): string {
 
 function commandHelp(name: string, sub?: string): string {
   const c = sub === undefined ? COMMANDS[name]! : COMMANDS[name]!.subcommands![sub]!;
-  const own = Object.entries(c.options ?? {});
-  const width = Math.max(0, ...own.map(([f]) => f.length + " VALUE".length));
+  const own = [...Object.entries(c.options ?? {}).map(([f, d]) => [`${f} VALUE`, d]), ...Object.entries(c.switches ?? {})];
+  const width = Math.max(0, ...own.map(([f]) => f!.length));
   const subs = Object.entries(c.subcommands ?? {});
   const subWidth = Math.max(0, ...subs.map(([n]) => n.length));
   return [
@@ -256,16 +295,16 @@ function commandHelp(name: string, sub?: string): string {
     ...(subs.length > 0
       ? ["", "Sub-commands:", ...subs.map(([n, s]) => `  ${n.padEnd(subWidth)}  ${s.summary}`), "", `Run \`flagsvc ${name} SUB-COMMAND --help\` for its options.`]
       : []),
-    ...(own.length > 0 ? ["", "Options:", ...own.map(([f, d]) => `  ${`${f} VALUE`.padEnd(width)}  ${d}`)] : []),
+    ...(own.length > 0 ? ["", "Options:", ...own.map(([f, d]) => `  ${f!.padEnd(width)}  ${d}`)] : []),
     ...(c.config ? ["", "Configuration options (flag, variable, meaning):", describeOptions(c.config === "all" ? undefined : c.config)] : []),
   ].join("\n");
 }
 
-/** Every command's own options, across sub-commands: all take a value. */
-function ownOptionNames(commands: Record<string, Command> = COMMANDS, into = new Set<string>()): Set<string> {
+/** Every command's own options (`options`: they take a value; `switches`: they take none), across sub-commands. */
+function ownOptionNames(kind: "options" | "switches", commands: Record<string, Command> = COMMANDS, into = new Set<string>()): Set<string> {
   for (const c of Object.values(commands)) {
-    for (const f of Object.keys(c.options ?? {})) into.add(f);
-    if (c.subcommands) ownOptionNames(c.subcommands, into);
+    for (const f of Object.keys(c[kind] ?? {})) into.add(f);
+    if (c.subcommands) ownOptionNames(kind, c.subcommands, into);
   }
   return into;
 }
@@ -291,7 +330,8 @@ function resolveCommand(name: string, sub: string | undefined, needSub: boolean)
 export function parseArgs(argv: string[]) {
   const flags = new Map<string, string | true>();
   const options = new Map<string, string>();
-  const own = ownOptionNames();
+  const own = ownOptionNames("options");
+  const switches = ownOptionNames("switches");
   const positionals: string[] = [];
   let help = false;
   for (let i = 0; i < argv.length; i++) {
@@ -304,6 +344,10 @@ export function parseArgs(argv: string[]) {
     } else if (arg.startsWith("--")) {
       const eq = arg.indexOf("=");
       const name = eq >= 0 ? arg.slice(0, eq) : arg;
+      if (switches.has(name) && eq < 0) {
+        options.set(name, "true");
+        continue;
+      }
       if (own.has(name)) {
         if (eq >= 0) options.set(name, arg.slice(eq + 1));
         else if (i + 1 < argv.length) options.set(name, argv[++i]!);
@@ -331,7 +375,7 @@ export function parseArgs(argv: string[]) {
   const sub = grouped ? positionals[1] : undefined;
   const target = resolveCommand(command, sub, !help);
   for (const name of options.keys()) {
-    if (!(target.options && name in target.options)) {
+    if (!(target.options && name in target.options) && !(target.switches && name in target.switches)) {
       throw new UsageError(`unknown option ${name} for flagsvc ${command}${sub ? ` ${sub}` : ""}`);
     }
   }
@@ -457,7 +501,17 @@ async function backup(args: string[], config: Config): Promise<number> {
  * with their change-log entries (no subscriber here): the server notices a credential entry
  * within a second (SQLite's data_version, then the change log).
  */
-async function withDatabase<T>(config: Config, fn: (stores: Stores) => Promise<T> | T): Promise<T> {
+async function withDatabase<T>(config: Config, fn: (stores: Stores) => Promise<T> | T, locked = false): Promise<T> {
+  if (locked && config.databaseUrl === undefined) {
+    // Writes a running server would not hear (`import`): the data dir's lock, as `migrate` takes
+    // it (a running server refuses it), creating and migrating the database as needed.
+    const store = openStore(config);
+    try {
+      return await fn(createStores(new SqliteChangeLog(store, new ChangeBus(), systemClock)));
+    } finally {
+      store.close();
+    }
+  }
   if (config.databaseUrl !== undefined) {
     // PostgreSQL: the nodes hear these writes through the change log's notifications.
     const backend = await openBackend(config, new ChangeBus(), systemClock);
@@ -542,6 +596,100 @@ async function adminResetPassword(args: string[], config: Config, options: Optio
     console.error(`${note}; the generated password is shown only this once`);
     return 0;
   } catch (e) {
+    throw cliError(e);
+  }
+}
+
+// ---- export / import (src/modules/transfer/, docs/export-import.md) -------------------------------
+
+/** Who an import's changes are by, in the change log and the audit log. */
+const IMPORT_AUTHOR: Author = { actor: { type: "cli", id: "cli:import", label: "import" }, requestId: null };
+
+function oneFile(args: string[], command: string): string {
+  if (args.length !== 1 || args[0]!.trim() === "") throw new UsageError(`${command} needs exactly one FILE argument (- for ${command === "export" ? "stdout" : "stdin"})`);
+  return args[0]!;
+}
+
+/** `--format`, else FILE's extension (.yaml/.yml), else JSON. */
+function formatOf(file: string, options: Options): Format {
+  const given = options.get("--format");
+  if (given !== undefined) {
+    if (given !== "json" && given !== "yaml") throw new UsageError(`--format: must be json or yaml, not "${given}"`);
+    return given;
+  }
+  return /\.ya?ml$/i.test(file) ? "yaml" : "json";
+}
+
+async function exportCommand(args: string[], config: Config, options: Options): Promise<number> {
+  const file = oneFile(args, "export");
+  const format = formatOf(file, options);
+  const slug = options.get("--project");
+  let doc: unknown;
+  try {
+    doc = await withDatabase(config, async ({ transfer }) =>
+      slug === undefined ? exportInstance(transfer, systemClock, config.databaseUrl === undefined ? "sqlite" : "postgres") : flagsDocument(await transfer.snapshot(), slug),
+    );
+  } catch (e) {
+    if (e instanceof DocumentError) throw new OperatorError(e.message);
+    throw e;
+  }
+  const text = formatDocument(doc, format);
+  if (file === "-") {
+    process.stdout.write(text);
+    return 0;
+  }
+  const target = resolve(file);
+  try {
+    // A whole instance holds hashes and secrets: owner-only, as the database itself.
+    writeFileSync(target, text, { mode: slug === undefined ? 0o600 : 0o644 });
+  } catch (e) {
+    throw new OperatorError(`cannot write ${target}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+  console.error(slug === undefined ? `instance exported to ${target}` : `project ${slug}: ${(doc as { flags: unknown[] }).flags.length} flag(s) exported to ${target}`);
+  return 0;
+}
+
+async function importCommand(args: string[], config: Config, options: Options): Promise<number> {
+  const file = oneFile(args, "import");
+  const dryRun = options.has("--dry-run");
+  const prune = options.has("--prune");
+  let text: string;
+  try {
+    text = file === "-" ? await Bun.stdin.text() : readFileSync(resolve(file), "utf8");
+  } catch (e) {
+    throw new UsageError(`cannot read ${resolve(file)}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+  try {
+    const doc = parseDocument(text, formatOf(file, options));
+    if (kindOf(doc) === "instance") {
+      if (prune) throw new UsageError("--prune applies to a flags document, not to a whole instance");
+      const report = await withDatabase(config, ({ transfer }) => importInstance(transfer, IMPORT_AUTHOR, doc, dryRun), !dryRun).catch((e: unknown) => {
+        // The database refused a row (a reference to a row that is not there, a taken key): one transaction, nothing changed.
+        if (e instanceof DocumentError || e instanceof OperatorError || e instanceof ConfigError) throw e;
+        throw new OperatorError(`import failed, nothing changed: ${(e as Error).message}`);
+      });
+      for (const line of instanceReportLines(report, dryRun)) console.log(line);
+      return 0;
+    }
+    const apply = (dry: boolean) => (stores: Stores) =>
+      importFlags(
+        {
+          flags: flagService({ flags: stores.flags, projects: stores.projects, clock: systemClock, insights: storedFlagInsights(stores.insights), history: stores.audit }),
+          segments: segmentService({ segments: stores.segments, projects: stores.projects, clock: systemClock, history: stores.audit }),
+          snapshot: () => stores.transfer.snapshot(),
+        },
+        IMPORT_AUTHOR,
+        doc,
+        { dryRun: dry, prune },
+      );
+    // Planned first, beside a running server: a document that changes nothing needs no lock.
+    let report = await withDatabase(config, apply(true));
+    const changes = [...report.flags, ...report.segments].some((r) => r.outcome !== "unchanged");
+    if (!dryRun && changes) report = await withDatabase(config, apply(false), true);
+    for (const line of flagsReportLines(report, dryRun)) console.log(line);
+    return 0;
+  } catch (e) {
+    if (e instanceof DocumentError) throw new UsageError(e.message);
     throw cliError(e);
   }
 }

@@ -26,6 +26,7 @@ import { PgProjectStore } from "../modules/projects/pg-store";
 import { PgScheduleStore } from "../modules/schedules/pg-store";
 import { PgSegmentStore } from "../modules/segments/pg-store";
 import { PgSettingsStore } from "../modules/settings/pg-store";
+import { PgTransferStore } from "../modules/transfer/pg-store";
 import { PgDefinitionsStore } from "../modules/streams/pg-store";
 import { PgTestSessionStore } from "../modules/testing/pg-store";
 import { PgSessionSync } from "../modules/testing/pg-sync";
@@ -89,6 +90,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       metrics: new PgMetricsStore(changeLog.db),
       insights,
       loginFailures: new PgLoginFailureStore(changeLog.db),
+      transfer: new PgTransferStore(changeLog),
     };
     const maintenance = new PgMaintenance(store.sql);
     return {

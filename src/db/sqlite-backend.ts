@@ -26,6 +26,7 @@ import { SqliteProjectStore } from "../modules/projects/store";
 import { SqliteScheduleStore } from "../modules/schedules/store";
 import { SqliteSegmentStore } from "../modules/segments/store";
 import { SqliteSettingsStore } from "../modules/settings/store";
+import { SqliteTransferStore } from "../modules/transfer/store";
 import { SqliteDefinitionsStore } from "../modules/streams/store";
 import { SqliteTestSessionStore } from "../modules/testing/store";
 import { SqliteUserStore } from "../modules/users/store";
@@ -126,5 +127,6 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     settings: new SqliteSettingsStore(changeLog.store),
     metrics: new SqliteMetricsStore(changeLog.sqlite),
     loginFailures: new SqliteLoginFailureStore(changeLog.store),
+    transfer: new SqliteTransferStore(changeLog),
   };
 }

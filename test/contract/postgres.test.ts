@@ -31,6 +31,7 @@ import { describeInsightsStoreContract } from "./insights.contract";
 import { describeIntegrationStoreContract, describePluginStoreContract } from "./plugins-integrations.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 import { describeTestSessionStoreContract } from "./test-sessions.contract";
+import { describeTransferStoreContract } from "./transfer.contract";
 import { describeWebhookStoreContract } from "./webhooks.contract";
 import { describeLoginFailureStoreContract } from "./login-failures.contract";
 
@@ -45,7 +46,7 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
   return { changeLog: backend.changeLog, stores: backend.stores, beside, close: () => backend.close() };
 };
 
-const SUITES = [describeChangeLogContract, describeProjectStoreContract, describeFlagStoreContract, describeSegmentStoreContract, describeScheduleStoreContract, describeUserStoreContract, describeAdminKeyStoreContract, describeApiKeyStoreContract, describeTestSessionStoreContract, describeWebhookStoreContract, describeDefinitionsStoreContract, describePluginStoreContract, describeIntegrationStoreContract, describeInsightsStoreContract, describeChangeEventQueueContract, describeLoginFailureStoreContract];
+const SUITES = [describeChangeLogContract, describeProjectStoreContract, describeFlagStoreContract, describeSegmentStoreContract, describeScheduleStoreContract, describeUserStoreContract, describeAdminKeyStoreContract, describeApiKeyStoreContract, describeTestSessionStoreContract, describeWebhookStoreContract, describeDefinitionsStoreContract, describePluginStoreContract, describeIntegrationStoreContract, describeInsightsStoreContract, describeChangeEventQueueContract, describeLoginFailureStoreContract, describeTransferStoreContract];
 
 if (!pgAvailable()) describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
 else for (const suite of SUITES) describe("PostgreSQL", () => suite(makeBackend));

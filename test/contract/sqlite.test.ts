@@ -20,6 +20,7 @@ import { describeProjectStoreContract } from "./projects.contract";
 import { describeScheduleStoreContract } from "./schedules.contract";
 import { describeSegmentStoreContract } from "./segments.contract";
 import { describeTestSessionStoreContract } from "./test-sessions.contract";
+import { describeTransferStoreContract } from "./transfer.contract";
 import { describeWebhookStoreContract } from "./webhooks.contract";
 import { describeLoginFailureStoreContract } from "./login-failures.contract";
 
@@ -42,6 +43,7 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
 };
 
 describeChangeLogContract(makeBackend);
+describeTransferStoreContract(makeBackend);
 describeProjectStoreContract(makeBackend);
 describeFlagStoreContract(makeBackend);
 describeSegmentStoreContract(makeBackend);
