@@ -40,6 +40,8 @@ import type { Readiness } from "./modules/health/service";
 import type { InsightsStore } from "./modules/insights/store";
 import type { InsightsFlusher } from "./modules/insights/flusher";
 import type { SettingsStore } from "./modules/settings/store";
+import type { LeaseStore } from "./modules/leases/store";
+import type { LeaseKeeper } from "./modules/leases/keeper";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -67,6 +69,8 @@ export interface Stores {
   settings: SettingsStore;
   /** What `/metrics` and the health detail read: aggregates over other features' tables. */
   metrics: MetricsStore;
+  /** Which node runs each plugin and each integration's change-event sends (src/modules/leases/). */
+  leases: LeaseStore;
 }
 
 /**
@@ -75,6 +79,10 @@ export interface Stores {
  */
 export interface AppContext {
   config: Config;
+  /** This process's node id (generated at each start; the health detail shows it): the holder of its leases. */
+  node: string;
+  /** This node's leases (src/modules/leases/keeper.ts): which plugins and integrations' change events run here. */
+  leases: LeaseKeeper;
   /** Database-wide operations: health, size, upkeep (src/db/sqlite-maintenance.ts). */
   maintenance: Maintenance;
   clock: Clock;

@@ -13,6 +13,8 @@ import { createLogger } from "../../src/lib/log";
 import { EvaluationRecords } from "../../src/modules/evaluation/records";
 import { PluginHost, type PluginRun } from "../../src/plugins/host";
 import { SqliteRuntimeStore } from "../../src/plugins/runtime-store";
+import { LeaseKeeper, newNodeId } from "../../src/modules/leases/keeper";
+import { SqliteLeaseStore } from "../../src/modules/leases/store";
 import type { SandboxLimits } from "../../src/plugins/sandbox";
 import type { EvaluationResult } from "../../src/evaluation/types";
 import { tempDir, until } from "../helpers";
@@ -40,7 +42,8 @@ function harness(outboundAllowedHosts: readonly string[] = ["external"], dir = t
   const log = createLogger({ level: "info", format: "json", write: (chunk) => (written += chunk) });
   const runtime = new SqliteRuntimeStore(store.sqlite);
   const records = new EvaluationRecords();
-  const newHost = () => new PluginHost({ store: runtime, records, log, clock: systemClock, limits: LIMITS, outboundAllowedHosts });
+  const leases = new SqliteLeaseStore(store.sqlite);
+  const newHost = () => new PluginHost({ store: runtime, records, log, clock: systemClock, limits: LIMITS, outboundAllowedHosts, leases: new LeaseKeeper({ store: leases, node: newNodeId(), log }) });
   const h: Harness = {
     dir,
     store,

@@ -18,6 +18,7 @@ import m14 from "./0014_segments.sql" with { type: "text" };
 import m15 from "./0015_insights_stale.sql" with { type: "text" };
 import m16 from "./0016_webhook_due_by_id.sql" with { type: "text" };
 import m17 from "./0017_explicit_order.sql" with { type: "text" };
+import m18 from "./0018_leases.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -40,4 +41,5 @@ export const migrationSql: Record<string, string> = {
   "0015_insights_stale": m15,
   "0016_webhook_due_by_id": m16,
   "0017_explicit_order": m17,
+  "0018_leases": m18,
 };

@@ -431,3 +431,10 @@ export const flagStale = pgTable("flag_stale", {
   reason: text("reason").notNull(),
   since: text("since").notNull(),
 });
+
+/** Leases (src/modules/leases/): `expires_at` in ms since the epoch, by the database's clock (one clock for every node). */
+export const leases = pgTable("leases", {
+  name: text("name").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
+});
