@@ -319,6 +319,15 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   bus.subscribe("test sessions", testSessions.subscriber);
   bus.subscribe("webhook sender", outbox.subscriber);
   bus.subscribe("integrations", integrations.subscriber);
+  // Another node's commits queue change events too (in its transaction): this node's readers pull them; only the
+  // lease holders send (this node's own commits are heard here too: a second kick, which the readers coalesce).
+  if (backend.feed) {
+    bus.subscribe("change events of other nodes", (entries) => {
+      const projects = new Set<string>();
+      for (const e of entries) if (e.project && (e.resource.type === "flag" || e.resource.type === "flag_state")) projects.add(e.project.id);
+      for (const projectId of projects) for (const reader of [plugins, integrations]) reader.eventsCommitted(projectId);
+    });
+  }
   bus.subscribe("plugins", (entries) => {
     for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") plugins.stopProject(e.resource.id);
   });
