@@ -243,8 +243,8 @@ export function pluginService({ plugins, projects, catalog, host, runtime, lease
       return {
         id: p.id,
         status: p.status,
-        node: p.enabled ? await leases.holder(pluginLease(p.id)) : null,
         errorMessage: p.status === "error" ? p.errorMessage : null,
+        node: p.enabled ? await leases.holder(pluginLease(p.id)) : null,
         logs: live?.logs ?? [],
         stats: { eventsHandled: p.eventsHandled, errors: p.errors, lastEventAt: p.lastEventAt, evaluationsDropped: live?.evaluationsDropped ?? p.evaluationsDropped },
       };
