@@ -36,14 +36,15 @@ interface Wanted {
 export class LeaseKeeper {
   private readonly wanted = new Map<string, Wanted>();
   private readonly timer: ReturnType<typeof setInterval>;
-  private ticking: Promise<void> | null = null;
+  private passing = false;
+  private again = false;
   private closed = false;
 
   constructor(
     private readonly deps: { store: LeaseStore; node: string; log: Logger; ttlMs?: number },
     private readonly ttlMs = deps.ttlMs ?? LEASE_TTL_MS,
   ) {
-    this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.ttlMs / 3)));
+    this.timer = setInterval(() => this.tick(), Math.max(50, Math.floor(this.ttlMs / 3)));
     this.timer.unref();
   }
 
@@ -68,7 +69,7 @@ export class LeaseKeeper {
       return;
     }
     this.wanted.set(name, { handler, heldUntil: 0 });
-    void this.tick();
+    this.tick();
   }
 
   /** No longer wanted: released if held (the caller has stopped the work). */
@@ -92,14 +93,24 @@ export class LeaseKeeper {
     clearInterval(this.timer);
   }
 
-  /** One pass at a time: a tick asked for during one runs right after it. */
-  private tick(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    const run = (this.ticking ?? Promise.resolve()).then(() => this.pass());
-    this.ticking = run.finally(() => {
-      if (this.ticking === run) this.ticking = null;
-    });
-    return run;
+  /** One pass at a time; ticks asked for during one make one more pass after it (many `want`s at start: one or two passes). */
+  private tick(): void {
+    if (this.closed) return;
+    if (this.passing) {
+      this.again = true;
+      return;
+    }
+    this.passing = true;
+    void (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.pass();
+        } while (this.again && !this.closed);
+      } finally {
+        this.passing = false;
+      }
+    })();
   }
 
   private async pass(): Promise<void> {
