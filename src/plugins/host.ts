@@ -144,13 +144,32 @@ export class PluginHost {
    */
   start(run: PluginRun): void {
     this.assigned.set(run.id, run);
-    this.deps.leases.want(pluginLease(run.id), {
-      gained: () => {
-        const latest = this.assigned.get(run.id);
-        if (latest) this.launchRun(latest);
-      },
-      lost: () => void this.halt(run.id),
-    });
+    this.deps.leases.want(pluginLease(run.id), { gained: () => void this.gained(run.id), lost: () => void this.halt(run.id) });
+  }
+
+  /**
+   * The lease is this node's: the latest run assigned starts, unless the stored row says it is
+   * not to run (a plugin that ended in `error` on the node that held it before stays stopped
+   * until an API write revives it).
+   */
+  private async gained(id: string): Promise<void> {
+    const run = this.assigned.get(id);
+    if (!run) return;
+    const running = this.runs.get(id);
+    if (running && this.current(running) && sameRun(running.run, run)) return;
+    let runnable: boolean;
+    try {
+      runnable = await this.deps.store.runnable(id);
+    } catch (e) {
+      // The lease let go and wanted again: tried at the keeper's next tick.
+      this.deps.log.error("plugin: reading whether it is to run failed", { pluginId: id, error: e instanceof Error ? e.message : String(e) });
+      await this.deps.leases.drop(pluginLease(id));
+      const again = this.assigned.get(id);
+      if (again) this.start(again);
+      return;
+    }
+    const latest = this.assigned.get(id);
+    if (runnable && latest) this.launchRun(latest);
   }
 
   /** Starts (or restarts) a plugin here: worker, sandbox, activate; then feeds it. Settles its status. */

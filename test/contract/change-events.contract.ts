@@ -56,8 +56,10 @@ export function describeChangeEventQueueContract(makeBackend: MakeBackend) {
         expect(await runtime.droppedOf("pl1")).toBe(5);
         expect(await runtime.positionOf("gone")).toBe(0);
         expect(await runtime.droppedOf("gone")).toBe(0);
+        expect([await runtime.runnable("pl1"), await runtime.runnable("gone")]).toEqual([true, false]);
         await runtime.setStatus("pl1", { status: "error", errorMessage: "boom" });
         expect(await b.stores.plugins.find("pl1")).toMatchObject({ status: "error", errorMessage: "boom" });
+        expect(await runtime.runnable("pl1")).toBe(false);
         await runtime.setStatus("pl1", { status: "active" });
         expect(await b.stores.plugins.find("pl1")).toMatchObject({ status: "active", errorMessage: null });
 

@@ -148,9 +148,11 @@ describe("activation", () => {
 
   test("a status is written only while the row is enabled, and only by the current run", async () => {
     const h = harness();
-    const run = install(h, `export function activate() {}`);
-    h.store.sqlite.run("UPDATE plugins SET enabled = 0, status = 'disabled' WHERE id = ?", [run.id]);
+    const run = install(h, `export async function activate() { for (let i = 0; i < 2e6; i++); }`);
     h.host.start(run);
+    // Disabled once its worker started (a disable on another node racing with it; a row disabled before is not started: runnable).
+    await until("the worker", () => h.host.workers === 1);
+    h.store.sqlite.run("UPDATE plugins SET enabled = 0, status = 'disabled' WHERE id = ?", [run.id]);
     await until("the plugin to run", () => h.serverLog().some((l) => l.msg === "plugin active"));
     expect(row(h, run.id).status).toBe("disabled");
     // A run stopped before its activation settled writes nothing.
