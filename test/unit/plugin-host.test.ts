@@ -165,6 +165,23 @@ describe("activation", () => {
   });
 });
 
+describe("leases", () => {
+  test("a plugin whose row is in error or disabled is not started (a node taking it over leaves it stopped); a runnable one is", async () => {
+    const h = harness();
+    const failed = install(h, `export function activate() {}`);
+    const off = install(h, `export function activate() {}`);
+    const fine = install(h, `export function activate() {}`);
+    h.store.sqlite.run("UPDATE plugins SET status = 'error', error_message = 'boom' WHERE id = ?", [failed.id]);
+    h.store.sqlite.run("UPDATE plugins SET enabled = 0, status = 'disabled' WHERE id = ?", [off.id]);
+    for (const run of [failed, off, fine]) h.host.start(run);
+    expect((await settled(h, fine.id)).status).toBe("active");
+    await Bun.sleep(200);
+    expect(h.host.workers).toBe(1);
+    expect(row(h, failed.id)).toMatchObject({ status: "error", error_message: "boom" });
+    expect(row(h, off.id).status).toBe("disabled");
+  });
+});
+
 describe("deaths and failures: that plugin ends in error, the others run on", () => {
   test("memory bomb, infinite loop, stack overflow, a crash after await", async () => {
     const h = harness();
