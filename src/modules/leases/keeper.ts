@@ -48,10 +48,6 @@ export class LeaseKeeper {
     this.timer.unref();
   }
 
-  get node(): string {
-    return this.deps.node;
-  }
-
   /** Whether this node holds the lease now. */
   holds(name: string): boolean {
     return (this.wanted.get(name)?.heldUntil ?? 0) > 0;
