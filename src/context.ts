@@ -42,6 +42,8 @@ import type { InsightsFlusher } from "./modules/insights/flusher";
 import type { SettingsStore } from "./modules/settings/store";
 import type { LoginFailureStore } from "./modules/auth/store";
 import type { TransferStore } from "./modules/transfer/store";
+import type { LeaseStore } from "./modules/leases/store";
+import type { LeaseKeeper } from "./modules/leases/keeper";
 
 /** Every module's store, on this process's database. */
 export interface Stores {
@@ -73,6 +75,8 @@ export interface Stores {
   loginFailures: LoginFailureStore;
   /** `flagsvc export` / `import`: every table of the instance, read in one snapshot, written in one commit. */
   transfer: TransferStore;
+  /** Which node runs each plugin and each integration's change-event sends (src/modules/leases/). */
+  leases: LeaseStore;
 }
 
 /**
@@ -81,6 +85,10 @@ export interface Stores {
  */
 export interface AppContext {
   config: Config;
+  /** This process's node id (generated at each start; the health detail shows it): the holder of its leases. */
+  node: string;
+  /** This node's leases (src/modules/leases/keeper.ts): which plugins and integrations' change events run here. */
+  leases: LeaseKeeper;
   /** Database-wide operations: health, size, upkeep (src/db/sqlite-maintenance.ts). */
   maintenance: Maintenance;
   clock: Clock;

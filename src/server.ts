@@ -48,6 +48,7 @@ import { segmentsRoutes } from "./modules/segments/routes";
 import { segmentService } from "./modules/segments/service";
 import { projectService } from "./modules/projects/service";
 import { ChangeBus } from "./changes/bus";
+import { LeaseKeeper, newNodeId } from "./modules/leases/keeper";
 import { Outbox } from "./modules/webhooks/outbox";
 import { projectsRoutes } from "./modules/projects/routes";
 import { EvaluationService } from "./modules/evaluation/service";
@@ -120,6 +121,14 @@ export function createServices(ctx: AppContext) {
   const evaluation = new EvaluationService({ snapshot: ctx.snapshot, clock, overrides: ctx.testSessions, records: ctx.records });
   const insights = insightsService({ store: stores.insights, projects: stores.projects, flags: stores.flags, snapshot: ctx.snapshot, flusher: ctx.insightsFlusher, clock, log: ctx.log });
   const flags = flagService({ flags: stores.flags, projects: stores.projects, clock, insights: insights.flagInsights, history: stores.audit });
+  const plugins = pluginService({ plugins: stores.plugins, projects: stores.projects, catalog: ctx.catalog, host: ctx.plugins, runtime: stores.pluginRuntime, leases: stores.leases, clock, log: ctx.log });
+  // A plugin written on any node (this one's API or another's, through the change feed): the node that runs it follows.
+  ctx.bus.subscribe("plugin runs", (entries) => {
+    for (const e of entries) {
+      if (e.resource.type !== "plugin") continue;
+      plugins.reconcile(e.resource.id).catch((err) => ctx.log.error("plugin: following a change failed", { pluginId: e.resource.id, error: err instanceof Error ? err.message : String(err) }));
+    }
+  });
   return {
     insights,
     projects: projectService({ projects: stores.projects, clock }),
@@ -146,7 +155,7 @@ export function createServices(ctx: AppContext) {
     audit: auditService({ audit: stores.audit, projects: stores.projects, live: ctx.auditStreams }),
     marketplace: marketplaceService({ catalog: ctx.catalog, downloads: stores.pluginDownloads }),
     integrations: integrationService({ integrations: stores.integrations, projects: stores.projects, connectors: CONNECTORS, clock, outbound: new OutboundPolicy(ctx.config.outboundAllowedHosts) }),
-    plugins: pluginService({ plugins: stores.plugins, projects: stores.projects, catalog: ctx.catalog, host: ctx.plugins, runtime: stores.pluginRuntime, clock, log: ctx.log }),
+    plugins,
     streams: streamsService({ hub: ctx.streams, tokens: ctx.streamTokens, credentials: ctx.credentials, definitions: stores.definitions, clock }),
   };
 }
@@ -221,6 +230,7 @@ function healthDetailDeps(ctx: AppContext, services: Services) {
     schedules: services.schedules,
     threads: () => ({ background: state(ctx.deliveries), integrations: state(ctx.integrations) }),
     pluginWorkers: () => ctx.plugins.workers,
+    node: ctx.node,
   };
 }
 
@@ -248,6 +258,8 @@ export interface ContextDeps {
    * this thread, so by default it is never busy.
    */
   recordsBusy?: () => boolean;
+  /** How long a lease lasts unless renewed (default LEASE_TTL_MS, 15 s; renewed every third of it): tests shorten it. */
+  leaseTtlMs?: number;
 }
 
 export async function createContext(config: Config, deps: ContextDeps = {}): Promise<AppContext & { applied: number }> {
@@ -280,7 +292,11 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   const outbox = new Outbox((tx) => stores.webhooks.outboxRows(tx), deliveries);
   const records = new EvaluationRecords((e) => log.error("evaluation records: a reader failed", { error: e instanceof Error ? e.message : String(e) }), deps.recordsBusy);
   const catalog = new Catalog({ dataDir: config.dataDir, log }).watch();
+  // This process's node id and its leases: which plugins and integrations' change events run here (docs/scaling.md).
+  const node = newNodeId();
+  const leases = new LeaseKeeper({ store: stores.leases, node, log, ttlMs: deps.leaseTtlMs });
   const plugins = new PluginHost({
+    leases,
     store: stores.pluginRuntime,
     records,
     log,
@@ -290,8 +306,8 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   });
   // The integrations' sender: on a thread of its own (lowest CPU priority) in the server, here otherwise.
   const sender: IntegrationSink = threads
-    ? new IntegrationThread({ file: threads.file, config, log })
-    : new IntegrationSender({ store: backend.integrationRuntime, clock, log, config, connectors: CONNECTORS });
+    ? new IntegrationThread({ file: threads.file, config, log, node })
+    : new IntegrationSender({ store: backend.integrationRuntime, clock, log, config, connectors: CONNECTORS, leases });
   const integrations = new IntegrationFeed({ store: backend.integrationRuntime, records, sink: sender, connectors: CONNECTORS, log });
   const changeEvents = new ChangeEventQueue((tx) => ({ events: backend.changeEventsIn(tx), flags: stores.webhooks.outboxRows(tx) }), [plugins, integrations]);
   changeLog.participate(outbox.participant);
@@ -305,6 +321,15 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   bus.subscribe("test sessions", testSessions.subscriber);
   bus.subscribe("webhook sender", outbox.subscriber);
   bus.subscribe("integrations", integrations.subscriber);
+  // Another node's commits queue change events too (in its transaction): this node's readers pull them; only the
+  // lease holders send (this node's own commits are heard here too: a second kick, which the readers coalesce).
+  if (backend.feed) {
+    bus.subscribe("change events of other nodes", (entries) => {
+      const projects = new Set<string>();
+      for (const e of entries) if (e.project && (e.resource.type === "flag" || e.resource.type === "flag_state")) projects.add(e.project.id);
+      for (const projectId of projects) for (const reader of [plugins, integrations]) reader.eventsCommitted(projectId);
+    });
+  }
   bus.subscribe("plugins", (entries) => {
     for (const e of entries) if (e.resource.type === "project" && e.action === "deleted") plugins.stopProject(e.resource.id);
   });
@@ -312,6 +337,8 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
   await backend.testSessionSync?.start(testSessions);
   return {
     applied: backend.applied,
+    node,
+    leases,
     maintenance: backend.maintenance,
     config,
     log,
@@ -352,6 +379,8 @@ export async function createContext(config: Config, deps: ContextDeps = {}): Pro
       void sender.stop();
       records.stop();
       deliveries.stop();
+      // No lease is released here: a closed context is as a dead node, its leases lapse (a graceful stop released them).
+      leases.close();
       // SQLite closes now (its last flush was synchronous); PostgreSQL once the last flush is written.
       const flushing = insightsFlusher.pending;
       return flushing ? flushing.then(() => backend.close()) : Promise.resolve(backend.close());
@@ -489,6 +518,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
           await server.stop(true);
         }
         await ctx.credentials.flushLastUsed();
+        // Each releases its leases: other nodes take the plugins and the integrations' change events over at their next try.
         await ctx.plugins.stopAll();
         await ctx.integrations.stop();
         await ctx.deliveries.stop();

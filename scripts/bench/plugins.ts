@@ -19,6 +19,8 @@
  * throughput comparison is run again with the request thread alone on CPU 0.
  * Usage: scripts/bench/plugins [--binary PATH] [--rounds N] [--seconds N]
  */
+import { LeaseKeeper, newNodeId } from "../../src/modules/leases/keeper";
+import { SqliteLeaseStore } from "../../src/modules/leases/store";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/client";
@@ -251,7 +253,8 @@ console.log(`  evaluation p99 beside it: ${((p99Ratio - 1) * 100).toFixed(1)} % 
   const runtime = new SqliteRuntimeStore(store.sqlite);
   const records = new EvaluationRecords();
   const log = createLogger({ level: "warn", format: "json", write: () => {} });
-  const host = new PluginHost({ store: runtime, records, log, clock: systemClock, limits: DEFAULT_LIMITS, outboundAllowedHosts: ["external"] });
+  const leases = new LeaseKeeper({ store: new SqliteLeaseStore(store.sqlite), node: newNodeId(), log });
+  const host = new PluginHost({ store: runtime, records, log, clock: systemClock, limits: DEFAULT_LIMITS, outboundAllowedHosts: ["external"], leases });
   const result = { flagKey: "flag-0001", enabled: true, variant: null, reason: "PERCENTAGE_ROLLOUT" as const, ruleId: null, evaluatedAt: at };
   const cpuUs = () => ((u) => u.user + u.system)((process as unknown as { threadCpuUsage(): NodeJS.CpuUsage }).threadCpuUsage());
   const feed = async (project: string) => {

@@ -3,6 +3,7 @@
  * (under an advisory lock: nodes starting together do not race), the change log
  * (src/changes/pg.ts) and every store's PostgreSQL implementation.
  */
+import { PgLeaseStore } from "../modules/leases/pg-store";
 import type { SQL } from "bun";
 import type { ChangeBus } from "../changes/bus";
 import { PgChangeLog, pgTx } from "../changes/pg";
@@ -87,6 +88,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
       pluginDownloads: new PgDownloadStore(changeLog.db),
       integrations: new PgIntegrationStore(changeLog),
       pluginRuntime: new PgRuntimeStore(changeLog.db),
+      leases: new PgLeaseStore(changeLog.db),
       metrics: new PgMetricsStore(changeLog.db),
       insights,
       loginFailures: new PgLoginFailureStore(changeLog.db),

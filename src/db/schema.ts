@@ -505,3 +505,14 @@ export const loginFailures = sqliteTable(
   },
   (table) => [index("login_failures_first").on(table.firstAt)],
 );
+
+/**
+ * Leases (src/modules/leases/): which node runs a piece of background work that must run on one
+ * node at a time (`plugin:<id>`, `integration:<id>`). `holder` is the node's id (generated at
+ * each start); `expires_at` in ms since the epoch. On SQLite the one process is granted every lease.
+ */
+export const leases = sqliteTable("leases", {
+  name: text("name").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+});

@@ -11,6 +11,7 @@ import { SqliteCredentialStore } from "../modules/credentials/store";
 import { SqliteMaintenance } from "./sqlite-maintenance";
 import { ConfigError, type Config } from "../config";
 import type { Stores } from "../context";
+import { SqliteLeaseStore } from "../modules/leases/store";
 import type { Clock } from "../lib/clock";
 import { SqliteAdminKeyStore } from "../modules/admin-keys/store";
 import { SqliteApiKeyStore } from "../modules/api-keys/store";
@@ -123,6 +124,7 @@ export function createStores(changeLog: SqliteChangeLog): Stores {
     integrations: new SqliteIntegrationStore(changeLog),
     definitions: new SqliteDefinitionsStore(changeLog.store),
     pluginRuntime: new SqliteRuntimeStore(changeLog.sqlite),
+    leases: new SqliteLeaseStore(changeLog.sqlite),
     insights: new SqliteInsightsStore(changeLog),
     settings: new SqliteSettingsStore(changeLog.store),
     metrics: new SqliteMetricsStore(changeLog.sqlite),

@@ -13,6 +13,13 @@
  * between wins. Events are handed over at least once: a plugin's position in its project's
  * queue (`plugins.event_position`) moves when a batch is through, so events of a batch cut short
  * (a crash, a restart) are handed again. An event whose `onEvent` failed is not retried.
+ *
+ * Several nodes (docs/scaling.md): a plugin runs only on the node that holds its lease
+ * `plugin:<id>` (src/modules/leases/). `start` makes this node want it: the worker starts once
+ * the lease is granted (at once on SQLite, and when no other node holds it); otherwise the node
+ * tries again at each of the keeper's ticks and takes the plugin over when the holder's lease
+ * lapses (it died) or is released (it stopped). A lease lost (another node has it now) stops
+ * the worker here without a status write: the new holder settles it. `stop` releases it.
  */
 import { workerUrl } from "../lib/worker-url";
 import { iso, type Clock } from "../lib/clock";
@@ -20,6 +27,7 @@ import type { Logger } from "../lib/log";
 import type { EvaluationRecords } from "../modules/evaluation/records";
 import { runnableTimer } from "../lib/scheduling";
 import { secretMask } from "../lib/secret-text";
+import type { LeaseKeeper } from "../modules/leases/keeper";
 import type { FromPluginWorker, ToPluginWorker } from "./protocol";
 import type { RunStatus, RuntimeStore } from "./runtime-store";
 import { wasmModule, type SandboxLimits } from "./sandbox";
@@ -60,7 +68,15 @@ export interface PluginHostDeps {
   /** memoryMb from SVC_PLUGIN_MEMORY_MB. */
   limits: SandboxLimits;
   outboundAllowedHosts: readonly string[];
+  /** Which plugins this node runs: those whose lease it holds. */
+  leases: Pick<LeaseKeeper, "want" | "drop">;
 }
+
+/** The lease a plugin runs under. */
+export const pluginLease = (id: string) => `plugin:${id}`;
+
+/** Whether two runs of a plugin are the same code with the same configuration. */
+const sameRun = (a: PluginRun, b: PluginRun) => a.version === b.version && a.source === b.source && JSON.stringify(a.config) === JSON.stringify(b.config);
 
 export interface LogLine {
   timestamp: string;
@@ -106,6 +122,8 @@ interface Running {
 
 export class PluginHost {
   private readonly runs = new Map<string, Running>();
+  /** Every plugin this node is to run (its latest run), whether it holds the lease yet or not. */
+  private readonly assigned = new Map<string, PluginRun>();
   private readonly dropsTimer: ReturnType<typeof setInterval>;
   private statusWrites: Promise<void> = Promise.resolve();
 
@@ -119,9 +137,46 @@ export class PluginHost {
     return this.runs.size;
   }
 
-  /** Starts (or restarts) a plugin: worker, sandbox, activate; then feeds it. Settles its status. Never throws, never blocks. */
+  /**
+   * The plugin is to run on this node when it holds its lease (at once if it does already). The
+   * same run as the one active here changes nothing (every node calls this on each change of
+   * the plugin: the bus); another one restarts it. Never throws, never blocks.
+   */
   start(run: PluginRun): void {
-    if (this.runs.has(run.id)) void this.stop(run.id);
+    this.assigned.set(run.id, run);
+    this.deps.leases.want(pluginLease(run.id), { gained: () => void this.gained(run.id), lost: () => void this.halt(run.id) });
+  }
+
+  /**
+   * The lease is this node's: the latest run assigned starts, unless the stored row says it is
+   * not to run (a plugin that ended in `error` on the node that held it before stays stopped
+   * until an API write revives it).
+   */
+  private async gained(id: string): Promise<void> {
+    const run = this.assigned.get(id);
+    if (!run) return;
+    const running = this.runs.get(id);
+    if (running && this.current(running) && sameRun(running.run, run)) return;
+    let runnable: boolean;
+    try {
+      runnable = await this.deps.store.runnable(id);
+    } catch (e) {
+      // The lease let go and wanted again: tried at the keeper's next tick.
+      this.deps.log.error("plugin: reading whether it is to run failed", { pluginId: id, error: e instanceof Error ? e.message : String(e) });
+      await this.deps.leases.drop(pluginLease(id));
+      const again = this.assigned.get(id);
+      if (again) this.start(again);
+      return;
+    }
+    const latest = this.assigned.get(id);
+    if (runnable && latest) this.launchRun(latest);
+  }
+
+  /** Starts (or restarts) a plugin here: worker, sandbox, activate; then feeds it. Settles its status. */
+  private launchRun(run: PluginRun): void {
+    const running = this.runs.get(run.id);
+    if (running && this.current(running) && sameRun(running.run, run)) return;
+    if (running) void this.halt(run.id);
     let worker: Worker;
     try {
       worker = new Worker(WORKER_URL, { smol: true });
@@ -169,8 +224,15 @@ export class PluginHost {
     void this.launch(r);
   }
 
-  /** `deactivate` (its wall limit at most), then the worker terminated; no status written. Resolves when it is gone. */
+  /** Not to run here any longer: `deactivate` (its wall limit at most), the worker terminated, the lease released; no status written. */
   async stop(id: string): Promise<void> {
+    this.assigned.delete(id);
+    await this.halt(id);
+    await this.deps.leases.drop(pluginLease(id));
+  }
+
+  /** `deactivate` (its wall limit at most), then the worker terminated; no status written. Resolves when it is gone. */
+  private async halt(id: string): Promise<void> {
     const r = this.runs.get(id);
     if (!r) return;
     this.runs.delete(id);
@@ -200,13 +262,13 @@ export class PluginHost {
 
   /** A deleted project's plugins (their rows went with it): stopped. */
   stopProject(projectId: string): void {
-    for (const [id, r] of this.runs) if (r.run.projectId === projectId) void this.stop(id);
+    for (const [id, run] of this.assigned) if (run.projectId === projectId) void this.stop(id);
   }
 
   /** A graceful stop of every plugin (`deactivate` each), before the database closes. */
   async stopAll(): Promise<void> {
     clearInterval(this.dropsTimer);
-    await Promise.all([...this.runs.keys()].map((id) => this.stop(id)));
+    await Promise.all([...new Set([...this.runs.keys(), ...this.assigned.keys()])].map((id) => this.stop(id)));
   }
 
   /**
@@ -215,6 +277,7 @@ export class PluginHost {
    */
   close(): Promise<void> {
     clearInterval(this.dropsTimer);
+    this.assigned.clear();
     const writes = [...this.runs.values()].map((r) => this.end(r));
     this.runs.clear();
     return Promise.all(writes).then(() => undefined);

@@ -1,5 +1,5 @@
 /** `RuntimeStore` on PostgreSQL (runtime-store.ts has the interface and the SQLite implementation): one short statement each, on the pool. */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, ne, sql } from "drizzle-orm";
 import type { PgQueries } from "../db/pg/client";
 import { plugins } from "../db/pg/schema";
 import { PgChangeEventStore } from "../modules/change-events/pg-store";
@@ -17,6 +17,14 @@ export class PgRuntimeStore implements RuntimeStore {
       .update(plugins)
       .set({ status: s.status, errorMessage: s.status === "error" ? s.errorMessage : null })
       .where(and(eq(plugins.id, id), eq(plugins.enabled, true)));
+  }
+
+  async runnable(id: string): Promise<boolean> {
+    const rows = await this.db
+      .select({ id: plugins.id })
+      .from(plugins)
+      .where(and(eq(plugins.id, id), eq(plugins.enabled, true), ne(plugins.status, "error")));
+    return rows.length > 0;
   }
 
   async positionOf(id: string): Promise<number> {

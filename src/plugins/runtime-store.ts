@@ -21,6 +21,8 @@ export type RunStatus = { status: "installing" | "active" } | { status: "error";
 export interface RuntimeStore {
   /** Ignores a row that is gone or no longer enabled (a disable or removal won the race). */
   setStatus(id: string, s: RunStatus): Promise<void>;
+  /** Whether the plugin is to run: its row exists, enabled and not in error (a node taking it over checks; an errored plugin stays stopped). */
+  runnable(id: string): Promise<boolean>;
   /** The plugin's stored position in its project's event queue (0 for a row that is gone). */
   positionOf(id: string): Promise<number>;
   /** The evaluation records dropped for the plugin so far, as stored. */
@@ -36,6 +38,7 @@ export interface RuntimeStore {
 export class SqliteRuntimeStore implements RuntimeStore {
   private readonly statusQuery;
   private readonly positionQuery;
+  private readonly runnableQuery;
   private readonly droppedQuery;
   private readonly events: SqliteChangeEventStore;
   private readonly handedQuery;
@@ -44,6 +47,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
   constructor(sqlite: Database) {
     this.statusQuery = sqlite.query<unknown, [string, string | null, string]>("UPDATE plugins SET status = ?, error_message = ? WHERE id = ? AND enabled = 1");
     this.positionQuery = sqlite.query<{ p: number }, [string]>("SELECT event_position AS p FROM plugins WHERE id = ?");
+    this.runnableQuery = sqlite.query<{ id: string }, [string]>("SELECT id FROM plugins WHERE id = ? AND enabled = 1 AND status <> 'error'");
     this.droppedQuery = sqlite.query<{ d: number }, [string]>("SELECT evaluations_dropped AS d FROM plugins WHERE id = ?");
     this.events = new SqliteChangeEventStore(sqlite);
     this.handedQuery = sqlite.query<unknown, [number, number, number, string | null, string]>(
@@ -55,6 +59,10 @@ export class SqliteRuntimeStore implements RuntimeStore {
 
   async setStatus(id: string, s: RunStatus): Promise<void> {
     this.statusQuery.run(s.status, s.status === "error" ? s.errorMessage : null, id);
+  }
+
+  async runnable(id: string): Promise<boolean> {
+    return this.runnableQuery.get(id) !== null;
   }
 
   async positionOf(id: string): Promise<number> {

@@ -56,8 +56,10 @@ export function describeChangeEventQueueContract(makeBackend: MakeBackend) {
         expect(await runtime.droppedOf("pl1")).toBe(5);
         expect(await runtime.positionOf("gone")).toBe(0);
         expect(await runtime.droppedOf("gone")).toBe(0);
+        expect([await runtime.runnable("pl1"), await runtime.runnable("gone")]).toEqual([true, false]);
         await runtime.setStatus("pl1", { status: "error", errorMessage: "boom" });
         expect(await b.stores.plugins.find("pl1")).toMatchObject({ status: "error", errorMessage: "boom" });
+        expect(await runtime.runnable("pl1")).toBe(false);
         await runtime.setStatus("pl1", { status: "active" });
         expect(await b.stores.plugins.find("pl1")).toMatchObject({ status: "active", errorMessage: null });
 
@@ -100,6 +102,7 @@ export function describeChangeEventQueueContract(makeBackend: MakeBackend) {
         await runtime.addStats("in3", { sent: 0, failed: 3, lastError: "down", lastSentAt: null });
         expect(await b.stores.integrations.find("in2")).toMatchObject({ sent: 3, failed: 1, lastError: "429", lastSentAt: T1 });
         expect((await runtime.enabled()).map((i) => [i.id, i.position])).toEqual([["in2", bb!], ["in3", 0]]);
+        expect([await runtime.positionOf("in2"), await runtime.positionOf("in3"), await runtime.positionOf("gone")]).toEqual([bb!, 0, 0]);
         expect(await runtime.eventsAfter(p.id, a!, 10)).toHaveLength(1);
 
         // What /metrics reads over them.

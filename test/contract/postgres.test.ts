@@ -29,6 +29,7 @@ import { describeSegmentStoreContract } from "./segments.contract";
 import { describeAdminKeyStoreContract, describeApiKeyStoreContract, describeUserStoreContract } from "./keys-users.contract";
 import { describeInsightsStoreContract } from "./insights.contract";
 import { describeIntegrationStoreContract, describePluginStoreContract } from "./plugins-integrations.contract";
+import { describeLeaseStoreContract } from "./leases.contract";
 import { describeProjectStoreContract } from "./projects.contract";
 import { describeTestSessionStoreContract } from "./test-sessions.contract";
 import { describeTransferStoreContract } from "./transfer.contract";
@@ -49,7 +50,10 @@ const makeBackend: MakeBackend = async ({ clock, bus }) => {
 const SUITES = [describeChangeLogContract, describeProjectStoreContract, describeFlagStoreContract, describeSegmentStoreContract, describeScheduleStoreContract, describeUserStoreContract, describeAdminKeyStoreContract, describeApiKeyStoreContract, describeTestSessionStoreContract, describeWebhookStoreContract, describeDefinitionsStoreContract, describePluginStoreContract, describeIntegrationStoreContract, describeInsightsStoreContract, describeChangeEventQueueContract, describeLoginFailureStoreContract, describeTransferStoreContract];
 
 if (!pgAvailable()) describe.skip("contract suites on PostgreSQL", () => test.skip("initdb is not on PATH", () => {}));
-else for (const suite of SUITES) describe("PostgreSQL", () => suite(makeBackend));
+else {
+  for (const suite of SUITES) describe("PostgreSQL", () => suite(makeBackend));
+  describe("PostgreSQL", () => describeLeaseStoreContract(makeBackend, { exclusive: true }));
+}
 
 /** What only PostgreSQL has: several processes on one database; its own maintenance. */
 describe.skipIf(!pgAvailable())("PostgreSQL backend", () => {

@@ -30,7 +30,7 @@ test("batches past 16 waiting are dropped on the main thread and counted as fail
   const config = JSON.stringify({ projectToken: "t", apiHost: `http://127.0.0.1:${rx.port}` });
   sqlite.run("INSERT INTO integrations (id, project_id, type, config, enabled, created_at, updated_at) VALUES ('int_1', 'p', 'mixpanel', ?, 1, ?, ?)", [config, at, at]);
   const log = createLogger({ level: "warn", format: "json", write: () => {} });
-  const thread = new IntegrationThread({ file: join(dir, DB_FILE), config: loadConfig({ SVC_DATA_DIR: dir, SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" }), log });
+  const thread = new IntegrationThread({ file: join(dir, DB_FILE), config: loadConfig({ SVC_DATA_DIR: dir, SVC_OUTBOUND_ALLOWED_HOSTS: "loopback" }), log, node: "test-node" });
   try {
     const batch = (n: number) =>
       JSON.stringify(Array.from({ length: 10 }, (_, i) => ({ flagKey: "f", environment: "production", enabled: true, variant: null, reason: "DEFAULT", ruleId: null, userId: `u${n}-${i}`, evaluatedAt: at })));

@@ -13,6 +13,8 @@ import { createLogger } from "../../src/lib/log";
 import { EvaluationRecords } from "../../src/modules/evaluation/records";
 import { PluginHost, type PluginRun } from "../../src/plugins/host";
 import { SqliteRuntimeStore } from "../../src/plugins/runtime-store";
+import { LeaseKeeper, newNodeId } from "../../src/modules/leases/keeper";
+import { SqliteLeaseStore } from "../../src/modules/leases/store";
 import type { SandboxLimits } from "../../src/plugins/sandbox";
 import type { EvaluationResult } from "../../src/evaluation/types";
 import { tempDir, until } from "../helpers";
@@ -40,7 +42,8 @@ function harness(outboundAllowedHosts: readonly string[] = ["external"], dir = t
   const log = createLogger({ level: "info", format: "json", write: (chunk) => (written += chunk) });
   const runtime = new SqliteRuntimeStore(store.sqlite);
   const records = new EvaluationRecords();
-  const newHost = () => new PluginHost({ store: runtime, records, log, clock: systemClock, limits: LIMITS, outboundAllowedHosts });
+  const leases = new SqliteLeaseStore(store.sqlite);
+  const newHost = () => new PluginHost({ store: runtime, records, log, clock: systemClock, limits: LIMITS, outboundAllowedHosts, leases: new LeaseKeeper({ store: leases, node: newNodeId(), log }) });
   const h: Harness = {
     dir,
     store,
@@ -145,9 +148,11 @@ describe("activation", () => {
 
   test("a status is written only while the row is enabled, and only by the current run", async () => {
     const h = harness();
-    const run = install(h, `export function activate() {}`);
-    h.store.sqlite.run("UPDATE plugins SET enabled = 0, status = 'disabled' WHERE id = ?", [run.id]);
+    const run = install(h, `export async function activate() { for (let i = 0; i < 2e6; i++); }`);
     h.host.start(run);
+    // Disabled once its worker started (a disable on another node racing with it; a row disabled before is not started: runnable).
+    await until("the worker", () => h.host.workers === 1);
+    h.store.sqlite.run("UPDATE plugins SET enabled = 0, status = 'disabled' WHERE id = ?", [run.id]);
     await until("the plugin to run", () => h.serverLog().some((l) => l.msg === "plugin active"));
     expect(row(h, run.id).status).toBe("disabled");
     // A run stopped before its activation settled writes nothing.
@@ -157,6 +162,23 @@ describe("activation", () => {
     await Bun.sleep(300);
     expect(row(h, slow.id).status).toBe("installing");
     expect(h.host.live(slow.id)).toBeUndefined();
+  });
+});
+
+describe("leases", () => {
+  test("a plugin whose row is in error or disabled is not started (a node taking it over leaves it stopped); a runnable one is", async () => {
+    const h = harness();
+    const failed = install(h, `export function activate() {}`);
+    const off = install(h, `export function activate() {}`);
+    const fine = install(h, `export function activate() {}`);
+    h.store.sqlite.run("UPDATE plugins SET status = 'error', error_message = 'boom' WHERE id = ?", [failed.id]);
+    h.store.sqlite.run("UPDATE plugins SET enabled = 0, status = 'disabled' WHERE id = ?", [off.id]);
+    for (const run of [failed, off, fine]) h.host.start(run);
+    expect((await settled(h, fine.id)).status).toBe("active");
+    await Bun.sleep(200);
+    expect(h.host.workers).toBe(1);
+    expect(row(h, failed.id)).toMatchObject({ status: "error", error_message: "boom" });
+    expect(row(h, off.id).status).toBe("disabled");
   });
 });
 

@@ -19,6 +19,7 @@ import m15 from "./0015_insights_stale.sql" with { type: "text" };
 import m16 from "./0016_webhook_due_by_id.sql" with { type: "text" };
 import m17 from "./0017_explicit_order.sql" with { type: "text" };
 import m18 from "./0018_coord_login_failures.sql" with { type: "text" };
+import m19 from "./0019_leases.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -42,4 +43,5 @@ export const migrationSql: Record<string, string> = {
   "0016_webhook_due_by_id": m16,
   "0017_explicit_order": m17,
   "0018_coord_login_failures": m18,
+  "0019_leases": m19,
 };

@@ -452,3 +452,10 @@ export const testSessionRevision = pgTable("test_session_revision", {
   id: integer("id").primaryKey(),
   revision: bigint("revision", { mode: "number" }).notNull(),
 });
+
+/** Leases (src/modules/leases/): `expires_at` in ms since the epoch, by the database's clock (one clock for every node). */
+export const leases = pgTable("leases", {
+  name: text("name").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
+});

@@ -9,6 +9,9 @@ const ThreadState = OneOf(["running", "restarting", "in-process"] as const, {
 
 export const HealthDetail = t.Object(
   {
+    node: t.String({
+      description: "This node's id: its host name and a random part, new at each start. The plugin status endpoint names the node that runs a plugin by this id (docs/scaling.md)",
+    }),
     database: t.Object({
       answers: t.Boolean({ description: "The database answers a query" }),
       bytes: Count("The database's size in bytes (SQLite: the file and its write-ahead log)"),

@@ -41,12 +41,15 @@ export interface HealthDetailDeps {
   threads: () => { background: ThreadState; integrations: ThreadState };
   /** Plugins running in a worker now. */
   pluginWorkers: () => number;
+  /** This process's node id (the holder of its leases). */
+  node: string;
 }
 
 export async function healthDetail(deps: HealthDetailDeps) {
   const rows = await deps.store.pluginsByStatus();
   const plugins = Object.fromEntries(PLUGIN_STATUSES.map((s) => [s, rows.find((r) => r.status === s)?.n ?? 0])) as Record<PluginStatus, number>;
   return {
+    node: deps.node,
     database: { answers: await deps.database.answers(), bytes: await deps.database.bytes(), lag: await deps.lag() },
     threads: deps.threads(),
     pluginHost: { workers: deps.pluginWorkers(), plugins },

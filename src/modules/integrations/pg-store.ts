@@ -116,4 +116,9 @@ export class PgIntegrationRuntimeStore implements IntegrationRuntimeStore {
       })
       .where(eq(integrations.id, integrationId));
   }
+
+  async positionOf(integrationId: string): Promise<number> {
+    const [row] = await this.db.select({ p: integrations.eventPosition }).from(integrations).where(eq(integrations.id, integrationId));
+    return row?.p ?? 0;
+  }
 }

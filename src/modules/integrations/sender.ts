@@ -40,6 +40,13 @@
  *   once when the runner starts). The sender's own texts carry no secret and are not masked.
  * - A disabled or deleted integration, or one whose config changed, is stopped at once: its
  *   requests in flight are aborted, nothing it held is sent (a new config starts a new runner).
+ * - Several nodes (docs/scaling.md): every node runs a runner for each enabled integration and
+ *   sends the evaluations of its own requests (each node its own records: none is sent twice,
+ *   none is shipped between nodes). Change events are sent only by the node that holds the
+ *   integration's lease `integration:<id>` (src/modules/leases/; granted at once on SQLite):
+ *   when granted, the runner reads its stored position again (the last holder moved it) and
+ *   goes on from there; when lost, it drops the change batch under way (its position not
+ *   stored: the new holder sends it again, at least once) and reads no more changes.
  */
 import type { Config } from "../../config";
 import type { Clock } from "../../lib/clock";
@@ -50,6 +57,7 @@ import { guardedFetch, OutboundBlockedError, OutboundPolicy, readTextCapped } fr
 import { secretForms, secretMask } from "../../lib/secret-text";
 import { VERSION } from "../../version";
 import type { QueuedEvent } from "../change-events/store";
+import type { LeaseKeeper } from "../leases/keeper";
 import type { Connector, EvaluationRecord, FlagChangeEvent, Outcome, VendorRequest, VendorResponse } from "./connectors/types";
 import type { EnabledIntegration, IntegrationRuntimeStore, StatsDelta } from "./store";
 
@@ -100,6 +108,8 @@ export interface SenderDeps {
   log: Logger;
   config: Pick<Config, "outboundAllowedHosts">;
   connectors: Readonly<Record<string, Connector>>;
+  /** Which integrations' change events this node sends: those whose lease it holds. */
+  leases: Pick<LeaseKeeper, "want" | "drop">;
   /** Jitter source (tests: fixed). */
   random?: () => number;
 }
@@ -126,6 +136,8 @@ interface Runner {
   mask: (text: string) => string;
   controller: AbortController;
   stopped: boolean;
+  /** This node holds the integration's lease: it sends its change events. */
+  leased: boolean;
   limit: number;
   inFlight: number;
   records: EvaluationRecord[];
@@ -173,6 +185,9 @@ function clip(text: string): string {
   return text.length > ERROR_MAX ? `${text.slice(0, ERROR_MAX - 1)}…` : text;
 }
 
+/** The lease under which an integration's change events are sent. */
+export const integrationLease = (id: string) => `integration:${id}`;
+
 export class IntegrationSender implements IntegrationSink {
   private readonly runners = new Map<string, Runner>();
   private readonly policy: OutboundPolicy;
@@ -205,14 +220,42 @@ export class IntegrationSender implements IntegrationSink {
       seen.add(row.id);
       const running = this.runners.get(row.id);
       if (running && running.row.config === row.config) continue;
-      if (running) this.stopRunner(running);
       const connector = this.deps.connectors[row.type];
+      // A new config: a new runner under the same lease (held or not).
+      if (running) void this.stopRunner(running, connector !== undefined);
       if (!connector) continue;
       const runner = this.startRunner(row, connector);
       this.runners.set(row.id, runner);
-      this.pullChanges(runner);
+      this.deps.leases.want(integrationLease(row.id), { gained: () => this.gained(runner), lost: () => this.lost(runner) });
     }
-    for (const runner of this.runners.values()) if (!seen.has(runner.row.id)) this.stopRunner(runner);
+    for (const runner of this.runners.values()) if (!seen.has(runner.row.id)) void this.stopRunner(runner);
+  }
+
+  /** The lease granted: changes are sent from the stored position (the last holder may have moved it). */
+  private gained(r: Runner): void {
+    if (r.stopped || r.leased) return;
+    this.deps.store.positionOf(r.row.id).then(
+      (position) => {
+        if (r.stopped || r.leased) return;
+        r.position = Math.max(r.position, position);
+        r.leased = true;
+        this.pullChanges(r);
+      },
+      (e) => {
+        // Not sending changes without knowing where they stand: the lease is let go, and tried for again at the keeper's next tick.
+        this.deps.log.warn("integrations: reading the position failed", { integration: r.row.id, error: String(e) });
+        void this.deps.leases.drop(integrationLease(r.row.id)).then(() => {
+          if (!r.stopped) this.deps.leases.want(integrationLease(r.row.id), { gained: () => this.gained(r), lost: () => this.lost(r) });
+        });
+      },
+    );
+  }
+
+  /** The lease lost (another node sends the changes now): the batch under way is dropped unstored. */
+  private lost(r: Runner): void {
+    r.leased = false;
+    r.batch = null;
+    r.changeJobs = [];
   }
 
   evaluations(projectId: string, batchJson: string): void {
@@ -243,7 +286,7 @@ export class IntegrationSender implements IntegrationSink {
     }
   }
 
-  /** Stops every runner (requests in flight aborted: their changes stay queued) and stores the stats. */
+  /** Stops every runner (requests in flight aborted: their changes stay queued), stores the stats and releases the leases. */
   async stop(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -261,6 +304,7 @@ export class IntegrationSender implements IntegrationSink {
       mask: secretMask(secretForms(secretValues(connector, config))),
       controller: new AbortController(),
       stopped: false,
+      leased: false,
       limit: connector.concurrency ?? DEFAULT_CONCURRENCY,
       inFlight: 0,
       records: [],
@@ -278,7 +322,8 @@ export class IntegrationSender implements IntegrationSink {
     };
   }
 
-  private stopRunner(r: Runner): Promise<void> {
+  /** `keepLease`: a new runner of the integration takes the lease over (a new config). */
+  private async stopRunner(r: Runner, keepLease = false): Promise<void> {
     r.stopped = true;
     r.controller.abort();
     clearTimeout(r.timer);
@@ -286,7 +331,8 @@ export class IntegrationSender implements IntegrationSink {
     r.changeJobs = [];
     r.evaluationJobs = [];
     this.runners.delete(r.row.id);
-    return this.flushStats(r);
+    await this.flushStats(r);
+    if (!keepLease) await this.deps.leases.drop(integrationLease(r.row.id));
   }
 
   private everySecond(): void {
@@ -299,7 +345,7 @@ export class IntegrationSender implements IntegrationSink {
 
   /** The next change batch, when none is under way (one read at a time). */
   private pullChanges(r: Runner): void {
-    if (r.stopped || r.batch !== null) return;
+    if (r.stopped || !r.leased || r.batch !== null) return;
     if (r.reading) {
       r.readAgain = true;
       return;
@@ -321,7 +367,7 @@ export class IntegrationSender implements IntegrationSink {
 
   /** A change batch read: its requests queued (none: the position moves past it and the next is read). */
   private took(r: Runner, rows: QueuedEvent[]): void {
-    if (r.stopped || r.batch !== null || rows.length === 0) return;
+    if (r.stopped || !r.leased || r.batch !== null || rows.length === 0) return;
     const last = rows[rows.length - 1]!.position;
     const wanted = r.connector.changes && r.config.trackChanges !== false;
     const requests = wanted ? r.connector.changes!(rows.map(changeEventOf), r.config) : [];
@@ -422,6 +468,8 @@ export class IntegrationSender implements IntegrationSink {
     }
     r.inFlight--;
     if (r.stopped) return;
+    // A change request of a batch dropped meanwhile (the lease lost): the new holder sends it.
+    if (job.batch && job.batch !== r.batch) return this.pump(r);
     const now = Date.now();
     if (response === null) {
       if (blocked) this.pause(r, job, error!, now);
@@ -461,7 +509,8 @@ export class IntegrationSender implements IntegrationSink {
   /** A job through (or given up): a change batch with no job left stores its position and the next is read. */
   private settle(r: Runner, job: Job): void {
     const batch = job.batch;
-    if (!batch || --batch.open > 0) return;
+    // A batch dropped meanwhile (the lease lost) stores nothing.
+    if (!batch || --batch.open > 0 || r.batch !== batch) return;
     r.batch = null;
     this.moveTo(r, batch.last);
     this.pullChanges(r);

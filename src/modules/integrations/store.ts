@@ -154,16 +154,20 @@ export interface IntegrationRuntimeStore {
    * took of the events before the stored position.
    */
   addStats(integrationId: string, delta: StatsDelta, position?: number): Promise<void>;
+  /** The integration's stored change-queue position (0 for one that is gone). */
+  positionOf(integrationId: string): Promise<number>;
 }
 
 export class SqliteIntegrationRuntimeStore implements IntegrationRuntimeStore {
   private readonly enabledQuery;
   private readonly statsQuery;
+  private readonly positionQuery;
   private readonly events: SqliteChangeEventStore;
 
   constructor(sqlite: Database) {
     this.enabledQuery = sqlite.query<EnabledIntegration, []>(ENABLED_SQL);
     this.statsQuery = sqlite.query<unknown, [number, number, number, string | null, string | null, string]>(STATS_SQL);
+    this.positionQuery = sqlite.query<{ p: number }, [string]>("SELECT event_position AS p FROM integrations WHERE id = ?");
     this.events = new SqliteChangeEventStore(sqlite);
   }
 
@@ -177,5 +181,9 @@ export class SqliteIntegrationRuntimeStore implements IntegrationRuntimeStore {
 
   async addStats(integrationId: string, delta: StatsDelta, position = 0): Promise<void> {
     this.statsQuery.run(position, delta.sent, delta.failed, delta.lastError, delta.lastSentAt, integrationId);
+  }
+
+  async positionOf(integrationId: string): Promise<number> {
+    return this.positionQuery.get(integrationId)?.p ?? 0;
   }
 }

@@ -20,7 +20,8 @@ const WORKER_URL = workerUrl(import.meta.url, "modules/integrations/worker.ts");
 export const MAX_BATCHES_IN_FLIGHT = 16;
 
 export type ToIntegrations =
-  | { kind: "start"; file: string; config: Config }
+  /** `node`: this process's node id, the holder of the leases the thread takes (integrations' change events). */
+  | { kind: "start"; file: string; config: Config; node: string }
   | { kind: "reload" }
   | { kind: "evaluations"; projectId: string; batch: string }
   /** `count` of the project's records were dropped here (flow control). */
@@ -35,15 +36,15 @@ export class IntegrationThread implements IntegrationSink {
   private inFlight = 0;
   private readonly dropped = new Map<string, number>();
 
-  constructor(deps: { file: string; config: Config; log: Logger }) {
-    const { file, config, log } = deps;
+  constructor(deps: { file: string; config: Config; log: Logger; node: string }) {
+    const { file, config, log, node } = deps;
     this.thread = new SupervisedWorker<ToIntegrations, FromIntegrations>({
       url: WORKER_URL,
       name: "integrations thread",
       log,
       start: () => {
         this.inFlight = 0;
-        return [{ kind: "start", file, config }];
+        return [{ kind: "start", file, config, node }];
       },
       receive: () => {
         // "took": a batch handed to the sender; what was dropped meanwhile is counted there now.

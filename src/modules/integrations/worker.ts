@@ -13,12 +13,14 @@ import { lowestPriority } from "../../lib/scheduling";
 import { CONNECTORS } from "./connectors";
 import { IntegrationSender } from "./sender";
 import { SqliteIntegrationRuntimeStore } from "./store";
+import { LeaseKeeper } from "../leases/keeper";
+import { SqliteLeaseStore } from "../leases/store";
 import type { FromIntegrations, ToIntegrations } from "./thread";
 
 declare const self: Worker;
 
 const send = (message: FromIntegrations) => self.postMessage(message);
-let running: { store: Store; sender: IntegrationSender } | undefined;
+let running: { store: Store; sender: IntegrationSender; leases: LeaseKeeper } | undefined;
 
 /** Collects this thread's garbage once no message came for a while (after a burst of evaluations, say). */
 const collector = idleCollector();
@@ -32,7 +34,10 @@ self.onmessage = (event: MessageEvent<ToIntegrations>) => {
       const log = forwardingLogger(message.config.logLevel, (record) => send({ kind: "log", record }));
       if (priority !== "idle") log.info("integrations thread: SCHED_IDLE is not available here", { priority });
       const store = openDatabase(message.file);
-      running = { store, sender: new IntegrationSender({ store: new SqliteIntegrationRuntimeStore(store.sqlite), clock: systemClock, log, config: message.config, connectors: CONNECTORS }) };
+      // The leases on this thread's connection, held as the process's node (granted at once on SQLite).
+      const leases = new LeaseKeeper({ store: new SqliteLeaseStore(store.sqlite), node: message.node, log });
+      const sender = new IntegrationSender({ store: new SqliteIntegrationRuntimeStore(store.sqlite), clock: systemClock, log, config: message.config, connectors: CONNECTORS, leases });
+      running = { store, sender, leases };
       return;
     }
     case "reload":
@@ -52,6 +57,7 @@ self.onmessage = (event: MessageEvent<ToIntegrations>) => {
       const stopping = running;
       running = undefined;
       void (stopping ? stopping.sender.stop() : Promise.resolve()).finally(() => {
+        stopping?.leases.close();
         stopping?.store.sqlite.close();
         send({ kind: "stopped" });
       });

@@ -64,7 +64,10 @@ export const PluginStatusView = t.Object({
   id: t.String(),
   status: OneOf(PLUGIN_STATUSES),
   errorMessage: t.Union([t.String(), t.Null()]),
-  logs: t.Array(PluginLog, { description: `The last ${LOG_LINES} ctx.log lines of this run, oldest first (kept in memory: a restart begins afresh)` }),
+  node: t.Union([t.String(), t.Null()], {
+    description: "The node that runs the plugin: the holder of its lease (the same answer from every node; null while no node holds it, and for a disabled plugin)",
+  }),
+  logs: t.Array(PluginLog, { description: `The last ${LOG_LINES} ctx.log lines of this run, oldest first (kept in the memory of the node that runs it: a restart begins afresh, and another node shows none)` }),
   stats: t.Object({
     eventsHandled: ResponseInt({ description: "onEvent calls made (stored: survives restarts)" }),
     errors: ResponseInt({ description: "Hook calls that failed" }),

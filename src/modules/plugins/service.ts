@@ -26,8 +26,9 @@ import type { Catalog, CatalogPackage } from "../../plugins/catalog";
 import { maskConfig, patchConfig, secretKeys, secretValues } from "../../lib/config-secrets";
 import { secretForms } from "../../lib/secret-text";
 import { validateConfig } from "../../plugins/manifest";
-import type { PluginHost, PluginRun } from "../../plugins/host";
+import { pluginLease, type PluginHost, type PluginRun } from "../../plugins/host";
 import type { RuntimeStore } from "../../plugins/runtime-store";
+import type { LeaseStore } from "../leases/store";
 import { requireProject } from "../projects/service";
 import type { ProjectReader } from "../projects/store";
 import type { PluginStatus } from "./model";
@@ -63,6 +64,8 @@ export interface PluginServiceDeps {
   host: Pick<PluginHost, "start" | "stop" | "live">;
   /** Where a plugin whose package left the catalog is put in error at start. */
   runtime: Pick<RuntimeStore, "setStatus">;
+  /** Which node runs a plugin: the holder of its lease (GET .../status shows it). */
+  leases: Pick<LeaseStore, "holder">;
   clock: Clock;
   log: Logger;
 }
@@ -74,7 +77,7 @@ const maskAll = (config: Record<string, unknown>) => Object.fromEntries(Object.k
 
 export type PluginService = ReturnType<typeof pluginService>;
 
-export function pluginService({ plugins, projects, catalog, host, runtime, clock, log }: PluginServiceDeps) {
+export function pluginService({ plugins, projects, catalog, host, runtime, leases, clock, log }: PluginServiceDeps) {
   const packageOf = (p: { packageName: string; version: string }) => catalog.get(p.packageName, p.version);
   const masked = (p: StoredPlugin): Record<string, unknown> => {
     const pkg = packageOf(p);
@@ -229,7 +232,11 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
       await host.stop(pluginId);
     },
 
-    /** GET .../status: the stored status and counters, with the running instance's logs. */
+    /**
+     * GET .../status: the stored status and counters (the same from every node), the node that
+     * runs it (its lease's holder), and the logs kept in that node's memory: this node's when it
+     * runs the plugin, none otherwise.
+     */
     async status(slug: string, pluginId: string) {
       const p = await requirePlugin(slug, pluginId);
       const live = host.live(pluginId);
@@ -237,12 +244,25 @@ export function pluginService({ plugins, projects, catalog, host, runtime, clock
         id: p.id,
         status: p.status,
         errorMessage: p.status === "error" ? p.errorMessage : null,
+        node: p.enabled ? await leases.holder(pluginLease(p.id)) : null,
         logs: live?.logs ?? [],
         stats: { eventsHandled: p.eventsHandled, errors: p.errors, lastEventAt: p.lastEventAt, evaluationsDropped: live?.evaluationsDropped ?? p.evaluationsDropped },
       };
     },
 
-    /** At start: the plugins that were enabled (and not in error) are activated again. */
+    /**
+     * After a commit that wrote the plugin, on every node (its own and, through the change feed,
+     * the others'): the node that runs it restarts it with what is stored now, or stops it;
+     * the others want its lease (or no longer), so that they can take over.
+     */
+    async reconcile(pluginId: string): Promise<void> {
+      const p = await plugins.find(pluginId);
+      const pkg = p && p.enabled && p.status !== "error" ? packageOf(p) : undefined;
+      if (p && pkg) start(p, pkg);
+      else if (!p || !p.enabled || p.status === "error") await host.stop(pluginId);
+    },
+
+    /** At start: the plugins that were enabled (and not in error) are activated again (on the node that gets each one's lease). */
     async activateAll(): Promise<number> {
       let started = 0;
       for (const p of await plugins.toActivate()) {

@@ -81,6 +81,7 @@ describe("/v1/health", () => {
       const b = await json(await h.request("GET", "/v1/health", { headers }), 200);
       expect(Object.keys(b)).toEqual(["status", "version", "edition", "uptimeSeconds", "detail"]);
       expect(b.detail).toEqual({
+        node: h.ctx.node,
         database: { answers: true, bytes: expect.any(Number), lag: 0 },
         threads: { background: "in-process", integrations: "in-process" },
         pluginHost: { workers: 0, plugins: { installing: 0, active: 0, error: 0, disabled: 0 } },

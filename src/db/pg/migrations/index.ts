@@ -3,6 +3,7 @@ import journal from "./meta/_journal.json" with { type: "json" };
 import m0 from "./0000_pg_initial.sql" with { type: "text" };
 import m1 from "./0001_pg_schedule_claims.sql" with { type: "text" };
 import m2 from "./0002_pg_coord_login_failures_sessions.sql" with { type: "text" };
+import m3 from "./0003_pg_leases.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -10,4 +11,5 @@ export const migrationSql: Record<string, string> = {
   "0000_pg_initial": m0,
   "0001_pg_schedule_claims": m1,
   "0002_pg_coord_login_failures_sessions": m2,
+  "0003_pg_leases": m3,
 };
