@@ -59,9 +59,16 @@ interface Cluster {
 }
 
 let started: Promise<Cluster> | undefined;
+/** The cluster of the tests that restart PostgreSQL: always a private one, never CI's or an external one. */
+let restartable: Promise<Cluster> | undefined;
 
-async function startCluster(): Promise<Cluster> {
-  const external = process.env.FLAGSVC_TEST_PG_URL;
+/** The shared cluster (FLAGSVC_TEST_PG_URL's when set), or with `own` a private one that tests may restart. */
+function cluster(own = false): Promise<Cluster> {
+  return own ? (restartable ??= startCluster(true)) : (started ??= startCluster(false));
+}
+
+async function startCluster(own: boolean): Promise<Cluster> {
+  const external = own ? undefined : process.env.FLAGSVC_TEST_PG_URL;
   if (external) return { adminUrl: external };
   const dir = mkdtempSync(join(tmpdir(), "flagsvc-pg-"));
   const as = runAs();
@@ -97,24 +104,28 @@ async function startCluster(): Promise<Cluster> {
   return { adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`, restart };
 }
 
+/** True when tests may restart PostgreSQL: initdb and pg_ctl are installed (a private cluster, whatever FLAGSVC_TEST_PG_URL says). */
+export function pgRestartable(): boolean {
+  return which("initdb") !== null && which("pg_ctl") !== null;
+}
+
 /**
- * Restarts the private cluster: `pg_ctl stop -m fast` (every connection is cut), down for
- * `downMs`, then `pg_ctl start` (the same port and options). False on an external cluster (not
- * ours to restart).
+ * Restarts the private cluster of `createDatabase({ restartable: true })`: `pg_ctl stop -m fast`
+ * (every connection is cut), down for `downMs`, then `pg_ctl start` (the same port and options).
  */
-export async function restartCluster(downMs = 0): Promise<boolean> {
-  started ??= startCluster();
-  const { restart } = await started;
-  await restart?.(downMs);
-  return restart !== undefined;
+export async function restartCluster(downMs = 0): Promise<void> {
+  const { restart } = await cluster(true);
+  await restart!(downMs);
 }
 
 let counter = 0;
 
-/** A fresh, empty database on the test cluster (started on first call): its URL. */
-export async function createDatabase(): Promise<string> {
-  started ??= startCluster();
-  const { adminUrl } = await started;
+/**
+ * A fresh, empty database on the test cluster (started on first call): its URL. `restartable`:
+ * on a private cluster of its own, which `restartCluster` may stop and start (see `pgRestartable`).
+ */
+export async function createDatabase(opts: { restartable?: boolean } = {}): Promise<string> {
+  const { adminUrl } = await cluster(opts.restartable);
   const name = `flagsvc_test_${process.pid}_${++counter}`;
   const admin = new SQL(adminUrl, { max: 1 });
   try {

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { callServer } from "../helpers";
-import { createDatabase, pgAvailable, restartCluster } from "../pg";
+import { createDatabase, pgAvailable, pgRestartable, restartCluster } from "../pg";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 import { binaryPath, cleanup, startBinary, type RunningBinary } from "./binary";
 
@@ -215,10 +215,11 @@ describe.skipIf(!available)("three binaries on one PostgreSQL", () => {
     90_000,
   );
 
-  test(
+  test.skipIf(!pgRestartable())(
     "PostgreSQL restarted under load: nodes keep evaluating, reconnect, resynchronise and answer writes again without a restart of theirs",
     async () => {
-      const url = await createDatabase();
+      // A private cluster of its own: CI's shared one (FLAGSVC_TEST_PG_URL) is not this test's to restart.
+      const url = await createDatabase({ restartable: true });
       const nodes = await cluster(url);
       let loading = true;
       let loaders: Promise<unknown> = Promise.resolve();
@@ -268,7 +269,7 @@ describe.skipIf(!available)("three binaries on one PostgreSQL", () => {
         expect(refused.headers.get("retry-after")).toBe("1");
         // ... while every node stays ready: a balancer's probe keeps them all in the pool.
         for (const n of nodes) expect((await call(n, "GET", "/readyz")).status).toBe(200);
-        expect(await restarting).toBe(true);
+        await restarting;
         const restarted = performance.now();
 
         // Writes answer again (on A), then A's write made after the restart is evaluated on B and C.

@@ -73,7 +73,8 @@ export class LeaseKeeper {
     const w = this.wanted.get(name);
     if (!w) return;
     this.wanted.delete(name);
-    if (w.heldUntil > 0) await this.release(name);
+    // Closed: as a dead node, its leases lapse (and its database may be closed already).
+    if (w.heldUntil > 0 && !this.closed) await this.release(name);
   }
 
   /** Every held lease given up (a graceful stop, after the work stopped). */
@@ -116,7 +117,8 @@ export class LeaseKeeper {
       const asked = Date.now();
       try {
         const ok = w.heldUntil > 0 ? await store.renew(name, node, this.ttlMs) : await store.acquire(name, node, this.ttlMs);
-        if (this.wanted.get(name) !== w || this.closed) {
+        if (this.closed) continue; // closed meanwhile: as a dead node, its leases lapse (and its database may be closed already)
+        if (this.wanted.get(name) !== w) {
           if (ok) await this.release(name); // dropped meanwhile
           continue;
         }
