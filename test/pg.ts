@@ -85,18 +85,35 @@ async function startCluster(): Promise<Cluster> {
 
 let counter = 0;
 
-/** A fresh, empty database on the test cluster (started on first call): its URL. */
-export async function createDatabase(): Promise<string> {
+/** Runs `statement` on the cluster's `postgres` database as its superuser (the cluster started on first call). */
+async function onCluster(statement: (admin: SQL) => Promise<unknown>): Promise<URL> {
   started ??= startCluster();
   const { adminUrl } = await started;
-  const name = `flagsvc_test_${process.pid}_${++counter}`;
   const admin = new SQL(adminUrl, { max: 1 });
   try {
-    await admin.unsafe(`CREATE DATABASE "${name}"`);
+    await statement(admin);
   } finally {
     await admin.close();
   }
-  const url = new URL(adminUrl);
+  return new URL(adminUrl);
+}
+
+/**
+ * A fresh database on the test cluster (started on first call): its URL. Empty, or a copy of
+ * `template` (the name of a database no one is connected to: CREATE DATABASE … TEMPLATE copies
+ * its files, much faster than migrating again).
+ */
+export async function createDatabase(template?: string): Promise<string> {
+  const name = `flagsvc_test_${process.pid}_${++counter}`;
+  const url = await onCluster((admin) => admin.unsafe(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ""}`));
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/** The database name of a URL that createDatabase gave. */
+export const databaseName = (url: string): string => decodeURIComponent(new URL(url).pathname.slice(1));
+
+/** Drops a database that createDatabase made, ending its connections first (WITH (FORCE), PostgreSQL 13+). */
+export async function dropDatabase(url: string): Promise<void> {
+  await onCluster((admin) => admin.unsafe(`DROP DATABASE IF EXISTS "${databaseName(url)}" WITH (FORCE)`));
 }

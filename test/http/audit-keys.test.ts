@@ -30,10 +30,10 @@ const hashes = () =>
  * `secrets` (and no stored hash) in its serialized form; returns the entry's changes.
  */
 async function oneEntry(call: () => Promise<unknown>, expected: Partial<ChangeLogRow>, secrets: () => string[] = () => []): Promise<Record<string, any>> {
-  const before = last();
+  const before = await last();
   const hashesBefore = hashes();
   await call();
-  const rows = since(before);
+  const rows = await since(before);
   expect(rows).toHaveLength(1);
   expect(rows[0]!).toMatchObject(expected);
   const text = JSON.stringify(rows[0]);
@@ -86,8 +86,8 @@ describe("API keys", () => {
         { ...actor, project_slug: "default", environment: "staging", resource_type: "api_key", resource_key: `by ${who}`, action: "created" },
         () => [created.key],
       );
-      expect(since(last() - 1)[0]!.resource_id).toBe(created.id);
-      expect(since(last() - 1)[0]!.request_id).toMatch(/.+/);
+      expect((await since((await last()) - 1))[0]!.resource_id).toBe(created.id);
+      expect((await since((await last()) - 1))[0]!.request_id).toMatch(/.+/);
       expect(createdChanges).toEqual({
         id: { before: null, after: created.id },
         name: { before: null, after: `by ${who}` },
@@ -232,10 +232,10 @@ describe("users", () => {
         password: MASKED,
       });
       // The same role again, or an empty body: nothing changes, nothing is appended.
-      const before = last();
+      const before = await last();
       await patch({ role: "admin" })();
       await patch({})();
-      expect(last()).toBe(before);
+      expect(await last()).toBe(before);
       const deleted = await oneEntry(
         async () => json(await h.request("DELETE", `/v1/users/${user.id}`, { headers }), 204),
         { ...actor, resource_type: "user", resource_id: user.id, resource_key: email, action: "deleted" },
@@ -324,7 +324,7 @@ describe("bootstrap", () => {
     const password = "the configured admin password";
     const key = `svc_admin_${"K".repeat(32)}`;
     h = await testApp({ SVC_ADMIN_PASSWORD: password, SVC_ADMIN_KEY: key, SVC_ADMIN_EMAIL: "root@example.com" });
-    const rows = since(0);
+    const rows = await since(0);
     expect(rows.map((r) => [r.actor_type, r.actor_id, r.resource_type, r.resource_key, r.action])).toEqual([
       ["system", "system", "project", "default", "created"],
       ["system", "system", "user", "root@example.com", "created"],

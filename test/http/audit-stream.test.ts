@@ -175,7 +175,7 @@ describe("resume", () => {
   test("Last-Event-ID: the entries after it, then live ones; ?since= the same; Last-Event-ID wins", async () => {
     const admin = await setup();
     await createFlag("a");
-    const from = lastPosition(h.ctx);
+    const from = await lastPosition(h.ctx);
     await rename("a", "1");
     await rename("a", "2");
     const r = await open(`${PROJECT}?since=1`, admin, String(from));
@@ -190,7 +190,7 @@ describe("resume", () => {
   test("under concurrent writes: no gap and no repeat at the seam, with filters; a position ahead of the log counts as its end", async () => {
     const admin = await setup();
     for (let i = 0; i < 450; i++) await rename(i % 2 ? "x" : "a", `before ${i}`).catch(() => createFlag(i % 2 ? "x" : "a"));
-    const from = lastPosition(h.ctx) - 440;
+    const from = (await lastPosition(h.ctx)) - 440;
     const r = await open(`${PROJECT}?resourceKey=a`, admin, String(from));
     const writes = (async () => {
       for (let i = 0; i < 60; i++) await rename(i % 3 ? "a" : "x", `during ${i}`);
@@ -203,7 +203,7 @@ describe("resume", () => {
     await rename("a", "after");
     expect(change(await r.nextEvent()).changes.name.after).toBe("after");
     // Ahead of the log: from its end on.
-    const ahead = await open(PROJECT, admin, String(lastPosition(h.ctx) + 1000));
+    const ahead = await open(PROJECT, admin, String((await lastPosition(h.ctx)) + 1000));
     await rename("a", "next");
     expect(change(await ahead.nextEvent()).changes.name.after).toBe("next");
   });

@@ -601,11 +601,11 @@ for (const [route, c] of Object.entries(CASES)) {
         const w = await world();
         const caller = w.callers[kind];
         const call = c.call(w);
-        const mark = lastPosition(h.ctx);
+        const mark = await lastPosition(h.ctx);
         const requestId = `walk-${next()}`;
         const res = await h.request(method, call.path, { headers: { ...caller.headers, "x-request-id": requestId }, body: call.body });
         const answer = await json(res, c.status);
-        const entries = entriesAfter(h.ctx, mark);
+        const entries = await entriesAfter(h.ctx, mark);
         const expected = c.expect(w, answer);
         expect(entries.map((e) => `${e.resource_type} ${e.action}`)).toEqual(expected.map((e) => `${e.type} ${e.action}`));
         expected.forEach((x, i) => {
@@ -646,12 +646,12 @@ describe("the CLI", () => {
   const cli = { type: "cli", id: `cli:${cliAuthor().actor.label}`, label: cliAuthor().actor.label };
 
   test("admin create-key: one admin_key created entry by the cli actor, without the key", async () => {
-    const mark = lastPosition(h.ctx);
+    const mark = await lastPosition(h.ctx);
     const r = await flagsvc("admin", "create-key", "--name", "from the cli");
     expect(r.code).toBe(0);
     const secret = r.stdout.trim();
     expect(secret).toStartWith("svc_admin_");
-    const entries = entriesAfter(h.ctx, mark);
+    const entries = await entriesAfter(h.ctx, mark);
     expect(entries.map((e) => [e.actor_type, e.actor_id, e.actor_label, e.request_id, e.resource_type, e.action, e.project_slug])).toEqual([
       [cli.type, cli.id, cli.label, null, "admin_key", "created", null],
     ]);
@@ -661,10 +661,10 @@ describe("the CLI", () => {
 
   test("admin reset-password: one user updated entry by the cli actor, the password masked; an unknown email appends nothing", async () => {
     const id = await insertUser("viewer", "cli-target@example.com");
-    const mark = lastPosition(h.ctx);
+    const mark = await lastPosition(h.ctx);
     const r = await flagsvc("admin", "reset-password", "--email", "cli-target@example.com", "--password", PASSWORD);
     expect(r.code).toBe(0);
-    const entries = entriesAfter(h.ctx, mark);
+    const entries = await entriesAfter(h.ctx, mark);
     expect(entries.map((e) => [e.actor_type, e.actor_id, e.actor_label, e.resource_type, e.resource_id, e.action])).toEqual([[cli.type, cli.id, cli.label, "user", id, "updated"]]);
     expect(Object.values(JSON.parse(entries[0]!.changes))).toEqual([{ before: SECRET, after: SECRET, changed: true }]);
     for (const s of [PASSWORD, ...storedSecrets()]) expect(JSON.stringify(entries).includes(s)).toBe(false);

@@ -28,10 +28,10 @@ const stored = () => JSON.stringify(h.sqlite.query("SELECT * FROM webhooks ORDER
 
 /** The call's response (its status checked) and the entries it appended. */
 async function write(method: string, path: string, body: unknown, status: number, headers = admin) {
-  const before = lastPosition(h.ctx);
+  const before = await lastPosition(h.ctx);
   const res = await h.request(method, path, { body, headers });
   const answer = await json(res, status);
-  return { answer, requestId: res.headers.get("x-request-id"), entries: entriesAfter(h.ctx, before) };
+  return { answer, requestId: res.headers.get("x-request-id"), entries: await entriesAfter(h.ctx, before) };
 }
 
 const register = (headers = admin, body: Record<string, unknown> = {}) =>
@@ -129,7 +129,7 @@ describe("refused webhook writes append nothing and change nothing", () => {
     const otherKey = bearer((await seedApiKey(h.ctx, "mgmt", "other")).secret);
     const viewer = await userToken(h.ctx, "viewer");
     const before = stored();
-    const position = lastPosition(h.ctx);
+    const position = await lastPosition(h.ctx);
     const refused: [string, string, unknown, number, Record<string, string>][] = [
       ["POST", HOOKS, { url: "http://127.0.0.1:9/x", events: ["flag.created"], secret: "short" }, 400, admin],
       ["POST", HOOKS, { url: URL, events: ["flag.created"], secret: SECRET, environments: ["nowhere"] }, 400, admin],
@@ -145,7 +145,7 @@ describe("refused webhook writes append nothing and change nothing", () => {
       const res = await h.request(method, path, { body, headers });
       expect(`${method} ${path} ${res.status}`).toBe(`${method} ${path} ${status}`);
     }
-    expect(entriesAfter(h.ctx, position)).toEqual([]);
+    expect(await entriesAfter(h.ctx, position)).toEqual([]);
     expect(stored()).toBe(before);
   });
 });
@@ -170,7 +170,7 @@ describe("delivery operations are no change of a resource: no entry", () => {
 describe("test sessions and overrides are test data: no entry", () => {
   test("create, override, batch, remove override, destroy: nothing appended", async () => {
     const tester = bearer((await seedApiKey(h.ctx, "test")).secret);
-    const position = lastPosition(h.ctx);
+    const position = await lastPosition(h.ctx);
     const session = await json(await h.request("POST", "/v1/testing/sessions", { body: { projectId: "default", label: "ci" }, headers: tester }), 201);
     const base = `/v1/testing/sessions/${session.id}`;
     await json(await h.request("PUT", `${base}/overrides/f`, { body: { value: true }, headers: tester }), 200);
@@ -178,6 +178,6 @@ describe("test sessions and overrides are test data: no entry", () => {
     await json(await h.request("DELETE", `${base}/overrides/f`, { headers: tester }), 204);
     await json(await h.request("DELETE", base, { headers: tester }), 204);
     expect(h.sqlite.query("SELECT count(*) AS n FROM test_sessions").get()).toEqual({ n: 0 });
-    expect(entriesAfter(h.ctx, position)).toEqual([]);
+    expect(await entriesAfter(h.ctx, position)).toEqual([]);
   });
 });

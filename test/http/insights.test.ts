@@ -167,7 +167,7 @@ describe("across a restart", () => {
       ctx.close();
       // h.close() removes the directory; the first context is closed already (a second close is harmless).
       rmSync(dir, { recursive: true, force: true });
-      h = { ...h, close: () => {} };
+      h = { ...h, close: async () => {} };
     }
   });
 });

@@ -94,7 +94,7 @@ describe("Pro", () => {
   });
 
   test("create, read, merge, mask, delete; every write in the change log with the secret masked", async () => {
-    const before = lastPosition(h.ctx);
+    const before = await lastPosition(h.ctx);
     const created = await json(await h.request("POST", base, { headers: admin, body: { type: "braze", config: { apiKey: "braze-secret-key-1", attributePrefix: "ff_" } } }), 201);
     expect(created).toMatchObject({ type: "braze", enabled: true, config: { apiKey: SECRET, attributePrefix: "ff_" }, stats: { sent: 0, failed: 0, lastError: null, lastSentAt: null } });
     expect(created.id).toMatch(/^int_/);
@@ -111,7 +111,7 @@ describe("Pro", () => {
     await json(await h.request("PATCH", path, { headers: admin, body: { config: { apiKey: "braze-secret-key-2" }, enabled: false } }), 200);
     expect((await h.request("DELETE", path, { headers: admin })).status).toBe(204);
     await json(await h.request("GET", path, { headers: admin }), 404);
-    const entries = entriesAfter(h.ctx, before);
+    const entries = await entriesAfter(h.ctx, before);
     expect(entries.map((e) => `${e.resource_type} ${e.action}`)).toEqual(["integration created", "integration updated", "integration updated", "integration deleted"]);
     expect(JSON.parse(entries[2]!.changes)).toMatchObject({ enabled: { before: true, after: false }, config: { changed: true } });
     expect(JSON.stringify(entries)).not.toContain("braze-secret-key");
@@ -154,10 +154,10 @@ describe("Pro", () => {
     const half = await json(await h.request("POST", base, { headers: admin, body: { type: "slack", config: { botToken: "xoxb-1-abc" } } }), 400);
     expect(half.details).toEqual([{ path: "body.config.channel", message: "Required with botToken" }]);
     expect((await json(await h.request("GET", base, { headers: admin }), 200)).integrations).toEqual([]);
-    const before = lastPosition(h.ctx);
+    const before = await lastPosition(h.ctx);
     const jwt = await userToken(h.ctx, "admin");
     const created = await json(await h.request("POST", base, { headers: jwt, body: { type: "datadog", config: { apiKey: "dd-secret-1", apiHost: "https://dd-proxy.example.com" }, enabled: false } }), 201);
-    const [entry] = entriesAfter(h.ctx, before);
+    const [entry] = await entriesAfter(h.ctx, before);
     expect(entry).toMatchObject({ actor_type: "user", resource_type: "integration", resource_id: created.id, resource_key: "datadog", action: "created" });
     expect(entry!.request_id).toEqual(expect.any(String));
     expect(JSON.stringify(entry)).not.toContain("dd-secret-1");

@@ -84,7 +84,7 @@ afterAll(async () => {
 
 describe("install", () => {
   test("201 installing, then active; secrets masked everywhere; activate ran in the sandbox", async () => {
-    const before = lastPosition(h.ctx);
+    const before = await lastPosition(h.ctx);
     const res = await install({ packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "tok-secret-1" } });
     const body = await json(res, 201);
     expect(body).toMatchObject({ packageName: NAME, version: "1.0.0", status: "installing", errorMessage: null, config: { url: receiver.url, token: SECRET } });
@@ -97,7 +97,7 @@ describe("install", () => {
     expect(s.logs.map((l: { message: string }) => l.message)).toContain(`activated with token ${SECRET}`);
     const list = await json(await h.request("GET", base(), { headers: admin }), 200);
     expect(list.plugins.find((p: { id: string }) => p.id === body.id).config.token).toBe(SECRET);
-    const [entry] = entriesAfter(h.ctx, before);
+    const [entry] = await entriesAfter(h.ctx, before);
     expect(entry).toMatchObject({ resource_type: "plugin", resource_id: body.id, resource_key: NAME, action: "created" });
     expect(JSON.stringify(entry)).not.toContain("tok-secret-1");
     expect(await json(await h.request("GET", base(`/${body.id}`), { headers: admin }), 200)).toMatchObject({ status: "active" });
@@ -186,15 +186,15 @@ describe("lifecycle", () => {
   });
 
   test('a PATCH with "********" keeps the secret; a new secret restarts it and is recorded as changed', async () => {
-    const before = lastPosition(h.ctx);
+    const before = await lastPosition(h.ctx);
     const kept = await json(await h.request("PATCH", base(`/${id}`), { body: { config: { token: SECRET } }, headers: admin }), 200);
     expect(kept.status).toBe("active");
-    expect(entriesAfter(h.ctx, before)).toHaveLength(0);
+    expect(await entriesAfter(h.ctx, before)).toHaveLength(0);
     const n = hooks("activate").length;
     await json(await h.request("PATCH", base(`/${id}`), { body: { config: { token: "tok-new" } }, headers: admin }), 200);
     await until("the restart", () => hooks("activate").length > n);
     expect(hooks("activate").at(-1)!.headers.get("authorization")).toBe("Bearer tok-new");
-    const [entry] = entriesAfter(h.ctx, before);
+    const [entry] = await entriesAfter(h.ctx, before);
     expect(JSON.parse(entry!.changes)).toMatchObject({ config: { before: { token: SECRET }, after: { token: SECRET }, changed: true } });
     expect(JSON.stringify(entry)).not.toContain("tok-new");
   });

@@ -178,7 +178,7 @@ describe("flag.stale", () => {
     await call("POST", FLAGS, { key: "checkout", name: "Checkout" }, 201);
     await call("PUT", `${FLAGS}/checkout/states/production`, { enabled: true, rolloutPercentage: 20 });
     await old.waitFor(4); // flag.created in each of 3 environments, flag.enabled in production
-    const position = lastPosition(h.ctx);
+    const position = await lastPosition(h.ctx);
     toDay(31);
     const changes = await detect();
     expect(changes.map((c) => [c.key, c.before, c.after])).toEqual([["checkout", null, { reason: "not_evaluated", since: at(30) }]]);
@@ -193,7 +193,7 @@ describe("flag.stale", () => {
     });
     expect(received!.headers.get("x-service-event")).toBe("flag.stale");
     // Its entry: a change of the flag by the system, its staleness alone.
-    const entries = entriesAfter(h.ctx, position);
+    const entries = await entriesAfter(h.ctx, position);
     expect(entries).toHaveLength(1);
     expect(entries[0]).toMatchObject({ resource_type: "flag", resource_key: "checkout", action: "updated", actor_type: "system" });
     expect(JSON.parse(entries[0]!.changes)).toEqual({ stale: { before: null, after: { reason: "not_evaluated", since: at(30) } } });
