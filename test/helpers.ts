@@ -163,15 +163,16 @@ export function sqliteOf(ctx: AppContext): Store {
 }
 
 /**
- * Raw reads on either backend (a query both dialects read alike), for what no API or store
- * shows: a whole table (what a refused write must leave as it was) or its size. Compare their
+ * Raw SQL on either backend (a statement both dialects read alike, `?` for each parameter), for
+ * what no API or store shows or does (a delivery made to look failed, say): a whole table (what a refused write must leave as it was) or its size. Compare their
  * results on one backend only: the dialects' values differ in shape (booleans, JSON as text or
  * parsed).
  */
-export async function rawRows(ctx: AppContext, query: string): Promise<Record<string, unknown>[]> {
+export async function rawRows(ctx: AppContext, query: string, params: (string | number | null)[] = []): Promise<Record<string, unknown>[]> {
   const log: unknown = ctx.changeLog;
-  if (log instanceof PgChangeLog) return [...(await log.store.sql.unsafe(query))];
-  return sqliteOf(ctx).sqlite.query(query).all() as Record<string, unknown>[];
+  let n = 0;
+  if (log instanceof PgChangeLog) return [...(await log.store.sql.unsafe(query.replace(/\?/g, () => `$${++n}`), params))];
+  return sqliteOf(ctx).sqlite.query(query).all(...params) as Record<string, unknown>[];
 }
 
 /** Every row of `table`, each as JSON, sorted. */
@@ -213,12 +214,18 @@ export async function integrationsApp(adminName?: string): Promise<{ h: TestApp;
 
 export const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
 
-/** A login token for a new user of this role, as the login route would issue it. */
-export async function userToken(ctx: AppContext, role: Role): Promise<Record<string, string>> {
+/** Stores a user (through its store, no entry; `passwordHash`: "x" unless given) and returns its id, once the registry knows it. */
+export async function seedUser(ctx: AppContext, role: Role, email?: string, passwordHash = "x"): Promise<string> {
   const id = newId("usr");
   const now = iso(ctx.clock.now());
-  await seed(ctx, (tx) => ctx.stores.users.insert(tx, { id, email: `${id}@example.com`, passwordHash: "x", role, createdAt: now, updatedAt: now, tokensValidAfter: null }));
+  await seed(ctx, (tx) => ctx.stores.users.insert(tx, { id, email: email ?? `${id}@example.com`, passwordHash, role, createdAt: now, updatedAt: now, tokensValidAfter: null }));
   await ctx.credentials.reload();
+  return id;
+}
+
+/** A login token for a new user of this role, as the login route would issue it. */
+export async function userToken(ctx: AppContext, role: Role): Promise<Record<string, string>> {
+  const id = await seedUser(ctx, role);
   return bearer((await ctx.credentials.issueToken(id, role)).token);
 }
 
