@@ -178,8 +178,8 @@ export async function rawRows(ctx: AppContext, query: string, params: (string | 
 /** Every row of `table`, each as JSON, sorted. */
 export const tableRows = async (ctx: AppContext, table: string): Promise<string[]> => (await rawRows(ctx, `SELECT * FROM "${table}"`)).map((r) => JSON.stringify(r)).sort();
 
-/** How many rows `table` holds. */
-export const countRows = async (ctx: AppContext, table: string): Promise<number> => Number((await rawRows(ctx, `SELECT count(*) AS n FROM "${table}"`))[0]!.n);
+/** How many rows `table` holds (`table` may end with a WHERE clause). */
+export const countRows = async (ctx: AppContext, table: string): Promise<number> => Number((await rawRows(ctx, `SELECT count(*) AS n FROM ${table}`))[0]!.n);
 
 /**
  * Rows written through a store inside a commit that appends no entry (`SYSTEM` as its author),

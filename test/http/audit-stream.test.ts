@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { SYSTEM } from "../../src/changes/entry";
 import { MAX_QUEUED_CHUNKS } from "../../src/modules/streams/sse";
-import { bearer, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, rawRows } from "../helpers";
 import { SseReader, type SseEvent } from "../sse";
 
 let h: TestApp;
@@ -196,7 +196,7 @@ describe("resume", () => {
       for (let i = 0; i < 60; i++) await rename(i % 3 ? "a" : "x", `during ${i}`);
     })();
     await writes;
-    const expected = (h.sqlite.query("SELECT position FROM change_log WHERE position > ?1 AND resource_key = 'a' ORDER BY position").all(from) as { position: number }[]).map((p) => p.position);
+    const expected = ((await rawRows(h.ctx, "SELECT position FROM change_log WHERE position > ? AND resource_key = 'a' ORDER BY position", [from])) as { position: number }[]).map((p) => p.position);
     const got: number[] = [];
     while (got.length < expected.length) got.push(change(await r.nextEvent()).position);
     expect(got).toEqual(expected);

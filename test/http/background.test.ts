@@ -9,7 +9,7 @@ import { BackgroundThread } from "../../src/background/thread";
 import { loadConfig } from "../../src/config";
 import { createLogger, forwardingLogger, type LogRecord } from "../../src/lib/log";
 import { startServer, type RunningServer } from "../../src/server";
-import { callServer, seedAdminKey, tempDir, sqliteOf } from "../helpers";
+import { callServer, seedAdminKey, tempDir, sqliteOf, sqliteOnly } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 let dir: string;
@@ -44,7 +44,7 @@ const until = async (what: () => boolean, timeoutMs = 5_000) => {
   for (const started = Date.now(); !what(); await Bun.sleep(20)) if (Date.now() - started > timeoutMs) throw new Error("timed out");
 };
 
-test("the server sends from the background thread, and the main connection leaves checkpoints to it", async () => {
+sqliteOnly("the server sends from the background thread, and the main connection leaves checkpoints to it", async () => {
   expect(thread()).toBeInstanceOf(BackgroundThread);
   await until(() => autoCheckpoint() === 0);
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.enabled"], secret: "background-thread-secret" });
@@ -103,7 +103,7 @@ test("the worker's log lines are written by the main thread's logger", async () 
   expect(JSON.parse(line)).toMatchObject({ level: "info", webhook: hook.body!.id, error: "connection refused" });
 });
 
-test("retention runs on the background thread, in chunks: 2,500 deliveries older than 30 days go, newer ones stay", async () => {
+sqliteOnly("retention runs on the background thread, in chunks: 2,500 deliveries older than 30 days go, newer ones stay", async () => {
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.deleted"], secret: "background-thread-secret" });
   const { sqlite } = sqliteOf(server.ctx);
   const old = new Date(Date.now() - 40 * 86_400_000).toISOString();

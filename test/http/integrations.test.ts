@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SECRET } from "../../src/changes/entry";
-import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, userToken } from "../helpers";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, rawRows } from "../helpers";
 
 const ENDPOINTS: [string, string, unknown?][] = [
   ["GET", "/v1/integrations/types"],
@@ -104,7 +104,7 @@ describe("Pro", () => {
     // "********" keeps the secret; null removes an optional key; a new key merges in.
     const kept = await json(await h.request("PATCH", path, { headers: admin, body: { config: { apiKey: SECRET, attributePrefix: null, environment: "staging" } } }), 200);
     expect(kept.config).toEqual({ apiKey: SECRET, environment: "staging" });
-    const stored = h.sqlite.query("SELECT config FROM integrations WHERE id = ?").get(created.id) as { config: string };
+    const stored = (await rawRows(h.ctx, "SELECT config FROM integrations WHERE id = ?", [created.id]))[0] as { config: string };
     expect(JSON.parse(stored.config)).toEqual({ apiKey: "braze-secret-key-1", environment: "staging" });
     const same = await json(await h.request("PATCH", path, { headers: admin, body: { enabled: true } }), 200);
     expect(same.updatedAt).toBe(kept.updatedAt);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SECRET } from "../../src/changes/entry";
-import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, until, userToken, type TestApp } from "../helpers";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, until, userToken, type TestApp, rawRows } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 const NAME = "@test/recorder";
@@ -101,7 +101,7 @@ describe("install", () => {
     expect(entry).toMatchObject({ resource_type: "plugin", resource_id: body.id, resource_key: NAME, action: "created" });
     expect(JSON.stringify(entry)).not.toContain("tok-secret-1");
     expect(await json(await h.request("GET", base(`/${body.id}`), { headers: admin }), 200)).toMatchObject({ status: "active" });
-    const downloads = h.sqlite.query("SELECT installs FROM plugin_downloads WHERE package_name = ?").get(NAME) as { installs: number };
+    const downloads = (await rawRows(h.ctx, "SELECT installs FROM plugin_downloads WHERE package_name = ?", [NAME]))[0] as { installs: number };
     expect(downloads.installs).toBeGreaterThanOrEqual(1);
     expect((await h.request("DELETE", base(`/${body.id}`), { headers: admin })).status).toBe(204);
   });
@@ -242,7 +242,7 @@ describe("lifecycle", () => {
     await until("deactivate", () => hooks("deactivate").length > n);
     await json(await h.request("GET", base(`/${id}`), { headers: admin }), 404);
     await json(await h.request("GET", base(`/${id}/status`), { headers: admin }), 404);
-    const actions = (h.sqlite.query("SELECT action FROM change_log WHERE resource_id = ? ORDER BY position").all(id) as { action: string }[]).map((r) => r.action);
+    const actions = ((await rawRows(h.ctx, "SELECT action FROM change_log WHERE resource_id = ? ORDER BY position", [id])) as { action: string }[]).map((r) => r.action);
     expect(actions[0]).toBe("created");
     expect(actions.at(-1)).toBe("deleted");
     expect(actions.filter((a) => a === "updated").length).toBeGreaterThanOrEqual(4);
@@ -269,7 +269,7 @@ describe("a secret stays secret", () => {
     // A client sending back what it read keeps the stored value.
     const label = await json(await h.request("PATCH", base(`/${id}`), { body: { config: { url: receiver.url, token: SECRET } }, headers: admin }), 200);
     shown.push(label);
-    expect(h.sqlite.query("SELECT config FROM plugins WHERE id = ?").get(id)).toEqual({ config: expect.stringContaining(TOKEN) });
+    expect((await rawRows(h.ctx, "SELECT config FROM plugins WHERE id = ?", [id]))[0]).toEqual({ config: expect.stringContaining(TOKEN) });
     shown.push(await json(await h.request("GET", base(`/${id}`), { headers: admin }), 200));
     shown.push(await json(await h.request("GET", base(), { headers: admin }), 200));
     shown.push(await status(id));
@@ -372,7 +372,7 @@ describe("a deleted project", () => {
     expect((await h.request("DELETE", "/v1/projects/doomed", { headers: admin })).status).toBe(204);
     await until("deactivate", () => hooks("deactivate").length > n);
     expect(h.ctx.plugins.live(id)).toBeUndefined();
-    expect(h.sqlite.query("SELECT count(*) AS n FROM plugins WHERE id = ?").get(id)).toEqual({ n: 0 });
+    expect((await rawRows(h.ctx, "SELECT count(*) AS n FROM plugins WHERE id = ?", [id]))[0]).toEqual({ n: 0 });
   });
 });
 

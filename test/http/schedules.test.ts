@@ -5,7 +5,7 @@
  * authored by the creator with the schedule's id, its webhook delivery.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bearer, entriesAfter, ISO_TIMESTAMP, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, entriesAfter, ISO_TIMESTAMP, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, countRows } from "../helpers";
 import { startReceiver } from "../webhook-receiver";
 
 const FLAGS = "/v1/projects/default/flags";
@@ -50,15 +50,15 @@ describe("create", () => {
     const rx = startReceiver();
     try {
       await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.created", "flag.updated", "flag.deleted", "flag.enabled", "flag.disabled"], secret: "a-webhook-secret-of-some-length" }, 201);
-      const events = () => (h.sqlite.query("SELECT count(*) AS n FROM webhook_events").get() as { n: number }).n;
-      const before = events();
+      const events = async () => ({ n: await countRows(h.ctx, "webhook_events") } as { n: number }).n;
+      const before = await events();
       const position = await lastPosition(h.ctx);
       const s = await call("POST", SCHEDULES, { environment: "production", at: inMinutes(5), state: { rolloutPercentage: 20 } }, 201);
       const [entry, ...rest] = await entriesAfter(h.ctx, position);
       expect(rest).toEqual([]);
       expect(entry).toMatchObject({ resource_type: "schedule", resource_id: s.id, resource_key: "checkout", action: "created", environment: "production", actor_type: "admin_key" });
       expect(JSON.parse(entry!.changes).status).toEqual({ before: null, after: "pending" });
-      expect(events()).toBe(before);
+      expect((await events())).toBe(before);
       // The audit API takes the new resource type.
       const audit = await call("GET", "/v1/projects/default/audit-log?resourceType=schedule");
       expect(audit.entries.map((e: { resource: { id: string } }) => e.resource.id)).toEqual([s.id]);
@@ -192,7 +192,7 @@ describe("applying", () => {
       expect(await h.services.schedules.applyDue()).toBe(0);
       expect((await state()).enabled).toBe(false);
       const position = await lastPosition(h.ctx);
-      const deliveries = () => (h.sqlite.query("SELECT count(*) AS n FROM webhook_deliveries").get() as { n: number }).n;
+      const deliveries = async () => ({ n: await countRows(h.ctx, "webhook_deliveries") } as { n: number }).n;
       advanceTo(new Date(NOW + 5 * 60_000 + 400).toISOString());
       expect(await h.services.schedules.applyDue()).toBe(1);
       expect(await state()).toMatchObject({ enabled: true, rolloutPercentage: 25, updatedAt: new Date(NOW + 5 * 60_000 + 400).toISOString() });
@@ -208,7 +208,7 @@ describe("applying", () => {
         actor_label: s.createdBy.label,
         request_id: s.id,
       });
-      expect(deliveries()).toBe(1);
+      expect((await deliveries())).toBe(1);
       const [applied] = (await call("GET", SCHEDULES)).schedules;
       expect(applied).toEqual({ ...s, status: "applied", appliedAt: entry!.at });
       // Applied once: the next run takes nothing.

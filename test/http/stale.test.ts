@@ -5,7 +5,7 @@
  * receiver for a webhook that lists it, never to one that lists the events of before.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, countRows } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 const FLAGS = "/v1/projects/default/flags";
@@ -215,6 +215,6 @@ describe("flag.stale", () => {
     expect(old.received.map((r) => r.json.event).sort()).toEqual(["flag.created", "flag.created", "flag.created", "flag.enabled"]);
     // A deleted stale flag takes its staleness with it.
     await call("DELETE", `${FLAGS}/checkout`, undefined, 204);
-    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_stale").get()).toEqual({ n: 0 });
+    expect({ n: await countRows(h.ctx, "flag_stale") }).toEqual({ n: 0 });
   });
 });

@@ -12,7 +12,7 @@ import { PRO_REQUIRED_MESSAGE } from "../../src/http/edition";
 import { createLogger } from "../../src/lib/log";
 import { MAX_OVERRIDES } from "../../src/modules/testing/model";
 import { createApp, createContext, dispatcher, startServer, type App } from "../../src/server";
-import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, TestClock, tick, type TestApp, ISO_TIMESTAMP, sqliteOf, onPostgres, rawRows } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, TestClock, tick, type TestApp, ISO_TIMESTAMP, sqliteOf, onPostgres, rawRows, sqliteOnly } from "../helpers";
 
 const SESSIONS = "/v1/testing/sessions";
 const RAISED_LIMITS = "test:1000000,eval:1000000,full:1000000,mgmt:1000000,admin:1000000,user:1000000";
@@ -188,7 +188,7 @@ for (const edition of ["ce", "pro"] as const) {
       });
 
       test("a projectId other than the key's own (another project, unknown, by id or slug): 403 FORBIDDEN, nothing stored", async () => {
-        const otherId = (h.sqlite.query("SELECT id FROM projects WHERE slug = 'other'").get() as { id: string }).id;
+        const otherId = (await h.ctx.stores.projects.bySlug("other"))!.id;
         for (const value of [otherId, "other", "proj_doesNotExist0000000000", "nope"]) {
           expect(await json(await create({ projectId: value }), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });
         }
@@ -737,7 +737,7 @@ describe("the listening server", () => {
   const dir = tempDir();
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  test("start-up sweeps expired sessions from the database and schedules the hourly sweep", async () => {
+  sqliteOnly("start-up sweeps expired sessions from the database and schedules the hourly sweep", async () => {
     const clock = new TestClock();
     const config = loadConfig({ SVC_DATA_DIR: dir, SVC_PORT: "0", SVC_HOST: "127.0.0.1", SVC_LOG_LEVEL: "error" });
     const quiet = createLogger({ level: "error", format: "json", write: () => {} });
