@@ -7,7 +7,7 @@
  * A second walk with a filter (resourceKey) holds the same.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { bearer, entriesAfter, json, seedAdminKey, testApp, tick, type TestApp } from "../helpers";
+import { bearer, entriesAfter, json, seedAdminKey, testApp, tick, type TestApp, onPostgres } from "../helpers";
 
 const WRITERS = 8;
 const FLAGS = 16;
@@ -89,7 +89,7 @@ function check({ existing, mark, seen, written }: Awaited<ReturnType<typeof walk
   const newer = seen.filter((e) => e.position > mark);
   expect(seen.slice(0, newer.length)).toEqual(newer);
   // The writers did write meanwhile.
-  expect(written).toBeGreaterThan(50);
+  expect(written).toBeGreaterThan(onPostgres ? 20 : 50); // a commit costs ~10x more on PostgreSQL
 }
 
 test("the project's log, 7 a page, while 8 writers write: every entry that existed, once, newest first", async () => {

@@ -196,7 +196,7 @@ describe("resume", () => {
       for (let i = 0; i < 60; i++) await rename(i % 3 ? "a" : "x", `during ${i}`);
     })();
     await writes;
-    const expected = ((await rawRows(h.ctx, "SELECT position FROM change_log WHERE position > ? AND resource_key = 'a' ORDER BY position", [from])) as { position: number }[]).map((p) => p.position);
+    const expected = ((await rawRows(h.ctx, "SELECT position FROM change_log WHERE position > ? AND resource_key = 'a' ORDER BY position", [from])) as { position: number }[]).map((p) => Number(p.position));
     const got: number[] = [];
     while (got.length < expected.length) got.push(change(await r.nextEvent()).position);
     expect(got).toEqual(expected);

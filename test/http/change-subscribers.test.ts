@@ -22,7 +22,7 @@ afterEach(() => h.close());
 const send = async (method: string, path: string, body?: unknown, status = method === "POST" ? 201 : method === "DELETE" ? 204 : 200, headers = admin) =>
   json(await h.request(method, path, { headers, body }), status);
 const count = (table: string) => countRows(h.ctx, table);
-const positions = async () => ((await rawRows(h.ctx, "SELECT position FROM change_log ORDER BY position")) as { position: number }[]).map((r) => r.position);
+const positions = async () => ((await rawRows(h.ctx, "SELECT position FROM change_log ORDER BY position")) as { position: number }[]).map((r) => Number(r.position)); // bigint on PostgreSQL: text
 
 describe("the evaluation snapshot", () => {
   test("each state PUT and flag PATCH is evaluated right after its response, 300 times in a row", async () => {
