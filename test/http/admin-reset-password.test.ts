@@ -6,7 +6,7 @@
  * real time, which the command uses.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bearer, json, seedAdminKey, testApp, type TestApp, runCli, rawRows } from "../helpers";
+import { bearer, json, seedAdminKey, testApp, type TestApp, runCli, rawRows, sqliteOnly } from "../helpers";
 
 const OLD = "the old password";
 
@@ -29,7 +29,8 @@ const me = async (headers: Record<string, string>) => (await h.request("GET", "/
 const rows = async () => (await rawRows(h.ctx, "SELECT * FROM users ORDER BY id"));
 
 describe("admin reset-password beside a running app", () => {
-  test("without --password: a generated password on stdout alone (the note on stderr); the old tokens are refused once the app polls; the new password logs in, the old one does not", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("without --password: a generated password on stdout alone (the note on stderr); the old tokens are refused once the app polls; the new password logs in, the old one does not", async () => {
     const old = await tokenOf(OLD);
     expect(await me(old)).toBe(200);
     const r = await flagsvc("admin", "reset-password", "--email", "Ops@Example.com");
@@ -47,7 +48,8 @@ describe("admin reset-password beside a running app", () => {
     expect(await me(fresh)).toBe(200);
   });
 
-  test("with --password: that password; a login right after it (before the job's poll, in the same second) gets a token that works", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("with --password: that password; a login right after it (before the job's poll, in the same second) gets a token that works", async () => {
     const old = await tokenOf(OLD);
     const r = await flagsvc("admin", "reset-password", "--email", "ops@example.com", "--password", "the new password");
     expect(r).toEqual({ code: 0, stdout: expect.stringMatching(/^password of user usr_\S+ ops@example\.com reset; /), stderr: "" });
@@ -59,7 +61,8 @@ describe("admin reset-password beside a running app", () => {
     expect((await login("ops@example.com", OLD)).status).toBe(401);
   });
 
-  test("refusals change nothing: unknown email exit 1; short password, missing --email, a stray argument exit 2; one line each", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("refusals change nothing: unknown email exit 1; short password, missing --email, a stray argument exit 2; one line each", async () => {
     const old = await tokenOf(OLD);
     const before = await rows();
     const cases: [string[], number, string][] = [

@@ -74,7 +74,8 @@ sqliteOnly("the server sends from the background thread, and the main connection
   await until(() => frames().checkpointed === frames().log);
 });
 
-test("a worker that dies is started again; meanwhile the main connection checkpoints, and nothing is lost", async () => {
+// Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+sqliteOnly("a worker that dies is started again; meanwhile the main connection checkpoints, and nothing is lost", async () => {
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: `${rx.url}/again`, events: ["flag.disabled"], secret: "background-thread-secret" });
   const first = worker()!;
   first.terminate();
@@ -95,7 +96,8 @@ test("a worker that dies is started again; meanwhile the main connection checkpo
   expect(body!.deliveries).toEqual([expect.objectContaining({ status: "succeeded", attempts: 1 })]);
 });
 
-test("the worker's log lines are written by the main thread's logger", async () => {
+// Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+sqliteOnly("the worker's log lines are written by the main thread's logger", async () => {
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: "http://127.0.0.1:9/refused", events: ["flag.enabled"], secret: "background-thread-secret" });
   expect((await call("PUT", "/v1/projects/default/flags/threaded/states/production", { enabled: true })).status).toBe(200);
   await until(() => lines.join("").includes("webhook attempt failed; will retry"));

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SECRET } from "../../src/changes/entry";
-import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, rawRows } from "../helpers";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, rawRows, sqliteOnly } from "../helpers";
 
 const ENDPOINTS: [string, string, unknown?][] = [
   ["GET", "/v1/integrations/types"],
@@ -93,7 +93,8 @@ describe("Pro", () => {
     }
   });
 
-  test("create, read, merge, mask, delete; every write in the change log with the secret masked", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("create, read, merge, mask, delete; every write in the change log with the secret masked", async () => {
     const before = await lastPosition(h.ctx);
     const created = await json(await h.request("POST", base, { headers: admin, body: { type: "braze", config: { apiKey: "braze-secret-key-1", attributePrefix: "ff_" } } }), 201);
     expect(created).toMatchObject({ type: "braze", enabled: true, config: { apiKey: SECRET, attributePrefix: "ff_" }, stats: { sent: 0, failed: 0, lastError: null, lastSentAt: null } });
@@ -117,7 +118,8 @@ describe("Pro", () => {
     expect(JSON.stringify(entries)).not.toContain("braze-secret-key");
   });
 
-  test("bad input: unknown type 400 at body.type, config against the type's schema 400 with details, unknown fields 400; nothing stored", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("bad input: unknown type 400 at body.type, config against the type's schema 400 with details, unknown fields 400; nothing stored", async () => {
     const unknown = await json(await h.request("POST", base, { headers: admin, body: { type: "mixpanel2", config: {} } }), 400);
     expect(unknown.details[0].path).toBe("body.type");
     const bad = await json(await h.request("POST", base, { headers: admin, body: { type: "braze", config: { attributePrefix: 5 } } }), 400);
@@ -127,7 +129,8 @@ describe("Pro", () => {
     await json(await h.request("GET", "/v1/projects/nope/integrations", { headers: admin }), 404);
   });
 
-  test("config errors say what to send: Required, the known fields for an unknown one, the values of a choice (Datadog's site, a region)", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("config errors say what to send: Required, the known fields for an unknown one, the values of a choice (Datadog's site, a region)", async () => {
     const datadog = await json(await h.request("POST", base, { headers: admin, body: { type: "datadog", config: { site: "datadoghq.de", host: "x" } } }), 400);
     expect(datadog).toEqual({
       error: "VALIDATION_ERROR",
@@ -143,7 +146,8 @@ describe("Pro", () => {
     expect((await json(await h.request("GET", base, { headers: admin }), 200)).integrations).toEqual([]);
   });
 
-  test("a URL of a config is checked against SVC_OUTBOUND_ALLOWED_HOSTS as webhook URLs are; an admin login writes as itself", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("a URL of a config is checked against SVC_OUTBOUND_ALLOWED_HOSTS as webhook URLs are; an admin login writes as itself", async () => {
     const refused = await json(await h.request("POST", base, { headers: admin, body: { type: "datadog", config: { apiKey: "k", apiHost: "http://127.0.0.1:9000" } } }), 400);
     expect(refused.details).toEqual([{ path: "body.config.apiHost", message: expect.stringContaining("127.0.0.1") }]);
     const slack = await json(await h.request("POST", base, { headers: admin, body: { type: "slack", config: { webhookUrl: "http://169.254.169.254/services/T/B/X" } } }), 400);

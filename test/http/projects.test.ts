@@ -176,7 +176,7 @@ describe("projects", () => {
     });
     expect((await h.request("GET", "/v1/projects", { headers: bearer(survivor.secret) })).status).toBe(200);
     const rows = (await rawRows(h.ctx, "SELECT (SELECT count(*) FROM environments e JOIN projects p ON p.id = e.project_id WHERE p.slug = 'doomed') AS envs, (SELECT count(*) FROM api_keys WHERE id = ?) AS keys", [key.id]))[0] as any;
-    expect(rows).toEqual({ envs: 0, keys: 0 });
+    expect({ envs: Number(rows.envs), keys: Number(rows.keys) }).toEqual({ envs: 0, keys: 0 }); // bigint on PostgreSQL: text
     expect((await h.request("DELETE", "/v1/projects/doomed", { headers: admin })).status).toBe(404);
   });
 

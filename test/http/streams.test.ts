@@ -9,7 +9,7 @@ import type { ApiKeyPrincipal } from "../../src/http/access";
 import { pruneAuditLog } from "../../src/modules/audit/retention";
 import { SqliteDefinitionsStore } from "../../src/modules/streams/store";
 import { StreamTokens } from "../../src/modules/streams/tokens";
-import { bearer, json, lastPosition, seedAdminKey, testApp, type TestApp } from "../helpers";
+import { bearer, json, lastPosition, seedAdminKey, testApp, type TestApp, sqliteOnly } from "../helpers";
 import { DefinitionsModel, SseReader, type SseEvent } from "../sse";
 
 let h: TestApp;
@@ -296,7 +296,8 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     expect((await h.request("HEAD", "/ofrep/v1/events?token=nope")).status).toBe(401);
   });
 
-  test("lastChange and waitFor: where each environment stands, as the change log says after a restart", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("lastChange and waitFor: where each environment stands, as the change log says after a restart", async () => {
     const { admin, key } = await setup();
     await key("eval");
     await flag("a");

@@ -268,7 +268,8 @@ describe("outbox: events exist exactly for committed changes", () => {
     await settle();
   });
 
-  test("when storing the deliveries fails, the state change is rolled back with them", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("when storing the deliveries fails, the state change is rolled back with them", async () => {
     await register();
     await createFlag("checkout");
     await rawRows(h.ctx, "CREATE TEMP TRIGGER refuse_deliveries BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
