@@ -1,5 +1,6 @@
 /**
- * Test fixtures: a real app over a real SQLite file in a temp dir (never a mock of our storage),
+ * Test fixtures: a real app over a real database (never a mock of our storage): a SQLite file in
+ * a temp dir, or with `FLAGSVC_TEST_BACKEND=postgres` a fresh PostgreSQL database (test/pg.ts),
  * a logger whose lines the test can read, and a clock the test moves.
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -10,18 +11,21 @@ import { loadConfig } from "../src/config";
 import type { AppContext } from "../src/context";
 import type { Clock } from "../src/lib/clock";
 import { createLogger } from "../src/lib/log";
-import { eq } from "drizzle-orm";
-import { adminKeys, apiKeys, environments, projects, users } from "../src/db/schema";
-import { nextSeq } from "../src/db/client";
 import type { Role, Scope } from "../src/http/access";
 import { iso } from "../src/lib/clock";
 import { newId } from "../src/lib/ids";
 import { generateSecret } from "../src/lib/secrets";
 import type { ChangeLogRow } from "../src/modules/audit/store";
-import { spyOn } from "bun:test";
+import { describe, spyOn, test } from "bun:test";
+import { SQL } from "bun";
+import { SYSTEM, type ChangeEntry } from "../src/changes/entry";
+import type { Tx } from "../src/changes/log";
+import { migratePg } from "../src/db/pg/migrate";
+import { createDatabase, databaseName, dropDatabase } from "./pg";
 import { main } from "../src/main";
 import { createApp, createContext, createServices, dispatcher, type App, type ContextDeps, type Services } from "../src/server";
 import { SqliteChangeLog } from "../src/changes/sqlite";
+import { PgChangeLog } from "../src/changes/pg";
 import type { Db, Store } from "../src/db/client";
 import type { Database } from "bun:sqlite";
 
@@ -39,15 +43,51 @@ export class TestClock implements Clock {
   }
 }
 
+/** The backend testApp runs on: PostgreSQL with `FLAGSVC_TEST_BACKEND=postgres` (`npm run test:http:pg`), else SQLite. */
+export const onPostgres = process.env.FLAGSVC_TEST_BACKEND === "postgres";
+
+/**
+ * A test (`sqliteOnly`) or a describe block (`describeSqliteOnly`) that only means something on
+ * SQLite (raw rows, its file, its migrations): skipped when the suite runs on PostgreSQL.
+ */
+export const sqliteOnly = onPostgres ? test.skip : test;
+export const describeSqliteOnly = onPostgres ? describe.skip : describe;
+
+let pgTemplate: Promise<string> | undefined;
+let pgNext: Promise<string> | undefined;
+
+/**
+ * A fresh, migrated PostgreSQL database: a copy of a template migrated once per test process
+ * (CREATE DATABASE … TEMPLATE: no migration to run). The next one is created meanwhile, while
+ * the test runs (a copy takes a few hundred ms on this machine).
+ */
+async function pgTestDatabase(): Promise<string> {
+  pgTemplate ??= (async () => {
+    const url = await createDatabase();
+    const sql = new SQL(url, { max: 1 });
+    try {
+      await migratePg(sql);
+    } finally {
+      await sql.close();
+    }
+    return databaseName(url);
+  })();
+  const template = await pgTemplate;
+  const url = await (pgNext ?? createDatabase({ template }));
+  pgNext = createDatabase({ template });
+  pgNext.catch(() => {}); // a failure surfaces when it is taken
+  return url;
+}
+
 /** What tests drive: the server's request handler (native routes, else the app). */
 export type Handler = { handle(request: Request): Promise<Response> };
 
 export interface TestApp {
   app: Handler;
   ctx: AppContext;
-  /** The app's SQLite database (`sqliteOf(ctx)`), for tests that seed or read raw rows. */
-  sqlite: Database;
-  db: Db;
+  /** The app's SQLite database (`sqliteOf(ctx)`), for tests that seed or read raw rows: SQLite-only (throws on PostgreSQL). */
+  readonly sqlite: Database;
+  readonly db: Db;
   /** The app's services, for fixtures (write with the `SYSTEM` author of src/changes/entry.ts). */
   services: Services;
   clock: TestClock;
@@ -55,14 +95,17 @@ export interface TestApp {
   /** Every log line written so far, parsed. */
   logs(): Record<string, unknown>[];
   request(method: string, path: string, init?: { body?: unknown; headers?: Record<string, string> }): Promise<Response>;
-  close(): void;
+  /** Closes the app and removes its data dir (and its PostgreSQL database: resolves once dropped). */
+  close(): Promise<void>;
 }
 
-/** A bootstrapped app on a fresh data dir. `env` holds SVC_* variables. */
+/** A bootstrapped app on a fresh data dir (and a fresh PostgreSQL database when `onPostgres`). `env` holds SVC_* variables. */
 /** `deps`: what else the context is given (`recordsBusy`, say). */
 export async function testApp(env: Record<string, string> = {}, extend?: (app: App) => Handler, deps: Pick<ContextDeps, "recordsBusy"> = {}): Promise<TestApp> {
   const dir = tempDir();
-  const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "info", SVC_LOG_FORMAT: "json", ...env });
+  // A small pool: a test makes few concurrent queries, and a run opens hundreds of apps.
+  const pg = onPostgres ? { SVC_DATABASE_URL: await pgTestDatabase(), SVC_DATABASE_POOL_SIZE: "4" } : {};
+  const config = loadConfig({ SVC_DATA_DIR: dir, SVC_LOG_LEVEL: "info", SVC_LOG_FORMAT: "json", ...pg, ...env });
   let written = "";
   const log = createLogger({ level: config.logLevel, format: "json", write: (chunk) => (written += chunk) });
   const clock = new TestClock();
@@ -75,7 +118,12 @@ export async function testApp(env: Record<string, string> = {}, extend?: (app: A
   return {
     app,
     ctx,
-    ...sqliteOf(ctx),
+    get sqlite() {
+      return sqliteOf(ctx).sqlite;
+    },
+    get db() {
+      return sqliteOf(ctx).db;
+    },
     services,
     clock,
     dir,
@@ -92,9 +140,11 @@ export async function testApp(env: Record<string, string> = {}, extend?: (app: A
       }
       return app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
     },
-    close() {
+    async close() {
       ctx.close();
       rmSync(dir, { recursive: true, force: true });
+      // The pool closes in the background; FORCE ends what it still holds.
+      if (pg.SVC_DATABASE_URL) await dropDatabase(pg.SVC_DATABASE_URL).catch(() => {});
     },
   };
 }
@@ -103,33 +153,55 @@ export async function testApp(env: Record<string, string> = {}, extend?: (app: A
 export const tick = () => new Promise((r) => setImmediate(r));
 
 /**
- * The SQLite database under a context: the harness runs SQLite, and tests may seed or read raw
- * rows (production code reaches the database through the stores only).
+ * The SQLite database under a context, for the SQLite-only tests (`sqliteOnly`) that seed or read
+ * raw rows (production code reaches the database through the stores only; fixtures do too).
  */
 export function sqliteOf(ctx: AppContext): Store {
   const log: unknown = ctx.changeLog;
-  if (!(log instanceof SqliteChangeLog)) throw new Error("the test harness runs on SQLite");
+  if (!(log instanceof SqliteChangeLog)) throw new Error("raw SQLite on PostgreSQL: mark this test sqliteOnly (test/helpers.ts), or seed through the stores");
   return { sqlite: log.store.sqlite, db: log.store.db };
 }
 
-/** Stores an admin key straight in the database (as the services do) and returns its secret, once the registry knows it. */
+/**
+ * Raw SQL on either backend (a statement both dialects read alike, `?` for each parameter), for
+ * what no API or store shows or does (a delivery made to look failed, say): a whole table (what a refused write must leave as it was) or its size. Compare their
+ * results on one backend only: the dialects' values differ in shape (booleans, JSON as text or
+ * parsed).
+ */
+export async function rawRows(ctx: AppContext, query: string, params: (string | number | null)[] = []): Promise<Record<string, unknown>[]> {
+  const log: unknown = ctx.changeLog;
+  let n = 0;
+  if (log instanceof PgChangeLog) return [...(await log.store.sql.unsafe(query.replace(/\?/g, () => `$${++n}`), params))];
+  return sqliteOf(ctx).sqlite.query(query).all(...params) as Record<string, unknown>[];
+}
+
+/** Every row of `table`, each as JSON, sorted. */
+export const tableRows = async (ctx: AppContext, table: string): Promise<string[]> => (await rawRows(ctx, `SELECT * FROM "${table}"`)).map((r) => JSON.stringify(r)).sort();
+
+/** How many rows `table` holds (`table` may end with a WHERE clause). */
+export const countRows = async (ctx: AppContext, table: string): Promise<number> => Number((await rawRows(ctx, `SELECT count(*) AS n FROM ${table}`))[0]!.n);
+
+/**
+ * Rows written through a store inside a commit that appends no entry (`SYSTEM` as its author),
+ * as a fixture seeds: the change log stays as the test left it.
+ */
+const seed = (ctx: AppContext, write: (tx: Tx) => Promise<void>) => ctx.changeLog.commit(SYSTEM, async (tx) => ({ result: await write(tx), changes: [] }));
+
+/** Stores an admin key (through its store, no entry) and returns its secret, once the registry knows it. */
 export async function seedAdminKey(ctx: AppContext, name = "test admin"): Promise<string> {
   const { secret, hash, keyPrefix } = generateSecret("svc_admin_");
-  sqliteOf(ctx).db.insert(adminKeys).values({ id: newId("key"), name, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()), seq: nextSeq(adminKeys) }).run();
+  await seed(ctx, (tx) => ctx.stores.adminKeys.insert(tx, { id: newId("key"), name, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()), lastUsedAt: null }));
   await ctx.credentials.reload();
   return secret;
 }
 
-/** Stores a project API key straight in the database and returns its id and secret, once the registry knows it. */
+/** Stores a project API key (through its store, no entry) and returns its id and secret, once the registry knows it. */
 export async function seedApiKey(ctx: AppContext, scope: Scope, projectSlug = "default", environment = "development"): Promise<{ id: string; secret: string }> {
-  const { db } = sqliteOf(ctx);
-  const project = db.select().from(projects).where(eq(projects.slug, projectSlug)).get()!;
-  const env = db.select().from(environments).where(eq(environments.projectId, project.id)).all().find((e) => e.slug === environment)!;
+  const project = (await ctx.stores.projects.bySlug(projectSlug))!;
+  const env = project.environments.find((e) => e.slug === environment)!;
   const { secret, hash, keyPrefix } = generateSecret(`svc_sk_${scope}_`);
   const id = newId("key");
-  db.insert(apiKeys)
-    .values({ id, projectId: project.id, environmentId: env.id, name: `${scope} key`, scope, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()), seq: nextSeq(apiKeys) })
-    .run();
+  await seed(ctx, (tx) => ctx.stores.apiKeys.insert(tx, { id, projectId: project.id, environmentId: env.id, name: `${scope} key`, scope, keyHash: hash, keyPrefix, createdAt: iso(ctx.clock.now()) }));
   await ctx.credentials.reload();
   return { id, secret };
 }
@@ -142,12 +214,18 @@ export async function integrationsApp(adminName?: string): Promise<{ h: TestApp;
 
 export const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
 
-/** A login token for a new user of this role, as the login route would issue it. */
-export async function userToken(ctx: AppContext, role: Role): Promise<Record<string, string>> {
+/** Stores a user (through its store, no entry; `passwordHash`: "x" unless given) and returns its id, once the registry knows it. */
+export async function seedUser(ctx: AppContext, role: Role, email?: string, passwordHash = "x"): Promise<string> {
   const id = newId("usr");
   const now = iso(ctx.clock.now());
-  sqliteOf(ctx).db.insert(users).values({ id, email: `${id}@example.com`, passwordHash: "x", role, createdAt: now, updatedAt: now }).run();
+  await seed(ctx, (tx) => ctx.stores.users.insert(tx, { id, email: email ?? `${id}@example.com`, passwordHash, role, createdAt: now, updatedAt: now, tokensValidAfter: null }));
   await ctx.credentials.reload();
+  return id;
+}
+
+/** A login token for a new user of this role, as the login route would issue it. */
+export async function userToken(ctx: AppContext, role: Role): Promise<Record<string, string>> {
+  const id = await seedUser(ctx, role);
   return bearer((await ctx.credentials.issueToken(id, role)).token);
 }
 
@@ -206,11 +284,37 @@ export async function callServer(
 }
 
 /** The change log's last position (0 when empty). */
-export const lastPosition = (ctx: AppContext): number => (sqliteOf(ctx).sqlite.query("SELECT coalesce(max(position), 0) AS p FROM change_log").get() as { p: number }).p;
+export const lastPosition = (ctx: AppContext): Promise<number> => ctx.stores.audit.position();
 
-/** The change-log rows appended after `position`, in commit order. */
-export const entriesAfter = (ctx: AppContext, position: number): ChangeLogRow[] =>
-  sqliteOf(ctx).sqlite.query("SELECT * FROM change_log WHERE position > ? ORDER BY position").all(position) as ChangeLogRow[];
+/** An entry as its `change_log` row reads (`changes` as JSON text). */
+const rowOf = (e: ChangeEntry): ChangeLogRow => ({
+  position: e.position,
+  id: e.id,
+  at: e.at,
+  actor_type: e.actor.type,
+  actor_id: e.actor.id,
+  actor_label: e.actor.label,
+  request_id: e.requestId,
+  project_id: e.project?.id ?? null,
+  project_slug: e.project?.slug ?? null,
+  environment: e.environment,
+  resource_type: e.resource.type,
+  resource_id: e.resource.id,
+  resource_key: e.resource.key,
+  action: e.action,
+  changes: JSON.stringify(e.changes),
+});
+
+/** The change-log rows appended after `position`, in commit order (read through the audit store). */
+export async function entriesAfter(ctx: AppContext, position: number): Promise<ChangeLogRow[]> {
+  const rows: ChangeLogRow[] = [];
+  for (let after: number | null = position; after !== null; ) {
+    const page = await ctx.stores.audit.after({}, after, 1000);
+    rows.push(...page.entries.map(rowOf));
+    after = page.scannedTo;
+  }
+  return rows;
+}
 
 /**
  * Runs `flagsvc ARGS --data-dir DIR` in this process, as the CLI runs beside a server on the same

@@ -9,9 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { MESSAGES, type AccessGroup, type Role, type Scope } from "../../src/http/access";
-import { newId } from "../../src/lib/ids";
 import { SYSTEM } from "../../src/changes/entry";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
+import { seedUser, rawRows, bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
 
 type Column = { name: string; kind: "key"; scope: Scope } | { name: string; kind: "admin" } | { name: string; kind: "user"; role: Role };
 const COLUMNS: Column[] = [
@@ -167,11 +166,6 @@ const ENDPOINTS: Endpoint[] = [
 
 let h: TestApp;
 
-function insertUser(role: Role, email: string): string {
-  const id = newId("usr");
-  h.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, ?, 'not-a-hash', ?, 'x', 'x')", [id, email, role]);
-  return id;
-}
 
 async function fixture(column: Column, i: number): Promise<Fixture> {
   const slug = `column-${i}`;
@@ -180,19 +174,17 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
   for (const key of ["kept", "doomed"]) await h.services.segments.createSegment(SYSTEM, slug, { key, name: key, conditions: [] });
   const rotateKeyId = (await seedApiKey(h.ctx, "eval", slug)).id;
   const deleteKeyId = (await seedApiKey(h.ctx, "eval", slug)).id;
-  const userId = insertUser("viewer", `target-${i}@example.com`);
-  await h.ctx.credentials.reload();
+  const userId = await seedUser(h.ctx, "viewer", `target-${i}@example.com`, "not-a-hash");
   let secret: string;
   if (column.kind === "key") secret = (await seedApiKey(h.ctx, column.scope, slug)).secret;
   else if (column.kind === "admin") secret = await seedAdminKey(h.ctx, `column ${i}`);
   else {
-    const id = insertUser(column.role, `column-${i}@example.com`);
-    await h.ctx.credentials.reload();
+    const id = await seedUser(h.ctx, column.role, `column-${i}@example.com`, "not-a-hash");
     secret = (await h.ctx.credentials.issueToken(id, column.role)).token;
   }
   // A spare admin key for the DELETE /v1/admin-keys cell, never the caller's own.
   await seedAdminKey(h.ctx, `spare ${i}`);
-  const spare = (h.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(`spare ${i}`) as { id: string }).id;
+  const spare = (await h.ctx.stores.adminKeys.list()).find((k) => k.name === `spare ${i}`)!.id;
   const tester = { kind: "apiKey", id: "key_fixture", name: "fixture", scope: "test", projectId: project.id, projectSlug: slug, environmentId: "", environmentSlug: "", secretTag: "" } as const;
   const sessionId = (await h.services.testing.create(tester, { projectId: project.id })).id;
   // Webhooks to a name that the default outbound setting refuses at send time: attempts fail at once, locally.
@@ -207,19 +199,18 @@ async function fixture(column: Column, i: number): Promise<Fixture> {
       return { result: undefined, changes: [] };
     });
   await recordEvent("production");
-  h.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
-  const deliveryId = (h.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ?").get(webhookId) as { id: string }).id;
+  await rawRows(h.ctx, "UPDATE webhook_deliveries SET status = 'failed', attempts = 5, next_attempt_at = NULL WHERE webhook_id = ?", [webhookId]);
+  const deliveryId = (await rawRows(h.ctx, "SELECT id FROM webhook_deliveries WHERE webhook_id = ?", [webhookId]))[0]!.id as string;
   await recordEvent("staging");
-  h.sqlite.run("UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE webhook_id = ? AND status = 'pending'", [webhookId]);
-  const pendingDeliveryId = (h.sqlite.query("SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'").get(webhookId) as { id: string }).id;
+  await rawRows(h.ctx, "UPDATE webhook_deliveries SET attempts = 1, next_attempt_at = '2100-01-01T00:00:00.000Z' WHERE webhook_id = ? AND status = 'pending'", [webhookId]);
+  const pendingDeliveryId = (await rawRows(h.ctx, "SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", [webhookId]))[0]!.id as string;
   const integrationId = (await h.services.integrations.create(SYSTEM, slug, { type: "braze", config: { apiKey: "braze-key" }, enabled: false })).id;
   return { slug, headers: bearer(secret), rotateKeyId, deleteKeyId, userId, adminKeyId: spare, sessionId, webhookId, doomedWebhookId, deliveryId, pendingDeliveryId, integrationId };
 }
 
 beforeAll(async () => {
   h = await testApp({ SVC_EDITION: "pro", SVC_RATE_LIMITS: "eval:100000,test:100000,mgmt:100000,full:100000,admin:100000,user:100000,anonymous:100000" });
-  insertUser("admin", "keeper@example.com"); // so that no user delete or demotion hits "the last admin"
-  await h.ctx.credentials.reload();
+  await seedUser(h.ctx, "admin", "keeper@example.com", "not-a-hash"); // so that no user delete or demotion hits "the last admin"
 });
 afterAll(() => h.close());
 
@@ -299,8 +290,7 @@ describe("a valid credential without Bearer", () => {
   test("401 with the spec's message, and details saying what was expected; with Bearer the same value works", async () => {
     const key = (await seedApiKey(h.ctx, "mgmt", "default")).secret;
     const admin = await seedAdminKey(h.ctx, "bare");
-    const token = (await h.ctx.credentials.issueToken(insertUser("viewer", "bare@example.com"), "viewer")).token;
-    await h.ctx.credentials.reload();
+    const token = (await h.ctx.credentials.issueToken(await seedUser(h.ctx, "viewer", "bare@example.com", "not-a-hash"), "viewer")).token;
     const expected = {
       error: "UNAUTHORIZED",
       message: "Invalid or expired API key",

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { adminKeys } from "../../src/db/schema";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, sqliteOnly } from "../helpers";
 
 const PASSWORD = "correct horse battery";
 const INVALID_KEY = { error: "UNAUTHORIZED", message: "Invalid or expired API key" };
@@ -36,7 +36,7 @@ async function adminJwt(app: TestApp): Promise<string> {
 }
 
 describe("lifecycle", () => {
-  test("create: 201 with the secret once; it works at once; the list shows it without the secret", async () => {
+  sqliteOnly("create: 201 with the secret once; it works at once; the list shows it without the secret", async () => {
     const created = await createKey(h, admin, "deploy bot");
     expect(created).toEqual({
       id: expect.stringMatching(/^key_[A-Za-z0-9]{22}$/),
@@ -61,7 +61,8 @@ describe("lifecycle", () => {
     expect(h.db.select().from(adminKeys).where(eq(adminKeys.id, created.id)).get()!.lastUsedAt).toBe("2026-11-22T10:00:05.000Z");
   });
 
-  test("list: every key, oldest first, without secrets", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("list: every key, oldest first, without secrets", async () => {
     const keys = await listKeys(h, admin);
     expect(keys.length).toBeGreaterThanOrEqual(3); // bootstrap, seeded, created
     expect(keys[0]!.name).toBe("bootstrap");
@@ -153,7 +154,7 @@ describe("the last admin key", () => {
     }
   });
 
-  test("is refused (409) when no admin user exists; another key may go", async () => {
+  sqliteOnly("is refused (409) when no admin user exists; another key may go", async () => {
     const app = await testApp({ SVC_ADMIN_PASSWORD: PASSWORD });
     try {
       const key = await seedAdminKey(app.ctx);

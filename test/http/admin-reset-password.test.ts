@@ -6,7 +6,7 @@
  * real time, which the command uses.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bearer, json, seedAdminKey, testApp, type TestApp, runCli } from "../helpers";
+import { bearer, json, seedAdminKey, testApp, type TestApp, runCli, rawRows, sqliteOnly } from "../helpers";
 
 const OLD = "the old password";
 
@@ -26,10 +26,11 @@ const login = (email: string, password: string) => h.request("POST", "/v1/auth/l
 const tokenOf = async (password: string) => bearer((await json(await login("ops@example.com", password), 200)).token);
 const me = async (headers: Record<string, string>) => (await h.request("GET", "/v1/auth/me", { headers })).status;
 /** The users table as stored: what a refused command must leave alone. */
-const rows = () => h.sqlite.query("SELECT * FROM users ORDER BY id").all();
+const rows = async () => (await rawRows(h.ctx, "SELECT * FROM users ORDER BY id"));
 
 describe("admin reset-password beside a running app", () => {
-  test("without --password: a generated password on stdout alone (the note on stderr); the old tokens are refused once the app polls; the new password logs in, the old one does not", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("without --password: a generated password on stdout alone (the note on stderr); the old tokens are refused once the app polls; the new password logs in, the old one does not", async () => {
     const old = await tokenOf(OLD);
     expect(await me(old)).toBe(200);
     const r = await flagsvc("admin", "reset-password", "--email", "Ops@Example.com");
@@ -47,7 +48,8 @@ describe("admin reset-password beside a running app", () => {
     expect(await me(fresh)).toBe(200);
   });
 
-  test("with --password: that password; a login right after it (before the job's poll, in the same second) gets a token that works", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("with --password: that password; a login right after it (before the job's poll, in the same second) gets a token that works", async () => {
     const old = await tokenOf(OLD);
     const r = await flagsvc("admin", "reset-password", "--email", "ops@example.com", "--password", "the new password");
     expect(r).toEqual({ code: 0, stdout: expect.stringMatching(/^password of user usr_\S+ ops@example\.com reset; /), stderr: "" });
@@ -59,9 +61,10 @@ describe("admin reset-password beside a running app", () => {
     expect((await login("ops@example.com", OLD)).status).toBe(401);
   });
 
-  test("refusals change nothing: unknown email exit 1; short password, missing --email, a stray argument exit 2; one line each", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("refusals change nothing: unknown email exit 1; short password, missing --email, a stray argument exit 2; one line each", async () => {
     const old = await tokenOf(OLD);
-    const before = rows();
+    const before = await rows();
     const cases: [string[], number, string][] = [
       [["--email", "nobody@example.com"], 1, "flagsvc: User with email nobody@example.com not found\n"],
       [["--email", "ops@example.com", "--password", "short"], 2, "flagsvc: --password: Expected a password of 10 to 1024 characters\n"],
@@ -72,7 +75,7 @@ describe("admin reset-password beside a running app", () => {
     for (const [args, code, stderr] of cases) {
       expect({ args, ...(await flagsvc("admin", "reset-password", ...args)) }).toEqual({ args, code, stdout: "", stderr });
     }
-    expect(rows()).toEqual(before);
+    expect((await rows())).toEqual(before);
     expect(await h.ctx.credentials.pollExternalChanges()).toBe(false);
     expect(await me(old)).toBe(200);
   });

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/db/client";
 import { sha256Hex } from "../../src/lib/secrets";
-import { bearer, seedAdminKey, testApp, type TestApp, userToken, json, ISO_TIMESTAMP } from "../helpers";
+import { bearer, seedAdminKey, testApp, type TestApp, userToken, json, ISO_TIMESTAMP, countRows, sqliteOnly } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -28,14 +28,14 @@ async function newKey(scope: string, environment = "development", headers = admi
 const probe = (secret: string) => h.request("GET", "/v1/projects", { headers: bearer(secret) });
 
 
-const projectId = () => (h.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
+const projectId = async () => (await h.ctx.stores.projects.bySlug("default"))!.id;
 
 describe("create", () => {
   test("201 with the full shape; the key has the documented format and works at once", async () => {
     const body = await newKey("mgmt", "staging");
     expect(Object.keys(body).sort()).toEqual([...FIELDS, "key"].sort());
     expect(body.id).toMatch(/^key_[A-Za-z0-9]{22,}$/);
-    expect(body).toMatchObject({ name: "mgmt key", scope: "mgmt", environment: "staging", projectId: projectId(), lastUsedAt: null });
+    expect(body).toMatchObject({ name: "mgmt key", scope: "mgmt", environment: "staging", projectId: (await projectId()), lastUsedAt: null });
     expect(body.key).toMatch(/^svc_sk_mgmt_[A-Za-z0-9]{32}$/);
     expect(body.key.startsWith(body.keyPrefix)).toBe(true);
     expect(body.keyPrefix).toMatch(/^svc_sk_mgmt_[A-Za-z0-9]{6}$/);
@@ -83,7 +83,7 @@ describe("create", () => {
     expect(body.error).toBe("VALIDATION_ERROR");
     expect(body.details).toEqual([{ path: "body.environment", message: expect.stringContaining("nowhere") }]);
     expect((await json(await createKey({ name: "n", scope: "eval", environment: "development" }, admin, "nope"), 404)).error).toBe("NOT_FOUND");
-    expect(h.sqlite.query("SELECT count(*) AS n FROM api_keys").get()).toEqual({ n: 0 });
+    expect({ n: await countRows(h.ctx, "api_keys") }).toEqual({ n: 0 });
   });
 
   test("privileges: mgmt key creates eval/test/mgmt but not full; full key creates full; only in its own project", async () => {
@@ -267,7 +267,8 @@ describe("delete", () => {
 });
 
 describe("secrets at rest and in logs", () => {
-  test("the database file holds only hashes; no secret in any log line", async () => {
+  // SQLite-only: reads the database file's bytes.
+  sqliteOnly("the database file holds only hashes; no secret in any log line", async () => {
     const created = await newKey("full");
     const rotated = await json(await h.request("POST", `/v1/api-keys/${created.id}/rotate`, { body: { gracePeriodSeconds: 60 }, headers: admin }), 200);
     expect((await probe(rotated.key)).status).toBe(200);

@@ -7,7 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { ChangeLogRow } from "../../src/modules/audit/store";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition, runCli } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition, runCli, rawRows, tableRows, sqliteOnly } from "../helpers";
 
 const MASKED = { before: "********", after: "********", changed: true };
 
@@ -18,10 +18,10 @@ afterEach(() => h.close());
 const last = () => lastPosition(h.ctx);
 const since = (position: number) => entriesAfter(h.ctx, position);
 /** What a refused call must leave as it was: the credentials and the change log. */
-const stored = () => ["api_keys", "admin_keys", "users", "change_log"].map((t) => h.sqlite.query(`SELECT * FROM ${t} ORDER BY rowid`).all());
+const stored = () => Promise.all(["api_keys", "admin_keys", "users", "change_log"].map((t) => tableRows(h.ctx, t)));
 /** Every stored hash of a key or password: none may enter an entry (the fixtures' users hold "x"). */
-const hashes = () =>
-  (h.sqlite.query("SELECT key_hash AS v FROM api_keys UNION ALL SELECT previous_hash FROM api_keys UNION ALL SELECT key_hash FROM admin_keys UNION ALL SELECT password_hash FROM users").all() as { v: string | null }[])
+const hashes = async () =>
+  ((await rawRows(h.ctx, "SELECT key_hash AS v FROM api_keys UNION ALL SELECT previous_hash FROM api_keys UNION ALL SELECT key_hash FROM admin_keys UNION ALL SELECT password_hash FROM users")) as { v: string | null }[])
     .map((r) => r.v)
     .filter((v): v is string => v !== null && v.length > 1);
 
@@ -30,28 +30,28 @@ const hashes = () =>
  * `secrets` (and no stored hash) in its serialized form; returns the entry's changes.
  */
 async function oneEntry(call: () => Promise<unknown>, expected: Partial<ChangeLogRow>, secrets: () => string[] = () => []): Promise<Record<string, any>> {
-  const before = last();
-  const hashesBefore = hashes();
+  const before = await last();
+  const hashesBefore = await hashes();
   await call();
-  const rows = since(before);
+  const rows = await since(before);
   expect(rows).toHaveLength(1);
   expect(rows[0]!).toMatchObject(expected);
   const text = JSON.stringify(rows[0]);
-  for (const secret of [...secrets(), ...hashesBefore, ...hashes()]) expect(text).not.toContain(secret);
+  for (const secret of [...secrets(), ...hashesBefore, ...(await hashes())]) expect(text).not.toContain(secret);
   return JSON.parse(rows[0]!.changes);
 }
 
 /** A refused call: its status, nothing appended, nothing stored changed. */
 async function refused(call: () => Promise<Response>, status: number): Promise<void> {
-  const before = stored();
+  const before = await stored();
   expect((await call()).status).toBe(status);
-  expect(stored()).toEqual(before);
+  expect((await stored())).toEqual(before);
 }
 
 /** The credentials that may write keys, with the actor each must be recorded as. */
 async function callers() {
   const adminKey = await seedAdminKey(h.ctx, "audit admin");
-  const adminKeyId = (h.sqlite.query("SELECT id FROM admin_keys WHERE name = 'audit admin'").get() as { id: string }).id;
+  const adminKeyId = (await h.ctx.stores.adminKeys.list()).find((k) => k.name === "audit admin")!.id;
   const user = async (role: "admin" | "editor") => {
     const headers = await userToken(h.ctx, role);
     const me = await json(await h.request("GET", "/v1/auth/me", { headers }), 200);
@@ -86,8 +86,8 @@ describe("API keys", () => {
         { ...actor, project_slug: "default", environment: "staging", resource_type: "api_key", resource_key: `by ${who}`, action: "created" },
         () => [created.key],
       );
-      expect(since(last() - 1)[0]!.resource_id).toBe(created.id);
-      expect(since(last() - 1)[0]!.request_id).toMatch(/.+/);
+      expect((await since((await last()) - 1))[0]!.resource_id).toBe(created.id);
+      expect((await since((await last()) - 1))[0]!.request_id).toMatch(/.+/);
       expect(createdChanges).toEqual({
         id: { before: null, after: created.id },
         name: { before: null, after: `by ${who}` },
@@ -189,10 +189,10 @@ describe("admin keys", () => {
     await refused(() => h.request("POST", "/v1/admin-keys", { headers: full.headers }), 403);
     await refused(() => h.request("DELETE", "/v1/admin-keys/key_unknown", { headers: admin.headers }), 404);
     // The last admin key while no admin user exists: 409.
-    h.sqlite.run("DELETE FROM admin_keys WHERE name <> 'audit admin'");
-    h.sqlite.run("DELETE FROM users");
+    await rawRows(h.ctx, "DELETE FROM admin_keys WHERE name <> 'audit admin'");
+    await rawRows(h.ctx, "DELETE FROM users");
     await h.ctx.credentials.reload();
-    const own = (h.sqlite.query("SELECT id FROM admin_keys").get() as { id: string }).id;
+    const own = ((await rawRows(h.ctx, "SELECT id FROM admin_keys"))[0] as { id: string }).id;
     await refused(() => h.request("DELETE", `/v1/admin-keys/${own}`, { headers: admin.headers }), 409);
   });
 });
@@ -232,10 +232,10 @@ describe("users", () => {
         password: MASKED,
       });
       // The same role again, or an empty body: nothing changes, nothing is appended.
-      const before = last();
+      const before = await last();
       await patch({ role: "admin" })();
       await patch({})();
-      expect(last()).toBe(before);
+      expect(await last()).toBe(before);
       const deleted = await oneEntry(
         async () => json(await h.request("DELETE", `/v1/users/${user.id}`, { headers }), 204),
         { ...actor, resource_type: "user", resource_id: user.id, resource_key: email, action: "deleted" },
@@ -248,8 +248,8 @@ describe("users", () => {
 
   test("refused calls (400, 403, 404, 409) append nothing and change nothing", async () => {
     const { "admin key": admin, "editor JWT": editor } = await callers();
-    const first = (h.sqlite.query("SELECT id FROM users WHERE role = 'admin' ORDER BY rowid").get() as { id: string }).id;
-    h.sqlite.run("DELETE FROM users WHERE role = 'admin' AND id <> ?", [first]);
+    const first = (await h.ctx.stores.users.byEmail("admin@localhost"))!.id; // the bootstrap's admin
+    await rawRows(h.ctx, "DELETE FROM users WHERE role = 'admin' AND id <> ?", [first]);
     await h.ctx.credentials.reload();
     await refused(() => h.request("POST", "/v1/users", { headers: admin.headers, body: { email: "x@example.com", password: "short", role: "viewer" } }), 400);
     await refused(() => h.request("POST", "/v1/users", { headers: editor.headers, body: { email: "x@example.com", password: "long enough password", role: "viewer" } }), 403);
@@ -271,7 +271,8 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
 
   const cli = { actor_type: "cli", actor_id: expect.stringMatching(/^cli:.+/), request_id: null };
 
-  test("create-user, create-key and reset-password each append one entry by the cli actor, which the app notices; no secret in them", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("create-user, create-key and reset-password each append one entry by the cli actor, which the app notices; no secret in them", async () => {
     const password = "a password from the cli";
     const user = await oneEntry(async () => expect((await flagsvc("admin", "create-user", "--email", "ops@example.com", "--password", password, "--role", "editor")).code).toBe(0), {
       ...cli,
@@ -310,11 +311,11 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
   });
 
   test("a refused command appends nothing and changes nothing", async () => {
-    const before = stored();
+    const before = await stored();
     expect((await flagsvc("admin", "reset-password", "--email", "nobody@example.com", "--password", "long enough password")).code).toBe(1);
     expect((await flagsvc("admin", "create-user", "--email", "admin@localhost", "--password", "long enough password", "--role", "viewer")).code).toBe(1);
     expect((await flagsvc("admin", "create-key", "--name", "")).code).toBe(2);
-    expect(stored()).toEqual(before);
+    expect((await stored())).toEqual(before);
     expect(await h.ctx.credentials.pollExternalChanges()).toBe(false);
   });
 });
@@ -324,7 +325,7 @@ describe("bootstrap", () => {
     const password = "the configured admin password";
     const key = `svc_admin_${"K".repeat(32)}`;
     h = await testApp({ SVC_ADMIN_PASSWORD: password, SVC_ADMIN_KEY: key, SVC_ADMIN_EMAIL: "root@example.com" });
-    const rows = since(0);
+    const rows = await since(0);
     expect(rows.map((r) => [r.actor_type, r.actor_id, r.resource_type, r.resource_key, r.action])).toEqual([
       ["system", "system", "project", "default", "created"],
       ["system", "system", "user", "root@example.com", "created"],
@@ -332,7 +333,7 @@ describe("bootstrap", () => {
     ]);
     expect(new Set(rows.map((r) => (r as unknown as { at: string }).at)).size).toBe(1); // one transaction, one time
     const text = JSON.stringify(rows);
-    for (const secret of [password, key, ...hashes()]) expect(text).not.toContain(secret);
+    for (const secret of [password, key, ...(await hashes())]) expect(text).not.toContain(secret);
     expect(JSON.parse(rows[1]!.changes).passwordHash).toEqual({ before: null, after: "********", changed: true });
     expect(JSON.parse(rows[2]!.changes).keyHash).toEqual({ before: null, after: "********", changed: true });
   });

@@ -7,7 +7,7 @@
  * A second walk with a filter (resourceKey) holds the same.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { bearer, json, seedAdminKey, testApp, tick, type TestApp } from "../helpers";
+import { bearer, entriesAfter, json, seedAdminKey, testApp, tick, type TestApp, onPostgres } from "../helpers";
 
 const WRITERS = 8;
 const FLAGS = 16;
@@ -47,13 +47,12 @@ async function writer(w: number, stopped: () => boolean): Promise<number> {
   return n;
 }
 
-/** The positions of the project's entries (of one resource key, when given), newest first, read with SQL. */
-const positions = (resourceKey?: string) =>
-  (
-    h.sqlite
-      .query("SELECT position FROM change_log WHERE project_slug = 'default' AND (?1 IS NULL OR resource_key = ?1) ORDER BY position DESC")
-      .all(resourceKey ?? null) as { position: number }[]
-  ).map((r) => r.position);
+/** The positions of the project's entries (of one resource key, when given), newest first, read from the whole log. */
+const positions = async (resourceKey?: string) =>
+  (await entriesAfter(h.ctx, 0))
+    .filter((r) => r.project_slug === "default" && (resourceKey === undefined || r.resource_key === resourceKey))
+    .map((r) => r.position)
+    .reverse();
 
 /** Pages through the project's log (`query` added), 7 at a time, while the writers write; the entries in page order. */
 async function walk(resourceKey?: string) {
@@ -61,7 +60,7 @@ async function walk(resourceKey?: string) {
   let stop = false;
   const writers = Array.from({ length: WRITERS }, (_, w) => writer(w, () => stop));
   await Bun.sleep(50); // the writers are under way
-  const existing = positions(resourceKey);
+  const existing = await positions(resourceKey);
   const mark = existing[0]!;
   const seen: { id: string; position: number }[] = [];
   let cursor: string | null = null;
@@ -90,7 +89,7 @@ function check({ existing, mark, seen, written }: Awaited<ReturnType<typeof walk
   const newer = seen.filter((e) => e.position > mark);
   expect(seen.slice(0, newer.length)).toEqual(newer);
   // The writers did write meanwhile.
-  expect(written).toBeGreaterThan(50);
+  expect(written).toBeGreaterThan(onPostgres ? 20 : 50); // a commit costs ~10x more on PostgreSQL
 }
 
 test("the project's log, 7 a page, while 8 writers write: every entry that existed, once, newest first", async () => {

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { SYSTEM } from "../../src/changes/entry";
 import { MAX_QUEUED_CHUNKS } from "../../src/modules/streams/sse";
-import { bearer, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, rawRows } from "../helpers";
 import { SseReader, type SseEvent } from "../sse";
 
 let h: TestApp;
@@ -175,7 +175,7 @@ describe("resume", () => {
   test("Last-Event-ID: the entries after it, then live ones; ?since= the same; Last-Event-ID wins", async () => {
     const admin = await setup();
     await createFlag("a");
-    const from = lastPosition(h.ctx);
+    const from = await lastPosition(h.ctx);
     await rename("a", "1");
     await rename("a", "2");
     const r = await open(`${PROJECT}?since=1`, admin, String(from));
@@ -190,20 +190,20 @@ describe("resume", () => {
   test("under concurrent writes: no gap and no repeat at the seam, with filters; a position ahead of the log counts as its end", async () => {
     const admin = await setup();
     for (let i = 0; i < 450; i++) await rename(i % 2 ? "x" : "a", `before ${i}`).catch(() => createFlag(i % 2 ? "x" : "a"));
-    const from = lastPosition(h.ctx) - 440;
+    const from = (await lastPosition(h.ctx)) - 440;
     const r = await open(`${PROJECT}?resourceKey=a`, admin, String(from));
     const writes = (async () => {
       for (let i = 0; i < 60; i++) await rename(i % 3 ? "a" : "x", `during ${i}`);
     })();
     await writes;
-    const expected = (h.sqlite.query("SELECT position FROM change_log WHERE position > ?1 AND resource_key = 'a' ORDER BY position").all(from) as { position: number }[]).map((p) => p.position);
+    const expected = ((await rawRows(h.ctx, "SELECT position FROM change_log WHERE position > ? AND resource_key = 'a' ORDER BY position", [from])) as { position: number }[]).map((p) => Number(p.position));
     const got: number[] = [];
     while (got.length < expected.length) got.push(change(await r.nextEvent()).position);
     expect(got).toEqual(expected);
     await rename("a", "after");
     expect(change(await r.nextEvent()).changes.name.after).toBe("after");
     // Ahead of the log: from its end on.
-    const ahead = await open(PROJECT, admin, String(lastPosition(h.ctx) + 1000));
+    const ahead = await open(PROJECT, admin, String((await lastPosition(h.ctx)) + 1000));
     await rename("a", "next");
     expect(change(await ahead.nextEvent()).changes.name.after).toBe("next");
   });

@@ -11,8 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cliAuthor, SECRET } from "../../src/changes/entry";
-import { newId } from "../../src/lib/ids";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesAfter, lastPosition, runCli } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesAfter, lastPosition, runCli, rawRows, onPostgres, seedUser, sqliteOnly } from "../helpers";
 
 /**
  * Write routes that append no entry, each with its reason. Pro-only stubs are checked to still
@@ -458,13 +457,7 @@ let instanceCallers: Pick<Record<Kind, Caller>, "admin key" | "admin JWT" | "edi
 let editor: Record<string, string>;
 let viewer: Record<string, string>;
 
-async function insertUser(role: string, email: string): Promise<string> {
-  const id = newId("usr");
-  const hash = `$argon2id$walk$${crypto.randomUUID()}`;
-  h.sqlite.run("INSERT INTO users (id, email, password_hash, role, created_at, updated_at) VALUES (?, ?, ?, ?, 'x', 'x')", [id, email, hash, role]);
-  await h.ctx.credentials.reload();
-  return id;
-}
+const insertUser = (role: "admin" | "editor" | "viewer", email: string): Promise<string> => seedUser(h.ctx, role, email, `$argon2id$walk$${crypto.randomUUID()}`);
 
 async function userCaller(role: "admin" | "editor" | "viewer", email: string): Promise<Caller> {
   const id = await insertUser(role, email);
@@ -474,7 +467,7 @@ async function userCaller(role: "admin" | "editor" | "viewer", email: string): P
 
 async function adminKeyCaller(name: string): Promise<Caller> {
   const secret = await seedAdminKey(h.ctx, name);
-  const { id } = h.sqlite.query("SELECT id FROM admin_keys WHERE name = ?").get(name) as { id: string };
+  const { id } = (await h.ctx.stores.adminKeys.list()).find((k) => k.name === name)!;
   return { headers: bearer(secret), actor: { type: "admin_key", id, label: name }, secret };
 }
 
@@ -520,24 +513,28 @@ async function world(): Promise<World> {
 
 
 /** Every table's rows: what a refused call must leave as it was. */
-function dump(): Record<string, unknown[]> {
-  // Leases are renewed by the node's keeper every few seconds, whatever the requests do.
-  const tables = h.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' AND name <> 'leases' ORDER BY name").all() as { name: string }[];
+async function dump(): Promise<Record<string, string[]>> {
+  const tables = (await rawRows(
+    h.ctx,
+    onPostgres ? "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1" : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+  )) as { name: string }[];
   // A plugin's status, position and counters are the host's runtime state, settled off the request.
   const columns = (name: string) => (name === "plugins" ? "id, project_id, package_name, version, enabled, config, installed_at, updated_at" : "*");
-  return Object.fromEntries(tables.map(({ name }) => [name, h.sqlite.query(`SELECT ${columns(name)} FROM "${name}" ORDER BY rowid`).all()]));
+  const rows = async (name: string) => (await rawRows(h.ctx, `SELECT ${columns(name)} FROM "${name}"`)).map((r) => JSON.stringify(r)).sort();
+  // Leases are renewed by the node's keeper every few seconds, whatever the requests do.
+  return Object.fromEntries(await Promise.all(tables.filter(({ name }) => !name.startsWith("__drizzle") && name !== "leases").map(async ({ name }) => [name, await rows(name)])));
 }
 
 /** Every secret the database holds (hashes, webhook secrets): none may appear in an entry. */
-function storedSecrets(): string[] {
-  const q = (sql: string) => (h.sqlite.query(sql).all() as { s: string | null }[]).map((r) => r.s).filter((s): s is string => s !== null);
+async function storedSecrets(): Promise<string[]> {
+  const q = async (sql: string) => ((await rawRows(h.ctx, sql)) as { s: string | null }[]).map((r) => r.s).filter((s): s is string => s !== null);
   return [
-    ...q("SELECT key_hash AS s FROM api_keys"),
-    ...q("SELECT previous_hash AS s FROM api_keys"),
-    ...q("SELECT key_hash AS s FROM admin_keys"),
-    ...q("SELECT password_hash AS s FROM users"),
-    ...q("SELECT secret AS s FROM webhooks"),
-    ...q("SELECT json_extract(config, '$.apiKey') AS s FROM plugins"),
+    ...(await q("SELECT key_hash AS s FROM api_keys")),
+    ...(await q("SELECT previous_hash AS s FROM api_keys")),
+    ...(await q("SELECT key_hash AS s FROM admin_keys")),
+    ...(await q("SELECT password_hash AS s FROM users")),
+    ...(await q("SELECT secret AS s FROM webhooks")),
+    ...(await q(onPostgres ? "SELECT config->>'apiKey' AS s FROM plugins" : "SELECT json_extract(config, '$.apiKey') AS s FROM plugins")),
   ];
 }
 
@@ -573,13 +570,13 @@ describe("the document's write routes", () => {
     // Every case and exclusion names a route that still exists.
     expect([...Object.keys(CASES), ...Object.keys(EXCLUDED), ...PRO_ONLY].filter((r) => !writes.includes(r))).toEqual([]);
 
-    const before = dump();
+    const before = await dump();
     for (const route of PRO_ONLY) {
       const [method, template] = route.split(" ") as [string, string];
       const res = await h.request(method, template.replace("{slug}", "default").replace("{integrationId}", "int_x"), { headers: setup, body: method === "DELETE" ? undefined : {} });
       expect({ route, error: (await json(res, 403)).error }).toEqual({ route, error: "PRO_EDITION_REQUIRED" });
     }
-    expect(dump()).toEqual(before);
+    expect(await dump()).toEqual(before);
   });
 });
 
@@ -602,11 +599,11 @@ for (const [route, c] of Object.entries(CASES)) {
         const w = await world();
         const caller = w.callers[kind];
         const call = c.call(w);
-        const mark = lastPosition(h.ctx);
+        const mark = await lastPosition(h.ctx);
         const requestId = `walk-${next()}`;
         const res = await h.request(method, call.path, { headers: { ...caller.headers, "x-request-id": requestId }, body: call.body });
         const answer = await json(res, c.status);
-        const entries = entriesAfter(h.ctx, mark);
+        const entries = await entriesAfter(h.ctx, mark);
         const expected = c.expect(w, answer);
         expect(entries.map((e) => `${e.resource_type} ${e.action}`)).toEqual(expected.map((e) => `${e.type} ${e.action}`));
         expected.forEach((x, i) => {
@@ -621,7 +618,7 @@ for (const [route, c] of Object.entries(CASES)) {
           x.changes(JSON.parse(e.changes));
         });
         const text = JSON.stringify(entries);
-        const secrets = [...storedSecrets(), ...sentSecrets(call.body, answer), caller.secret, ...Object.values(setup)];
+        const secrets = [...(await storedSecrets()), ...sentSecrets(call.body, answer), caller.secret, ...Object.values(setup)];
         for (const secret of new Set(secrets)) expect({ secret, found: text.includes(secret) }).toEqual({ secret, found: false });
       });
     }
@@ -632,10 +629,10 @@ for (const [route, c] of Object.entries(CASES)) {
         const own = r.call(w);
         // The access refusals reuse the route's own call with another credential.
         const call = own.path === "" ? { ...c.call(w), headers: own.headers } : own;
-        const before = dump();
+        const before = await dump();
         const res = await h.request(method, call.path, { headers: call.headers ?? setup, body: call.body });
         expect({ why: r.why, status: res.status, body: await res.text() }).toEqual({ why: r.why, status: r.status, body: expect.any(String) });
-        expect({ why: r.why, changed: JSON.stringify(dump()) !== JSON.stringify(before) }).toEqual({ why: r.why, changed: false });
+        expect({ why: r.why, changed: JSON.stringify(await dump()) !== JSON.stringify(before) }).toEqual({ why: r.why, changed: false });
       }
     });
   });
@@ -646,32 +643,34 @@ const flagsvc = (...args: string[]) => runCli(h.dir, ...args);
 describe("the CLI", () => {
   const cli = { type: "cli", id: `cli:${cliAuthor().actor.label}`, label: cliAuthor().actor.label };
 
-  test("admin create-key: one admin_key created entry by the cli actor, without the key", async () => {
-    const mark = lastPosition(h.ctx);
+  // SQLite-only: the CLI runs on the data dir (runCli passes no database URL).
+  sqliteOnly("admin create-key: one admin_key created entry by the cli actor, without the key", async () => {
+    const mark = await lastPosition(h.ctx);
     const r = await flagsvc("admin", "create-key", "--name", "from the cli");
     expect(r.code).toBe(0);
     const secret = r.stdout.trim();
     expect(secret).toStartWith("svc_admin_");
-    const entries = entriesAfter(h.ctx, mark);
+    const entries = await entriesAfter(h.ctx, mark);
     expect(entries.map((e) => [e.actor_type, e.actor_id, e.actor_label, e.request_id, e.resource_type, e.action, e.project_slug])).toEqual([
       [cli.type, cli.id, cli.label, null, "admin_key", "created", null],
     ]);
     expect(JSON.parse(entries[0]!.changes).name).toEqual({ before: null, after: "from the cli" });
-    for (const s of [secret, ...storedSecrets()]) expect(JSON.stringify(entries).includes(s)).toBe(false);
+    for (const s of [secret, ...(await storedSecrets())]) expect(JSON.stringify(entries).includes(s)).toBe(false);
   });
 
-  test("admin reset-password: one user updated entry by the cli actor, the password masked; an unknown email appends nothing", async () => {
+  // SQLite-only: the CLI runs on the data dir (runCli passes no database URL).
+  sqliteOnly("admin reset-password: one user updated entry by the cli actor, the password masked; an unknown email appends nothing", async () => {
     const id = await insertUser("viewer", "cli-target@example.com");
-    const mark = lastPosition(h.ctx);
+    const mark = await lastPosition(h.ctx);
     const r = await flagsvc("admin", "reset-password", "--email", "cli-target@example.com", "--password", PASSWORD);
     expect(r.code).toBe(0);
-    const entries = entriesAfter(h.ctx, mark);
+    const entries = await entriesAfter(h.ctx, mark);
     expect(entries.map((e) => [e.actor_type, e.actor_id, e.actor_label, e.resource_type, e.resource_id, e.action])).toEqual([[cli.type, cli.id, cli.label, "user", id, "updated"]]);
     expect(Object.values(JSON.parse(entries[0]!.changes))).toEqual([{ before: SECRET, after: SECRET, changed: true }]);
-    for (const s of [PASSWORD, ...storedSecrets()]) expect(JSON.stringify(entries).includes(s)).toBe(false);
+    for (const s of [PASSWORD, ...(await storedSecrets())]) expect(JSON.stringify(entries).includes(s)).toBe(false);
 
-    const before = dump();
+    const before = await dump();
     expect((await flagsvc("admin", "reset-password", "--email", "nobody@example.com", "--password", PASSWORD)).code).toBe(1);
-    expect(dump()).toEqual(before);
+    expect(await dump()).toEqual(before);
   });
 });

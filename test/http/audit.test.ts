@@ -16,7 +16,7 @@ import { EXPORT_BATCH } from "../../src/modules/audit/service";
 import { SCAN_WINDOW } from "../../src/modules/audit/store";
 import { startServer } from "../../src/server";
 import type { Database } from "bun:sqlite";
-import { bearer, json, seedAdminKey, seedApiKey, sqliteOf, tempDir, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, sqliteOf, tempDir, testApp, userToken, type TestApp, sqliteOnly, rawRows } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -25,7 +25,7 @@ let defaultId: string;
 beforeAll(async () => {
   h = await testApp({ SVC_RATE_LIMITS: "admin:100000,user:100000,mgmt:100000,full:100000" });
   admin = bearer(await seedAdminKey(h.ctx, "auditor"));
-  defaultId = h.sqlite.query<{ id: string }, []>("SELECT id FROM projects WHERE slug = 'default'").get()!.id;
+  defaultId = (await h.ctx.stores.projects.bySlug("default"))!.id;
 });
 afterAll(() => h.close());
 
@@ -77,9 +77,9 @@ async function walk(path: string, limit: number, between?: () => void | Promise<
 }
 
 describe("pages", () => {
-  beforeEach(() => h.sqlite.run("DELETE FROM change_log"));
+  beforeEach(() => rawRows(h.ctx, "DELETE FROM change_log"));
 
-  test("newest first, 50 by default; nextCursor walks every entry once, and is null on the last page", async () => {
+  sqliteOnly("newest first, 50 by default; nextCursor walks every entry once, and is null on the last page", async () => {
     const made = append(123);
     const first = await page("/v1/projects/default/audit-log");
     expect(positions(first.entries)).toEqual(made.slice(-50).reverse());
@@ -91,7 +91,7 @@ describe("pages", () => {
     expect((await page("/v1/projects/default/audit-log?limit=200")).nextCursor).toBeNull();
   });
 
-  test("entries appended between page reads never shift the pages: nothing skipped, nothing repeated", async () => {
+  sqliteOnly("entries appended between page reads never shift the pages: nothing skipped, nothing repeated", async () => {
     const made = append(100);
     const appended: number[] = [];
     const seen = await walk("/v1/projects/default/audit-log", 7, () => {
@@ -102,7 +102,7 @@ describe("pages", () => {
     expect(positions((await page("/v1/projects/default/audit-log?limit=200")).entries).slice(0, appended.length)).toEqual([...appended].reverse());
   });
 
-  test("a filter without an index stops at its scan window: a short (even empty) page with a cursor, until the match; the export finds it", async () => {
+  sqliteOnly("a filter without an index stops at its scan window: a short (even empty) page with a cursor, until the match; the export finds it", async () => {
     const [rare] = append(1, { actorId: "usr_rare" });
     const [other] = append(1, { project: null, type: "user", key: "x@example.com" });
     append(SCAN_WINDOW + 10);
@@ -130,9 +130,9 @@ describe("filters", () => {
   beforeAll(async () => {
     other = (await json(await h.request("POST", "/v1/projects", { headers: admin, body: { slug: "audit-other", name: "Other" } }), 201)) as { id: string; slug: string };
   });
-  beforeEach(() => h.sqlite.run("DELETE FROM change_log"));
+  beforeEach(() => rawRows(h.ctx, "DELETE FROM change_log"));
 
-  test("the project route reads only its project's entries; the instance route reads all, instance-level ones included", async () => {
+  sqliteOnly("the project route reads only its project's entries; the instance route reads all, instance-level ones included", async () => {
     const mine = append(2);
     const theirs = append(2, { project: other });
     const instance = append(1, { project: null, type: "user", key: "someone@example.com" });
@@ -141,7 +141,7 @@ describe("filters", () => {
     expect(positions((await page("/v1/audit-log")).entries)).toEqual([...mine, ...theirs, ...instance].reverse());
   });
 
-  test("resourceKey: a flag's whole history, its states in every environment included, and no other flag's", async () => {
+  sqliteOnly("resourceKey: a flag's whole history, its states in every environment included, and no other flag's", async () => {
     const history = [
       ...append(1, { key: "checkout", action: "created" }),
       ...append(1, { key: "checkout", type: "flag_state", environment: "production", action: "enabled" }),
@@ -162,7 +162,7 @@ describe("filters", () => {
     expect((await page("/v1/audit-log?resourceKey=checkout")).entries).toHaveLength(5);
   });
 
-  test("resourceType, actorId, action, and several at once (AND)", async () => {
+  sqliteOnly("resourceType, actorId, action, and several at once (AND)", async () => {
     const states = append(2, { type: "flag_state", environment: "production", action: "disabled" });
     const byBob = append(2, { actorId: "usr_bob" });
     const bobDisables = append(1, { actorId: "usr_bob", type: "flag_state", environment: "production", action: "disabled" });
@@ -174,7 +174,7 @@ describe("filters", () => {
     expect((await page("/v1/projects/default/audit-log?resourceType=webhook")).entries[0].resource).toEqual({ type: "webhook", id: "res_x", key: null });
   });
 
-  test("since is inclusive, until exclusive; offsets are read as the instant they name", async () => {
+  sqliteOnly("since is inclusive, until exclusive; offsets are read as the instant they name", async () => {
     const [a] = append(1, { at: "2026-11-20T10:00:00.000Z" });
     const [b] = append(1, { at: "2026-11-21T10:00:00.000Z" });
     const [c] = append(1, { at: "2026-11-22T10:00:00.000Z" });
@@ -189,8 +189,8 @@ describe("filters", () => {
 });
 
 describe("the entry", () => {
-  test("has exactly the documented fields", async () => {
-    h.sqlite.run("DELETE FROM change_log");
+  sqliteOnly("has exactly the documented fields", async () => {
+    await rawRows(h.ctx, "DELETE FROM change_log");
     const [position] = append(1, { type: "flag_state", environment: "production", key: "shape", action: "enabled" });
     const [entry] = (await page("/v1/projects/default/audit-log")).entries;
     expect(entry).toEqual({
@@ -210,9 +210,9 @@ describe("the entry", () => {
 
 describe("NDJSON export", () => {
   const ndjson = { ...({} as Record<string, string>), accept: "application/x-ndjson" };
-  beforeEach(() => h.sqlite.run("DELETE FROM change_log"));
+  beforeEach(() => rawRows(h.ctx, "DELETE FROM change_log"));
 
-  test("the whole filtered log, one entry a line, newest first, across several reads; limit does not apply", async () => {
+  sqliteOnly("the whole filtered log, one entry a line, newest first, across several reads; limit does not apply", async () => {
     const made = append(EXPORT_BATCH * 2 + 34, { key: "exported" });
     append(10, { key: "not-exported" });
     const res = await get("/v1/projects/default/audit-log?resourceKey=exported&limit=5", { ...admin, ...ndjson });
@@ -227,7 +227,7 @@ describe("NDJSON export", () => {
     expect(lines.slice(0, 3)).toEqual((await page("/v1/projects/default/audit-log?resourceKey=exported&limit=3")).entries);
   });
 
-  test("from a cursor on; an Accept that names NDJSON among others gets it, one with q=0 does not", async () => {
+  sqliteOnly("from a cursor on; an Accept that names NDJSON among others gets it, one with q=0 does not", async () => {
     const made = append(30);
     const { nextCursor } = await page("/v1/projects/default/audit-log?limit=10");
     const rest = await (await get(`/v1/projects/default/audit-log?cursor=${nextCursor}`, { ...admin, accept: "application/json;q=0.5, application/x-ndjson" })).text();
@@ -311,7 +311,7 @@ describe("who may read", () => {
 });
 
 describe("retention on the server's background thread", () => {
-  test("entries older than SVC_AUDIT_RETENTION_DAYS go, in batches, newer ones stay; the worker's log line says how many", async () => {
+  sqliteOnly("entries older than SVC_AUDIT_RETENTION_DAYS go, in batches, newer ones stay; the worker's log line says how many", async () => {
     const dir = tempDir();
     const lines: string[] = [];
     const config = loadConfig({ SVC_DATA_DIR: dir, SVC_PORT: "0", SVC_HOST: "127.0.0.1", SVC_AUDIT_RETENTION_DAYS: "30", SVC_LOG_LEVEL: "info" });
@@ -339,7 +339,7 @@ describe("real writes through the API", () => {
   const history = async () => (await page("/v1/projects/default/audit-log?resourceKey=e2e-flag")).entries;
   const adminKeyId = () => h.sqlite.query<{ id: string }, []>("SELECT id FROM admin_keys WHERE name = 'auditor'").get()!.id;
 
-  test("each write appears once, with its actor, request id, resource and changes; a flag's states are in its history", async () => {
+  sqliteOnly("each write appears once, with its actor, request id, resource and changes; a flag's states are in its history", async () => {
     const created = await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "e2e-flag", name: "E2E" } });
     expect(created.status).toBe(201);
     const flagId = (await created.json()).id;
@@ -399,7 +399,7 @@ describe("real writes through the API", () => {
     expect((await page("/v1/audit-log?actorId=nobody%40example.com")).entries).toEqual([]);
   });
 
-  test("a write that changes nothing, and a refused one, append nothing", async () => {
+  sqliteOnly("a write that changes nothing, and a refused one, append nothing", async () => {
     const before = count(h.sqlite);
     expect((await h.request("PATCH", "/v1/projects/default/flags/e2e-flag", { headers: admin, body: { name: "E2E renamed" } })).status).toBe(200);
     expect((await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "e2e-flag", name: "again" } })).status).toBe(409);
@@ -407,7 +407,7 @@ describe("real writes through the API", () => {
     expect(count(h.sqlite)).toBe(before);
   });
 
-  test("pages walked while 8 writers write: every entry up to the first page once, newest first", async () => {
+  sqliteOnly("pages walked while 8 writers write: every entry up to the first page once, newest first", async () => {
     for (let w = 0; w < 8; w++) await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: `writer-${w}`, name: `Writer ${w}` } }), 201);
     // Each writer yields a turn between writes (in one process, a writer that never waits on a
     // timer or I/O would hold the turn); the walk reads a page between them.

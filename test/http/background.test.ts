@@ -9,7 +9,7 @@ import { BackgroundThread } from "../../src/background/thread";
 import { loadConfig } from "../../src/config";
 import { createLogger, forwardingLogger, type LogRecord } from "../../src/lib/log";
 import { startServer, type RunningServer } from "../../src/server";
-import { callServer, seedAdminKey, tempDir, sqliteOf } from "../helpers";
+import { callServer, seedAdminKey, tempDir, sqliteOf, sqliteOnly } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 let dir: string;
@@ -44,7 +44,7 @@ const until = async (what: () => boolean, timeoutMs = 5_000) => {
   for (const started = Date.now(); !what(); await Bun.sleep(20)) if (Date.now() - started > timeoutMs) throw new Error("timed out");
 };
 
-test("the server sends from the background thread, and the main connection leaves checkpoints to it", async () => {
+sqliteOnly("the server sends from the background thread, and the main connection leaves checkpoints to it", async () => {
   expect(thread()).toBeInstanceOf(BackgroundThread);
   await until(() => autoCheckpoint() === 0);
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.enabled"], secret: "background-thread-secret" });
@@ -74,7 +74,8 @@ test("the server sends from the background thread, and the main connection leave
   await until(() => frames().checkpointed === frames().log);
 });
 
-test("a worker that dies is started again; meanwhile the main connection checkpoints, and nothing is lost", async () => {
+// Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+sqliteOnly("a worker that dies is started again; meanwhile the main connection checkpoints, and nothing is lost", async () => {
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: `${rx.url}/again`, events: ["flag.disabled"], secret: "background-thread-secret" });
   const first = worker()!;
   first.terminate();
@@ -95,7 +96,8 @@ test("a worker that dies is started again; meanwhile the main connection checkpo
   expect(body!.deliveries).toEqual([expect.objectContaining({ status: "succeeded", attempts: 1 })]);
 });
 
-test("the worker's log lines are written by the main thread's logger", async () => {
+// Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+sqliteOnly("the worker's log lines are written by the main thread's logger", async () => {
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: "http://127.0.0.1:9/refused", events: ["flag.enabled"], secret: "background-thread-secret" });
   expect((await call("PUT", "/v1/projects/default/flags/threaded/states/production", { enabled: true })).status).toBe(200);
   await until(() => lines.join("").includes("webhook attempt failed; will retry"));
@@ -103,7 +105,7 @@ test("the worker's log lines are written by the main thread's logger", async () 
   expect(JSON.parse(line)).toMatchObject({ level: "info", webhook: hook.body!.id, error: "connection refused" });
 });
 
-test("retention runs on the background thread, in chunks: 2,500 deliveries older than 30 days go, newer ones stay", async () => {
+sqliteOnly("retention runs on the background thread, in chunks: 2,500 deliveries older than 30 days go, newer ones stay", async () => {
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.deleted"], secret: "background-thread-secret" });
   const { sqlite } = sqliteOf(server.ctx);
   const old = new Date(Date.now() - 40 * 86_400_000).toISOString();

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createApp } from "../../src/server";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, userToken } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, sqliteOnly } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -64,7 +64,8 @@ function asAnswered(path: string, ours: { message: string; details: { path: stri
 const NOT_UTF8 = { error: "VALIDATION_ERROR", message: "Request body is not valid UTF-8", details: [{ path: "body", message: "Not valid UTF-8" }] };
 
 describe("a body that is not UTF-8", () => {
-  test("the fuzzer's case: a project name ending in 0xFF 0xFE is 400, nothing stored", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("the fuzzer's case: a project name ending in 0xFF 0xFE is 400, nothing stored", async () => {
     const before = rows();
     const res = await raw("POST", "/v1/projects", bytes('{"slug":"oops","name":"ok', [0xff, 0xfe], '"}'), admin);
     expect(await json(res, 400)).toEqual(NOT_UTF8);
@@ -72,7 +73,8 @@ describe("a body that is not UTF-8", () => {
     expect(rows()).toEqual(before);
   });
 
-  test("400 on every route that reads a body, after the caller is judged; nothing changes", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("400 on every route that reads a body, after the caller is judged; nothing changes", async () => {
     const routes = bodyRoutes();
     expect(routes.length).toBeGreaterThanOrEqual(30);
     const before = rows();
@@ -96,7 +98,8 @@ describe("a body that is not UTF-8", () => {
     }
   });
 
-  test("a chunked body (no Content-Length) is judged alike", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("a chunked body (no Content-Length) is judged alike", async () => {
     const before = rows();
     const stream = new ReadableStream<Uint8Array>({
       start(c) {
@@ -124,7 +127,8 @@ describe("a body that is not UTF-8", () => {
 describe("a __proto__ member", () => {
   const UNKNOWN = { error: "VALIDATION_ERROR", message: "Invalid request", details: [{ path: "body.__proto__", message: "Unknown field" }] };
 
-  test("rotating a key with __proto__ in the body is 400, like any unknown field; the key is not rotated", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("rotating a key with __proto__ in the body is 400, like any unknown field; the key is not rotated", async () => {
     const before = rows();
     for (const body of ['{"__proto__":1}', '{"__proto__":{}}', '{"__proto__":null}', '{"gracePeriodSeconds":5,"__proto__":{"gracePeriodSeconds":86400}}', '{"\\u005f_proto__":{}}']) {
       const res = await h.request("POST", `/v1/api-keys/${rotated.id}/rotate`, { body, headers: admin });
@@ -137,7 +141,8 @@ describe("a __proto__ member", () => {
     expect((await json(await h.request("POST", `/v1/api-keys/${rotated.id}/rotate`, { body: '{"x":1}', headers: admin }), 400)).details).toEqual([{ path: "body.x", message: "Unknown field" }]);
   });
 
-  test("400 on every route that reads a body, with or without the route's own fields; nothing changes", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("400 on every route that reads a body, with or without the route's own fields; nothing changes", async () => {
     const before = rows();
     for (const { method, path, caller } of bodyRoutes()) {
       for (const body of ['{"__proto__":{}}', '{"name":"x","__proto__":{"name":"y"}}']) {

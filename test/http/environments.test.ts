@@ -3,7 +3,7 @@
  * (issue 20), through app.handle over a real database.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, rawRows } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -17,7 +17,7 @@ const ENV = "/v1/projects/default/environments";
 const get = (path: string, headers = admin) => h.request("GET", path, { headers });
 const patch = (path: string, body: unknown, headers = admin) => h.request("PATCH", path, { body, headers });
 /** The stored projects and environments, to show that a refused or empty write changed nothing. */
-const rows = () => JSON.stringify([h.sqlite.query("SELECT * FROM projects ORDER BY id").all(), h.sqlite.query("SELECT * FROM environments ORDER BY id").all()]);
+const rows = async () => JSON.stringify([(await rawRows(h.ctx, "SELECT * FROM projects ORDER BY id")), (await rawRows(h.ctx, "SELECT * FROM environments ORDER BY id"))]);
 
 describe("GET an environment", () => {
   test("200 with the environment as the list shows it", async () => {
@@ -69,15 +69,15 @@ describe("PATCH an environment (rename)", () => {
 
   test("an empty body or the same name changes nothing and answers the environment", async () => {
     const env = await json(await get(`${ENV}/staging`), 200);
-    const stored = rows();
+    const stored = await rows();
     h.clock.advance(60_000);
     expect(await json(await patch(`${ENV}/staging`, {}), 200)).toEqual(env);
     expect(await json(await patch(`${ENV}/staging`, { name: env.name }), 200)).toEqual(env);
-    expect(rows()).toBe(stored);
+    expect((await rows())).toBe(stored);
   });
 
   test("the slug, other fields and bad names are 400; nothing is stored", async () => {
-    const stored = rows();
+    const stored = await rows();
     const cases: [unknown, { path: string; message: string }[]][] = [
       [{ slug: "prod" }, [{ path: "body.slug", message: "The slug of an environment cannot be changed" }]],
       [{ name: "Prod", slug: "prod" }, [{ path: "body.slug", message: "The slug of an environment cannot be changed" }]],
@@ -92,16 +92,16 @@ describe("PATCH an environment (rename)", () => {
       expect({ body, answer }).toEqual({ body, answer: { error: "VALIDATION_ERROR", message: expect.any(String), details } });
     }
     for (const raw of ["{not json", "[1]", '"Prod"']) expect((await json(await patch(`${ENV}/production`, raw), 400)).error).toBe("VALIDATION_ERROR");
-    expect(rows()).toBe(stored);
+    expect((await rows())).toBe(stored);
     // 200 characters is the limit, as on create.
     expect((await json(await patch(`${ENV}/production`, { name: "x".repeat(200) }), 200)).name).toHaveLength(200);
   });
 
   test("unknown environment or project: 404, nothing stored", async () => {
-    const stored = rows();
+    const stored = await rows();
     expect(await json(await patch(`${ENV}/qa`, { name: "QA" }), 404)).toEqual({ error: "NOT_FOUND", message: "Environment qa in project default not found" });
     expect((await json(await patch("/v1/projects/nope/environments/production", { name: "P" }), 404)).error).toBe("NOT_FOUND");
-    expect(rows()).toBe(stored);
+    expect((await rows())).toBe(stored);
   });
 });
 
@@ -127,14 +127,14 @@ describe("access (group environments: read for GET, write for PATCH)", () => {
     const path = `${ENV}/production`;
     const writers = [bearer((await seedApiKey(h.ctx, "mgmt")).secret), bearer((await seedApiKey(h.ctx, "full")).secret), admin, await userToken(h.ctx, "admin")];
     for (const [i, headers] of writers.entries()) expect((await json(await patch(path, { name: `Name ${i}` }, headers), 200)).name).toBe(`Name ${i}`);
-    const stored = rows();
+    const stored = await rows();
     for (const role of ["editor", "viewer"] as const) {
       expect(await json(await patch(path, { name: "Nope" }, await userToken(h.ctx, role)), 403)).toEqual({ error: "FORBIDDEN", message: `The role ${role} does not have access to this endpoint` });
     }
     for (const scope of ["eval", "test"] as const) expect((await json(await patch(path, { name: "Nope" }, bearer((await seedApiKey(h.ctx, scope)).secret)), 403)).error).toBe("FORBIDDEN");
     expect((await json(await patch(path, { name: "Nope" }, bearer((await seedApiKey(h.ctx, "full", "other")).secret)), 403)).message).toBe("This key does not have access to this project");
     expect((await json(await patch(path, { name: "Nope" }, {}), 401)).error).toBe("UNAUTHORIZED");
-    expect(rows()).toBe(stored);
+    expect((await rows())).toBe(stored);
   });
 });
 

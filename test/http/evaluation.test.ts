@@ -106,7 +106,7 @@ function headerNames(res: Response): string[] {
   return entries.sort();
 }
 
-const projectId = () => (h.sqlite.query("SELECT id FROM projects WHERE slug = 'default'").get() as { id: string }).id;
+const projectId = async () => (await h.ctx.stores.projects.bySlug("default"))!.id;
 
 describe("single evaluation", () => {
   test("concurrent answers each carry their own request id and remaining count (one Headers reused)", async () => {
@@ -232,12 +232,13 @@ describe("test-session overrides (resolution step 1)", () => {
     ["ghost", true],
   ]);
   let calls: { token: string; projectId: string; now: number }[];
-  beforeEach(() => {
+  beforeEach(async () => {
     calls = [];
+    const live = await projectId();
     plugOverrides({
       overridesFor(token, project, now) {
         calls.push({ token, projectId: project, now });
-        return token === "sess_live" && project === projectId() ? overrides : undefined;
+        return token === "sess_live" && project === live ? overrides : undefined;
       },
     });
   });
@@ -253,7 +254,7 @@ describe("test-session overrides (resolution step 1)", () => {
     expect(await result("ghost", {}, session)).toMatchObject({ enabled: true, variant: null, reason: "TEST_OVERRIDE" });
     // A flag the session does not override resolves normally.
     expect(await result("other", {}, session)).toMatchObject({ reason: "FLAG_NOT_FOUND" });
-    expect(calls.at(-1)).toEqual({ token: "sess_live", projectId: projectId(), now: h.clock.now() });
+    expect(calls.at(-1)).toEqual({ token: "sess_live", projectId: (await projectId()), now: h.clock.now() });
   });
 
   test("without the header, with an empty one, or with a token the source does not know: no override", async () => {

@@ -1,9 +1,6 @@
 /** Flags and their states (decisions §6) through app.handle over a real database. */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
-import { join } from "node:path";
-import { DB_FILE } from "../../src/db/client";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, json, ISO_TIMESTAMP } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, json, ISO_TIMESTAMP, tableRows } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -21,13 +18,8 @@ const putState = (key: string, env: string, body: unknown) => h.request("PUT", `
 const get = (path: string, headers = admin) => h.request("GET", path, { headers });
 
 /** Every table's rows, to show that a refused write changed nothing. */
-function dump(): string {
-  const db = new Database(join(h.dir, DB_FILE), { readonly: true });
-  try {
-    return JSON.stringify([db.query("SELECT * FROM flags ORDER BY id").all(), db.query("SELECT * FROM flag_states ORDER BY flag_id, environment_id").all()]);
-  } finally {
-    db.close();
-  }
+async function dump(): Promise<string> {
+  return JSON.stringify([await tableRows(h.ctx, "flags"), await tableRows(h.ctx, "flag_states")]);
 }
 
 const RULE = { name: "beta users", conditions: [{ attribute: "plan", operator: "equals", value: "beta" }] };
@@ -111,11 +103,11 @@ describe("validation: a refused write changes nothing", () => {
   ];
   for (const [name, body, path, message] of cases) {
     test(name, async () => {
-      const before = dump();
+      const before = await dump();
       const res = await json(await create(body), 400);
       expect(res.error).toBe("VALIDATION_ERROR");
       expect(res.details).toContainEqual(message ? { path, message } : { path, message: expect.any(String) });
-      expect(dump()).toBe(before);
+      expect(await dump()).toBe(before);
     });
   }
 
@@ -177,7 +169,7 @@ describe("PATCH", () => {
 
   test("key in the body: 400; new variants are checked against the stored rules", async () => {
     await json(await create({ key: "f", name: "F", variants: [{ key: "a" }, { key: "b" }], rules: [{ variant: "b" }] }), 201);
-    const before = dump();
+    const before = await dump();
     const keyRes = await json(await patch("f", { key: "g" }), 400);
     expect(keyRes.details).toEqual([{ path: "body.key", message: "The key of a flag cannot be changed" }]);
     const variantRes = await json(await patch("f", { variants: [{ key: "a" }] }), 400);
@@ -185,7 +177,7 @@ describe("PATCH", () => {
     expect(variantRes.details).toEqual([
       { path: "body.variants", message: `Variant b is served by the flag's rule rules[0] (${ruleId}): change that rule in the same request` },
     ]);
-    expect(dump()).toBe(before);
+    expect(await dump()).toBe(before);
   });
 
   test("unknown flag: 404", async () => {
@@ -200,7 +192,7 @@ describe("DELETE", () => {
     expect((await h.request("DELETE", `${BASE}/f`, { headers: admin })).status).toBe(204);
     expect((await get(`${BASE}/f`)).status).toBe(404);
     expect((await h.request("DELETE", `${BASE}/f`, { headers: admin })).status).toBe(404);
-    expect(JSON.parse(dump())[1]).toEqual([]);
+    expect(JSON.parse((await dump()))[1]).toEqual([]);
     await json(await create({ key: "f", name: "F again" }), 201);
     expect((await json(await get(`${BASE}/f/states/production`), 200)).enabled).toBe(false);
   });
@@ -250,10 +242,10 @@ describe("states", () => {
   for (const [name, body, path] of bad) {
     test(`400: ${name}; nothing stored`, async () => {
       await json(await create({ key: "f", name: "F" }), 201);
-      const before = dump();
+      const before = await dump();
       const res = await json(await putState("f", "staging", body), 400);
       expect(res.details).toContainEqual({ path, message: expect.any(String) });
-      expect(dump()).toBe(before);
+      expect(await dump()).toBe(before);
     });
   }
 
@@ -269,7 +261,7 @@ describe("states", () => {
     await json(await create({ key: "f", name: "F" }), 201);
     await json(await putState("f", "staging", { enabled: true }), 200);
     expect((await h.request("DELETE", "/v1/projects/default/environments/staging", { headers: admin })).status).toBe(204);
-    expect(JSON.parse(dump())[1]).toEqual([]);
+    expect(JSON.parse((await dump()))[1]).toEqual([]);
   });
 });
 

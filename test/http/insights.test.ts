@@ -11,7 +11,7 @@ import { bootstrap } from "../../src/bootstrap";
 import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/lib/log";
 import { createApp, createContext, createServices, dispatcher } from "../../src/server";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, TestClock, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, TestClock, type TestApp, rawRows, countRows, sqliteOnly } from "../helpers";
 
 const FLAGS = "/v1/projects/default/flags";
 const NOW = Date.parse("2026-11-22T10:00:00.000Z"); // the TestClock's start
@@ -41,7 +41,8 @@ const insights = (key: string, query = "environment=production", status = 200, a
 const current = (body: Record<string, any>) => body.points.at(-1);
 
 describe("counts", () => {
-  test("equal the evaluations made, by variant and reason: single, batch and OFREP; shown before they are flushed", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("equal the evaluations made, by variant and reason: single, batch and OFREP; shown before they are flushed", async () => {
     for (let i = 0; i < 3; i++) await evaluate("theme", { userId: `u${i}`, plan: "beta" }); // b, TARGETING_RULE_MATCH
     for (let i = 0; i < 2; i++) await evaluate("theme", { userId: `v${i}` }); // a, FLAG_ENABLED
     await evaluate("dark"); // off, FLAG_DISABLED
@@ -64,7 +65,7 @@ describe("counts", () => {
     // Flushed: the same answer from the database, and the rows hold it.
     expect(h.ctx.insightsFlusher.flush()).toBe(2);
     expect(current(await insights("theme"))).toEqual(current(theme));
-    const rows = h.sqlite.query("SELECT variant, reason, count FROM flag_insights i JOIN flags f ON f.id = i.flag_id WHERE f.key = 'theme' ORDER BY variant").all();
+    const rows = (await rawRows(h.ctx, "SELECT variant, reason, count FROM flag_insights i JOIN flags f ON f.id = i.flag_id WHERE f.key = 'theme' ORDER BY variant"));
     expect(rows).toEqual([
       { variant: "a", reason: "FLAG_ENABLED", count: 4 },
       { variant: "b", reason: "TARGETING_RULE_MATCH", count: 4 },
@@ -73,30 +74,32 @@ describe("counts", () => {
     await evaluate("theme");
     expect(current(await insights("theme")).byVariant).toEqual({ a: 5, b: 4 });
     h.ctx.insightsFlusher.flush();
-    expect(h.sqlite.query("SELECT sum(count) AS n FROM flag_insights").get()).toEqual({ n: 12 });
+    expect((await rawRows(h.ctx, "SELECT sum(count) AS n FROM flag_insights"))[0]).toEqual({ n: 12 });
   });
 
-  test("each flush is one batch: nothing is written by an evaluation, a flush with nothing new writes nothing", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("each flush is one batch: nothing is written by an evaluation, a flush with nothing new writes nothing", async () => {
     await evaluate("theme");
-    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 0 });
+    expect({ n: await countRows(h.ctx, "flag_insights") }).toEqual({ n: 0 });
     expect(h.ctx.insightsFlusher.flush()).toBe(1);
     expect(h.ctx.insightsFlusher.flush()).toBe(0);
-    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 1 });
+    expect({ n: await countRows(h.ctx, "flag_insights") }).toEqual({ n: 1 });
   });
 
   test("a deleted flag's counts go with it", async () => {
     await evaluate("dark");
     h.ctx.insightsFlusher.flush();
     await call("DELETE", `${FLAGS}/dark`, undefined, 204);
-    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 0 });
-    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_last_evaluated").get()).toEqual({ n: 0 });
+    expect({ n: await countRows(h.ctx, "flag_insights") }).toEqual({ n: 0 });
+    expect({ n: await countRows(h.ctx, "flag_last_evaluated") }).toEqual({ n: 0 });
     await call("POST", FLAGS, { key: "dark", name: "Dark again" }, 201);
     expect(current(await insights("dark")).total).toBe(0);
   });
 });
 
 describe("test sessions", () => {
-  test("overrides are listed under TEST_OVERRIDE only: never in total or byVariant, never lastEvaluatedAt", async () => {
+  // Not on PostgreSQL: its flush writes in the background (the test reads at once).
+  sqliteOnly("overrides are listed under TEST_OVERRIDE only: never in total or byVariant, never lastEvaluatedAt", async () => {
     const testKey = bearer((await seedApiKey(h.ctx, "test", "default", "production")).secret);
     const projectId = (await call("GET", "/v1/projects/default")).id;
     const session = await call("POST", "/v1/testing/sessions", { projectId }, 201, testKey);
@@ -112,7 +115,7 @@ describe("test sessions", () => {
     expect((await call("GET", `${FLAGS}/theme/states/production`)).lastEvaluatedAt).toBeNull();
     h.ctx.insightsFlusher.flush();
     expect(current(await insights("theme")).byReason).toEqual({ TEST_OVERRIDE: 4 });
-    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_last_evaluated").get()).toEqual({ n: 0 });
+    expect({ n: await countRows(h.ctx, "flag_last_evaluated") }).toEqual({ n: 0 });
 
     // Production traffic beside it: counted, and it sets lastEvaluatedAt.
     h.clock.advance(60_000);
@@ -142,7 +145,8 @@ describe("lastEvaluatedAt on states", () => {
 });
 
 describe("across a restart", () => {
-  test("a context closed and reopened on the same SQLite file keeps the flushed counts and lastEvaluatedAt", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("a context closed and reopened on the same SQLite file keeps the flushed counts and lastEvaluatedAt", async () => {
     for (let i = 0; i < 7; i++) await evaluate("theme", { userId: `u${i}`, plan: i < 3 ? "beta" : "free" });
     h.ctx.insightsFlusher.flush();
     await evaluate("dark"); // not flushed by hand: closing the context flushes it
@@ -167,13 +171,14 @@ describe("across a restart", () => {
       ctx.close();
       // h.close() removes the directory; the first context is closed already (a second close is harmless).
       rmSync(dir, { recursive: true, force: true });
-      h = { ...h, close: () => {} };
+      h = { ...h, close: async () => {} };
     }
   });
 });
 
 describe("rollup and retention (test clock)", () => {
-  test("hourly buckets older than 30 days become daily ones; daily ones older than a year are removed", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("hourly buckets older than 30 days become daily ones; daily ones older than a year are removed", async () => {
     // Two hours of one day: 10:00 and 13:00.
     await evaluate("theme");
     h.ctx.insightsFlusher.flush();
@@ -194,7 +199,7 @@ describe("rollup and retention (test clock)", () => {
     expect(await h.services.insights.rollup()).toEqual({ rolled: 0, deleted: 0 });
     h.clock.ms = NOW + 31 * DAY;
     expect(await h.services.insights.rollup()).toEqual({ rolled: 3, deleted: 0 });
-    expect(h.sqlite.query("SELECT day, bucket, variant, reason, count FROM flag_insights ORDER BY variant").all()).toEqual([
+    expect((await rawRows(h.ctx, "SELECT day, bucket, variant, reason, count FROM flag_insights ORDER BY variant"))).toEqual([
       { day: 1, bucket: Date.parse("2026-11-22T00:00:00Z"), variant: "a", reason: "FLAG_ENABLED", count: 2 },
       { day: 1, bucket: Date.parse("2026-11-22T00:00:00Z"), variant: "b", reason: "TARGETING_RULE_MATCH", count: 1 },
     ]);
@@ -208,18 +213,18 @@ describe("rollup and retention (test clock)", () => {
     expect(await h.services.insights.rollup()).toEqual({ rolled: 0, deleted: 0 });
     h.clock.ms = NOW + 367 * DAY;
     expect(await h.services.insights.rollup()).toEqual({ rolled: 0, deleted: 2 });
-    expect(h.sqlite.query("SELECT count(*) AS n FROM flag_insights").get()).toEqual({ n: 0 });
+    expect({ n: await countRows(h.ctx, "flag_insights") }).toEqual({ n: 0 });
   });
 
-  test("a rollup adds to a daily bucket that already holds counts", async () => {
+  sqliteOnly("a rollup adds to a daily bucket that already holds counts", async () => {
     await evaluate("theme");
     h.ctx.insightsFlusher.flush();
     h.clock.ms = NOW + 31 * DAY;
     await h.services.insights.rollup();
     // Counts for that old hour arrive again (a row written late): rolled into the same day.
-    h.ctx.stores.insights.writeNow(NOW, [{ projectId: (await call("GET", "/v1/projects/default")).id, environmentId: h.sqlite.query<{ id: string }, []>("SELECT id FROM environments WHERE slug = 'production' AND project_id = (SELECT id FROM projects WHERE slug = 'default')").get()!.id, flagKey: "theme", cells: [{ variant: "a", reason: "FLAG_ENABLED", count: 4 }], lastAt: 0 }]);
+    h.ctx.stores.insights.writeNow(NOW, [{ projectId: (await call("GET", "/v1/projects/default")).id, environmentId: (await rawRows(h.ctx, "SELECT id FROM environments WHERE slug = 'production' AND project_id = (SELECT id FROM projects WHERE slug = 'default')"))[0]!.id as string, flagKey: "theme", cells: [{ variant: "a", reason: "FLAG_ENABLED", count: 4 }], lastAt: 0 }]);
     await h.services.insights.rollup();
-    expect(h.sqlite.query("SELECT day, count FROM flag_insights").all()).toEqual([{ day: 1, count: 5 }]);
+    expect((await rawRows(h.ctx, "SELECT day, count FROM flag_insights"))).toEqual([{ day: 1, count: 5 }]);
   });
 });
 

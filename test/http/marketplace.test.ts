@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/lib/log";
 import { startServer } from "../../src/server";
-import { bearer, json, leakTargets, linkedPackage, ownEnviron, seedAdminKey, seedApiKey, tempDir, testApp, type TestApp, until, userToken } from "../helpers";
+import { bearer, json, leakTargets, linkedPackage, ownEnviron, seedAdminKey, seedApiKey, tempDir, testApp, type TestApp, until, userToken, rawRows } from "../helpers";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/plugins");
 const OURS = new Set(["@acme/echo", "failing", "@acme/tracker"]);
@@ -39,7 +39,7 @@ describe("Pro", () => {
     admin = bearer(await seedAdminKey(h.ctx));
     await dropFixtures(h);
     // Installs counted by the plugins module: rows of the real table.
-    h.sqlite.run("INSERT INTO plugin_downloads (package_name, installs) VALUES ('failing', 7), ('@acme/tracker', 3)");
+    await rawRows(h.ctx, "INSERT INTO plugin_downloads (package_name, installs) VALUES ('failing', 7), ('@acme/tracker', 3)");
   });
   afterAll(() => h.close());
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { t } from "elysia";
 import { MAX_BODY_BYTES } from "../../src/http/errors";
 import { createApp, type App } from "../../src/server";
-import { bearer, endlessBody, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, sqliteOf } from "../helpers";
+import { bearer, endlessBody, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, sqliteOf, sqliteOnly } from "../helpers";
 
 const withProbe = (app: App) =>
   app
@@ -371,7 +371,7 @@ describe("health", () => {
     expect(body).toEqual({ status: "ok", version: expect.stringMatching(/^\d+\.\d+\.\d+/), edition: "ce", uptimeSeconds: expect.any(Number) });
   });
 
-  test("503 when the database does not answer", async () => {
+  sqliteOnly("503 when the database does not answer", async () => {
     const broken = await testApp({ SVC_EDITION: "pro" });
     try {
       sqliteOf(broken.ctx).sqlite.close();

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SECRET } from "../../src/changes/entry";
-import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, until, userToken, type TestApp } from "../helpers";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, until, userToken, type TestApp, rawRows, countRows } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 const NAME = "@test/recorder";
@@ -84,7 +84,7 @@ afterAll(async () => {
 
 describe("install", () => {
   test("201 installing, then active; secrets masked everywhere; activate ran in the sandbox", async () => {
-    const before = lastPosition(h.ctx);
+    const before = await lastPosition(h.ctx);
     const res = await install({ packageName: NAME, version: "1.0.0", config: { url: receiver.url, token: "tok-secret-1" } });
     const body = await json(res, 201);
     expect(body).toMatchObject({ packageName: NAME, version: "1.0.0", status: "installing", errorMessage: null, config: { url: receiver.url, token: SECRET } });
@@ -97,11 +97,11 @@ describe("install", () => {
     expect(s.logs.map((l: { message: string }) => l.message)).toContain(`activated with token ${SECRET}`);
     const list = await json(await h.request("GET", base(), { headers: admin }), 200);
     expect(list.plugins.find((p: { id: string }) => p.id === body.id).config.token).toBe(SECRET);
-    const [entry] = entriesAfter(h.ctx, before);
+    const [entry] = await entriesAfter(h.ctx, before);
     expect(entry).toMatchObject({ resource_type: "plugin", resource_id: body.id, resource_key: NAME, action: "created" });
     expect(JSON.stringify(entry)).not.toContain("tok-secret-1");
     expect(await json(await h.request("GET", base(`/${body.id}`), { headers: admin }), 200)).toMatchObject({ status: "active" });
-    const downloads = h.sqlite.query("SELECT installs FROM plugin_downloads WHERE package_name = ?").get(NAME) as { installs: number };
+    const downloads = (await rawRows(h.ctx, "SELECT installs FROM plugin_downloads WHERE package_name = ?", [NAME]))[0] as { installs: number };
     expect(downloads.installs).toBeGreaterThanOrEqual(1);
     expect((await h.request("DELETE", base(`/${body.id}`), { headers: admin })).status).toBe(204);
   });
@@ -186,15 +186,15 @@ describe("lifecycle", () => {
   });
 
   test('a PATCH with "********" keeps the secret; a new secret restarts it and is recorded as changed', async () => {
-    const before = lastPosition(h.ctx);
+    const before = await lastPosition(h.ctx);
     const kept = await json(await h.request("PATCH", base(`/${id}`), { body: { config: { token: SECRET } }, headers: admin }), 200);
     expect(kept.status).toBe("active");
-    expect(entriesAfter(h.ctx, before)).toHaveLength(0);
+    expect(await entriesAfter(h.ctx, before)).toHaveLength(0);
     const n = hooks("activate").length;
     await json(await h.request("PATCH", base(`/${id}`), { body: { config: { token: "tok-new" } }, headers: admin }), 200);
     await until("the restart", () => hooks("activate").length > n);
     expect(hooks("activate").at(-1)!.headers.get("authorization")).toBe("Bearer tok-new");
-    const [entry] = entriesAfter(h.ctx, before);
+    const [entry] = await entriesAfter(h.ctx, before);
     expect(JSON.parse(entry!.changes)).toMatchObject({ config: { before: { token: SECRET }, after: { token: SECRET }, changed: true } });
     expect(JSON.stringify(entry)).not.toContain("tok-new");
   });
@@ -242,7 +242,7 @@ describe("lifecycle", () => {
     await until("deactivate", () => hooks("deactivate").length > n);
     await json(await h.request("GET", base(`/${id}`), { headers: admin }), 404);
     await json(await h.request("GET", base(`/${id}/status`), { headers: admin }), 404);
-    const actions = (h.sqlite.query("SELECT action FROM change_log WHERE resource_id = ? ORDER BY position").all(id) as { action: string }[]).map((r) => r.action);
+    const actions = ((await rawRows(h.ctx, "SELECT action FROM change_log WHERE resource_id = ? ORDER BY position", [id])) as { action: string }[]).map((r) => r.action);
     expect(actions[0]).toBe("created");
     expect(actions.at(-1)).toBe("deleted");
     expect(actions.filter((a) => a === "updated").length).toBeGreaterThanOrEqual(4);
@@ -269,7 +269,7 @@ describe("a secret stays secret", () => {
     // A client sending back what it read keeps the stored value.
     const label = await json(await h.request("PATCH", base(`/${id}`), { body: { config: { url: receiver.url, token: SECRET } }, headers: admin }), 200);
     shown.push(label);
-    expect(h.sqlite.query("SELECT config FROM plugins WHERE id = ?").get(id)).toEqual({ config: expect.stringContaining(TOKEN) });
+    expect(JSON.stringify((await rawRows(h.ctx, "SELECT config FROM plugins WHERE id = ?", [id]))[0]!.config)).toContain(TOKEN); // text on SQLite, jsonb on PostgreSQL
     shown.push(await json(await h.request("GET", base(`/${id}`), { headers: admin }), 200));
     shown.push(await json(await h.request("GET", base(), { headers: admin }), 200));
     shown.push(await status(id));
@@ -372,7 +372,7 @@ describe("a deleted project", () => {
     expect((await h.request("DELETE", "/v1/projects/doomed", { headers: admin })).status).toBe(204);
     await until("deactivate", () => hooks("deactivate").length > n);
     expect(h.ctx.plugins.live(id)).toBeUndefined();
-    expect(h.sqlite.query("SELECT count(*) AS n FROM plugins WHERE id = ?").get(id)).toEqual({ n: 0 });
+    expect(await countRows(h.ctx, `plugins WHERE id = '${id}'`)).toBe(0);
   });
 });
 

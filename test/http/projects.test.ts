@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { projects } from "../../src/db/schema";
-import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, json, ISO_TIMESTAMP } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, json, ISO_TIMESTAMP, rawRows, sqliteOnly } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -54,7 +54,7 @@ describe("projects", () => {
     expect(body2.error).toBe("CONFLICT");
   });
 
-  test("duplicate environment slug in the request: 400 with details, nothing written", async () => {
+  sqliteOnly("duplicate environment slug in the request: 400 with details, nothing written", async () => {
     const body = await json(await create({ slug: "x", name: "X", environments: [{ slug: "a", name: "A" }, { slug: "a", name: "A2" }] }), 400);
     expect(body.error).toBe("VALIDATION_ERROR");
     expect(body.details).toEqual([{ path: "body.environments[1].slug", message: expect.any(String) }]);
@@ -175,8 +175,8 @@ describe("projects", () => {
       message: "Invalid or expired API key",
     });
     expect((await h.request("GET", "/v1/projects", { headers: bearer(survivor.secret) })).status).toBe(200);
-    const rows = h.sqlite.query("SELECT (SELECT count(*) FROM environments e JOIN projects p ON p.id = e.project_id WHERE p.slug = 'doomed') AS envs, (SELECT count(*) FROM api_keys WHERE id = ?) AS keys").get(key.id) as any;
-    expect(rows).toEqual({ envs: 0, keys: 0 });
+    const rows = (await rawRows(h.ctx, "SELECT (SELECT count(*) FROM environments e JOIN projects p ON p.id = e.project_id WHERE p.slug = 'doomed') AS envs, (SELECT count(*) FROM api_keys WHERE id = ?) AS keys", [key.id]))[0] as any;
+    expect({ envs: Number(rows.envs), keys: Number(rows.keys) }).toEqual({ envs: 0, keys: 0 }); // bigint on PostgreSQL: text
     expect((await h.request("DELETE", "/v1/projects/doomed", { headers: admin })).status).toBe(404);
   });
 

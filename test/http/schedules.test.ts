@@ -5,7 +5,7 @@
  * authored by the creator with the schedule's id, its webhook delivery.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bearer, entriesAfter, ISO_TIMESTAMP, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, entriesAfter, ISO_TIMESTAMP, json, lastPosition, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, countRows } from "../helpers";
 import { startReceiver } from "../webhook-receiver";
 
 const FLAGS = "/v1/projects/default/flags";
@@ -50,15 +50,15 @@ describe("create", () => {
     const rx = startReceiver();
     try {
       await call("POST", "/v1/projects/default/webhooks", { url: rx.url, events: ["flag.created", "flag.updated", "flag.deleted", "flag.enabled", "flag.disabled"], secret: "a-webhook-secret-of-some-length" }, 201);
-      const events = () => (h.sqlite.query("SELECT count(*) AS n FROM webhook_events").get() as { n: number }).n;
-      const before = events();
-      const position = lastPosition(h.ctx);
+      const events = async () => ({ n: await countRows(h.ctx, "webhook_events") } as { n: number }).n;
+      const before = await events();
+      const position = await lastPosition(h.ctx);
       const s = await call("POST", SCHEDULES, { environment: "production", at: inMinutes(5), state: { rolloutPercentage: 20 } }, 201);
-      const [entry, ...rest] = entriesAfter(h.ctx, position);
+      const [entry, ...rest] = await entriesAfter(h.ctx, position);
       expect(rest).toEqual([]);
       expect(entry).toMatchObject({ resource_type: "schedule", resource_id: s.id, resource_key: "checkout", action: "created", environment: "production", actor_type: "admin_key" });
       expect(JSON.parse(entry!.changes).status).toEqual({ before: null, after: "pending" });
-      expect(events()).toBe(before);
+      expect((await events())).toBe(before);
       // The audit API takes the new resource type.
       const audit = await call("GET", "/v1/projects/default/audit-log?resourceType=schedule");
       expect(audit.entries.map((e: { resource: { id: string } }) => e.resource.id)).toEqual([s.id]);
@@ -104,11 +104,11 @@ describe("create", () => {
 
 describe("ramps", () => {
   test("every step created, in one commit: 201 { schedules } in the order sent", async () => {
-    const position = lastPosition(h.ctx);
+    const position = await lastPosition(h.ctx);
     const steps = [10, 50, 100].map((p, i) => ({ at: inMinutes(10 * (i + 1)), state: { enabled: true, rolloutPercentage: p } }));
     const { schedules } = await call("POST", SCHEDULES, { environment: "production", steps }, 201);
     expect(schedules.map((s: { at: string; state: unknown; status: string }) => [s.at, s.state, s.status])).toEqual(steps.map((s) => [s.at, s.state, "pending"]));
-    const entries = entriesAfter(h.ctx, position);
+    const entries = await entriesAfter(h.ctx, position);
     expect(entries.map((e) => [e.resource_type, e.action])).toEqual([
       ["schedule", "created"],
       ["schedule", "created"],
@@ -153,10 +153,10 @@ describe("listing", () => {
 describe("cancel", () => {
   test("pending becomes cancelled (kept, never applied, an entry); again: 409", async () => {
     const s = await call("POST", SCHEDULES, { environment: "production", at: inMinutes(5), state: { enabled: true } }, 201);
-    const position = lastPosition(h.ctx);
+    const position = await lastPosition(h.ctx);
     const cancelled = await call("DELETE", `${SCHEDULES}/${s.id}`);
     expect(cancelled).toEqual({ ...s, status: "cancelled" });
-    const [entry] = entriesAfter(h.ctx, position);
+    const [entry] = await entriesAfter(h.ctx, position);
     expect(entry).toMatchObject({ resource_type: "schedule", resource_id: s.id, action: "updated" });
     expect(JSON.parse(entry!.changes)).toEqual({ status: { before: "pending", after: "cancelled" } });
     const again = await call("DELETE", `${SCHEDULES}/${s.id}`, undefined, 409);
@@ -191,12 +191,12 @@ describe("applying", () => {
       h.clock.ms = NOW + 5 * 60_000 - 1;
       expect(await h.services.schedules.applyDue()).toBe(0);
       expect((await state()).enabled).toBe(false);
-      const position = lastPosition(h.ctx);
-      const deliveries = () => (h.sqlite.query("SELECT count(*) AS n FROM webhook_deliveries").get() as { n: number }).n;
+      const position = await lastPosition(h.ctx);
+      const deliveries = async () => ({ n: await countRows(h.ctx, "webhook_deliveries") } as { n: number }).n;
       advanceTo(new Date(NOW + 5 * 60_000 + 400).toISOString());
       expect(await h.services.schedules.applyDue()).toBe(1);
       expect(await state()).toMatchObject({ enabled: true, rolloutPercentage: 25, updatedAt: new Date(NOW + 5 * 60_000 + 400).toISOString() });
-      const [entry, ...rest] = entriesAfter(h.ctx, position);
+      const [entry, ...rest] = await entriesAfter(h.ctx, position);
       expect(rest).toEqual([]);
       expect(entry).toMatchObject({
         resource_type: "flag_state",
@@ -208,7 +208,7 @@ describe("applying", () => {
         actor_label: s.createdBy.label,
         request_id: s.id,
       });
-      expect(deliveries()).toBe(1);
+      expect((await deliveries())).toBe(1);
       const [applied] = (await call("GET", SCHEDULES)).schedules;
       expect(applied).toEqual({ ...s, status: "applied", appliedAt: entry!.at });
       // Applied once: the next run takes nothing.
@@ -223,14 +223,14 @@ describe("applying", () => {
     await call("PUT", `${FLAGS}/checkout/states/staging`, { enabled: false });
     const { schedules } = await call("POST", SCHEDULES, { environment: "production", steps: [{ at: inMinutes(20), state: { rolloutPercentage: 50 } }, { at: inMinutes(10), state: { rolloutPercentage: 10 } }] }, 201);
     const same = await call("POST", SCHEDULES, { environment: "staging", at: inMinutes(15), state: { enabled: false } }, 201);
-    const position = lastPosition(h.ctx);
+    const position = await lastPosition(h.ctx);
     expect([await h.services.schedules.countPending(), await h.services.schedules.countDue()]).toEqual([3, 0]);
     advanceTo(inMinutes(30));
     expect(await h.services.schedules.countDue()).toBe(3);
     expect(await h.services.schedules.applyDue()).toBe(3);
     expect(await h.services.schedules.countPending()).toBe(0);
     expect(await state()).toMatchObject({ enabled: true, rolloutPercentage: 50 });
-    const entries = entriesAfter(h.ctx, position);
+    const entries = await entriesAfter(h.ctx, position);
     expect(entries.map((e) => [e.request_id, JSON.parse(e.changes).rolloutPercentage.after])).toEqual([
       [schedules[1].id, 10],
       [schedules[0].id, 50],
@@ -246,7 +246,7 @@ describe("applying", () => {
     await call("DELETE", "/v1/projects/default/environments/qa", undefined, 204);
     // A new flag of the same key is another flag.
     await call("POST", FLAGS, { key: "checkout", name: "Checkout again" }, 201);
-    const position = lastPosition(h.ctx);
+    const position = await lastPosition(h.ctx);
     advanceTo(inMinutes(10));
     expect(await h.services.schedules.applyDue()).toBe(2);
     const { schedules } = await call("GET", "/v1/projects/default/schedules?status=failed");
@@ -255,7 +255,7 @@ describe("applying", () => {
       [qa.id, "Environment qa no longer exists"],
     ].map(([id, error]) => [id, error, null]));
     expect((await state()).enabled).toBe(false);
-    const entries = entriesAfter(h.ctx, position);
+    const entries = await entriesAfter(h.ctx, position);
     expect(entries.map((e) => [e.resource_type, e.action, e.actor_type, e.request_id])).toEqual([
       ["schedule", "updated", "system", s.id],
       ["schedule", "updated", "system", qa.id],

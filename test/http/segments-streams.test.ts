@@ -76,12 +76,12 @@ test("a segment change: a patch with every flag that uses it and the segments; t
   const current = await json(await definitions(headers), 200);
   expect(patch).toEqual({
     event: "patch",
-    id: String(lastPosition(h.ctx)),
-    data: { version: lastPosition(h.ctx), flags: current.flags.filter((f: { key: string }) => f.key !== "three"), deleted: [], segments: [record(updated)] },
+    id: String(await lastPosition(h.ctx)),
+    data: { version: await lastPosition(h.ctx), flags: current.flags.filter((f: { key: string }) => f.key !== "three"), deleted: [], segments: [record(updated)] },
   });
   const message = await ofrep.next();
   if (message === "end") throw new Error("ended");
-  expect(message.id).toBe(String(lastPosition(h.ctx)));
+  expect(message.id).toBe(String(await lastPosition(h.ctx)));
   // A client refetching at the message evaluates the new state.
   const answer = await json(await h.request("POST", "/v1/evaluate", { body: { flagKey: "one", context: { userId: "u1" } }, headers: bearer(key) }), 200);
   expect(answer.reason).toBe("FLAG_DISABLED"); // never enabled in production: the rule is not reached, yet the snapshot holds it
@@ -104,8 +104,8 @@ test("resume after a segment change: one patch with the flags that use it and th
   const current = await json(await definitions(headers), 200);
   expect(patch).toEqual({
     event: "patch",
-    id: String(lastPosition(h.ctx)),
-    data: { version: lastPosition(h.ctx), flags: current.flags.filter((f: { key: string }) => f.key === "one"), deleted: [], segments: [record(updated)] },
+    id: String(await lastPosition(h.ctx)),
+    data: { version: await lastPosition(h.ctx), flags: current.flags.filter((f: { key: string }) => f.key === "one"), deleted: [], segments: [record(updated)] },
   });
   await resumed.cancel();
 });

@@ -123,7 +123,7 @@ describe("the cookie as a credential", () => {
 describe("CSRF", () => {
   test("an unsafe request by cookie without or with a wrong X-CSRF-Token: 403, nothing changes; with it: done, the user is the actor", async () => {
     const s = await signIn();
-    const before = lastPosition(h.ctx);
+    const before = await lastPosition(h.ctx);
     const create = (headers: Record<string, string>) => h.request("POST", "/v1/projects/default/flags", { headers, body: { key: "csrf-flag", name: "CSRF" } });
     expect(await json(await create(withCookie(s)), 403)).toEqual(CSRF_REFUSED);
     expect(await json(await create(withCookie(s, "A".repeat(43))), 403)).toEqual(CSRF_REFUSED);
@@ -132,11 +132,11 @@ describe("CSRF", () => {
     const other = await signIn();
     expect(await json(await create(withCookie(s, other.csrf)), 403)).toEqual(CSRF_REFUSED);
     expect(await json(await create(withCookie(s, s.csrf.slice(0, 20))), 403)).toEqual(CSRF_REFUSED);
-    expect(entriesAfter(h.ctx, before)).toEqual([]);
+    expect(await entriesAfter(h.ctx, before)).toEqual([]);
     expect((await h.request("GET", "/v1/projects/default/flags/csrf-flag", { headers: withCookie(s) })).status).toBe(404);
 
     expect((await create(withCookie(s, s.csrf))).status).toBe(201);
-    const entries = entriesAfter(h.ctx, before);
+    const entries = await entriesAfter(h.ctx, before);
     expect(entries.map((e) => [e.resource_type, e.action, e.actor_type, e.actor_id])).toEqual([["flag", "created", "user", s.body.user.id]]);
   }, ARGON_TESTS_MS);
 

@@ -7,7 +7,7 @@ import { rmSync } from "node:fs";
 import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/lib/log";
 import { startServer } from "../../src/server";
-import { tempDir, sqliteOf } from "../helpers";
+import { tempDir, sqliteOf, sqliteOnly } from "../helpers";
 
 const dir = tempDir();
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -27,7 +27,7 @@ test("requests sent right before stop() are answered: it reads for a short grace
   rmSync(server.ctx.config.dataDir, { recursive: true, force: true });
 }, 30_000);
 
-test("stop() lets an in-flight request finish, refuses new ones, then closes the database", async () => {
+sqliteOnly("stop() lets an in-flight request finish, refuses new ones, then closes the database", async () => {
   let entered!: () => void;
   const handlerEntered = new Promise<void>((r) => (entered = r));
   let release!: () => void;

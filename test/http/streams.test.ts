@@ -9,7 +9,7 @@ import type { ApiKeyPrincipal } from "../../src/http/access";
 import { pruneAuditLog } from "../../src/modules/audit/retention";
 import { SqliteDefinitionsStore } from "../../src/modules/streams/store";
 import { StreamTokens } from "../../src/modules/streams/tokens";
-import { bearer, json, lastPosition, seedAdminKey, testApp, type TestApp } from "../helpers";
+import { bearer, json, lastPosition, seedAdminKey, testApp, type TestApp, sqliteOnly } from "../helpers";
 import { DefinitionsModel, SseReader, type SseEvent } from "../sse";
 
 let h: TestApp;
@@ -117,7 +117,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     await flag("new-checkout");
     const r = await open(await events(await tokenOf(k.secret)));
     await state("new-checkout", "production", true);
-    const position = lastPosition(h.ctx);
+    const position = await lastPosition(h.ctx);
     const at = Math.floor(h.clock.now() / 1000);
     const message = refetch(await r.next());
     expect(message).toEqual({ id: String(position), event: "message", data: { type: "refetchEvaluation", etag: `"${position}"`, lastModified: at } });
@@ -133,11 +133,11 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     await nothingPending(r);
     // A flag of the project (created, updated, deleted): one message each, the position of its commit.
     await flag("dark-mode");
-    expect(refetch(await r.next()).id).toBe(String(lastPosition(h.ctx)));
+    expect(refetch(await r.next()).id).toBe(String(await lastPosition(h.ctx)));
     await h.services.flags.updateFlag(SYSTEM, "default", "dark-mode", { rules: [{ name: "beta", conditions: [] }] });
-    expect(refetch(await r.next()).id).toBe(String(lastPosition(h.ctx)));
+    expect(refetch(await r.next()).id).toBe(String(await lastPosition(h.ctx)));
     await h.services.flags.deleteFlag(SYSTEM, "default", "dark-mode");
-    expect(refetch(await r.next()).id).toBe(String(lastPosition(h.ctx)));
+    expect(refetch(await r.next()).id).toBe(String(await lastPosition(h.ctx)));
     await r.cancel();
   });
 
@@ -174,7 +174,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     const r = await open(await events(await tokenOf(k.secret)));
     const project = await h.services.projects.get("default");
     // One commit touching two flags and a state (no write of the API makes such a commit yet).
-    const next = lastPosition(h.ctx) + 1;
+    const next = (await lastPosition(h.ctx)) + 1;
     const entry = (position: number, type: "flag" | "flag_state", key: string, environment: string | null) => ({
       position,
       id: `aud_${position}`,
@@ -197,9 +197,9 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     const { key } = await setup();
     const k = await key("eval");
     await flag("a");
-    const first = lastPosition(h.ctx);
+    const first = await lastPosition(h.ctx);
     await state("a", "production", true);
-    const last = lastPosition(h.ctx);
+    const last = await lastPosition(h.ctx);
     const token = await tokenOf(k.secret);
     const behind = await open(await events(token, { "last-event-id": String(first) }));
     expect(refetch(await behind.next())).toMatchObject({ id: String(last), data: { etag: `"${last}"` } });
@@ -296,16 +296,17 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     expect((await h.request("HEAD", "/ofrep/v1/events?token=nope")).status).toBe(401);
   });
 
-  test("lastChange and waitFor: where each environment stands, as the change log says after a restart", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("lastChange and waitFor: where each environment stands, as the change log says after a restart", async () => {
     const { admin, key } = await setup();
     await key("eval");
     await flag("a");
     await state("a", "staging", true);
-    const staging = lastPosition(h.ctx);
+    const staging = await lastPosition(h.ctx);
     await json(await h.request("POST", "/v1/projects/default/environments", { headers: admin, body: { slug: "qa", name: "QA" } }), 201);
-    const qaCreated = lastPosition(h.ctx);
+    const qaCreated = await lastPosition(h.ctx);
     await h.services.projects.create(SYSTEM, { slug: "shop", name: "Shop" });
-    const shopCreated = lastPosition(h.ctx);
+    const shopCreated = await lastPosition(h.ctx);
     const hub = h.ctx.streams;
     expect(hub.lastChange(await environmentId("staging")).position).toBe(staging);
     expect(hub.lastChange(await environmentId("production")).position).toBe(staging - 1); // the flag's creation
@@ -316,11 +317,11 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     const { environments } = await new SqliteDefinitionsStore(h).lastChanges();
     for (const e of environments) expect({ id: e.id, ...hub.lastChange(e.id) }).toEqual({ id: e.id, position: e.position, at: e.at });
     expect(environments.length).toBe(7);
-    expect(await hub.waitFor(lastPosition(h.ctx), 10)).toBe(true);
-    const later = hub.waitFor(lastPosition(h.ctx) + 1, 5_000);
+    expect(await hub.waitFor((await lastPosition(h.ctx)), 10)).toBe(true);
+    const later = hub.waitFor((await lastPosition(h.ctx)) + 1, 5_000);
     await flag("b");
     expect(await later).toBe(true);
-    expect(await hub.waitFor(lastPosition(h.ctx) + 5, 30)).toBe(false);
+    expect(await hub.waitFor((await lastPosition(h.ctx)) + 5, 30)).toBe(false);
   });
 });
 
@@ -369,7 +370,7 @@ describe("definitions API: GET /v1/definitions", () => {
     const stored = await h.services.flags.getFlag("default", "checkout");
     const body = await json(await h.request("GET", "/v1/definitions", { headers: k.headers }), 200);
     expect(body).toEqual({
-      version: lastPosition(h.ctx),
+      version: await lastPosition(h.ctx),
       project: "default",
       environment: "staging",
       flags: [
@@ -423,22 +424,22 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
     await flag("a");
     const r = await open(await stream(k.headers));
     const put = data(await r.next());
-    expect(put).toEqual({ event: "put", id: String(lastPosition(h.ctx)), data: await json(await h.request("GET", "/v1/definitions", { headers: k.headers }), 200) });
+    expect(put).toEqual({ event: "put", id: String(await lastPosition(h.ctx)), data: await json(await h.request("GET", "/v1/definitions", { headers: k.headers }), 200) });
     const patch = async () => {
       const p = data(await r.next());
-      expect(p.id).toBe(String(lastPosition(h.ctx)));
-      expect(p.data.version).toBe(lastPosition(h.ctx));
+      expect(p.id).toBe(String(await lastPosition(h.ctx)));
+      expect(p.data.version).toBe((await lastPosition(h.ctx)));
       return p.data;
     };
     await flag("b");
-    expect(await patch()).toEqual({ version: lastPosition(h.ctx), flags: [{ key: "b", variants: [], rules: [], state: { enabled: false, rolloutPercentage: null } }], deleted: [] });
+    expect(await patch()).toEqual({ version: await lastPosition(h.ctx), flags: [{ key: "b", variants: [], rules: [], state: { enabled: false, rolloutPercentage: null } }], deleted: [] });
     await h.services.flags.updateFlag(SYSTEM, "default", "b", { variants: [{ key: "on" }, { key: "off" }] });
     expect((await patch()).flags[0].variants).toEqual([{ key: "on" }, { key: "off" }]);
     await state("b", "production", true, 10);
     expect((await patch()).flags).toEqual([{ key: "b", variants: [{ key: "on" }, { key: "off" }], rules: [], state: { enabled: true, rolloutPercentage: 10 } }]);
     await state("b", "staging", true); // another environment's state: nothing
     await h.services.flags.deleteFlag(SYSTEM, "default", "a");
-    expect(await patch()).toEqual({ version: lastPosition(h.ctx), flags: [], deleted: ["a"] });
+    expect(await patch()).toEqual({ version: await lastPosition(h.ctx), flags: [], deleted: ["a"] });
     await nothingPending(r);
     await r.cancel();
   });
@@ -479,7 +480,7 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
     await h.services.flags.deleteFlag(SYSTEM, "default", "c");
     await flag("d");
     await state("a", "development", true);
-    const last = lastPosition(h.ctx) - 1;
+    const last = (await lastPosition(h.ctx)) - 1;
     const resumed = await open(await stream(k.headers, version));
     const patch = data(await resumed.next());
     const current = (await json(await h.request("GET", "/v1/definitions", { headers: k.headers }), 200)).flags;
@@ -487,7 +488,7 @@ describe("definitions stream: GET /v1/definitions/stream", () => {
     await nothingPending(resumed);
     await resumed.cancel();
     // Ahead of the log (a restored backup): a put.
-    const ahead = await open(await stream(k.headers, String(lastPosition(h.ctx) + 10)));
+    const ahead = await open(await stream(k.headers, String((await lastPosition(h.ctx)) + 10)));
     expect(data(await ahead.next()).event).toBe("put");
     await ahead.cancel();
     // Junk: a fresh start.

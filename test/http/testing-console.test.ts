@@ -4,7 +4,7 @@
  * session serves its override to an evaluation of that project.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, rawRows } from "../helpers";
 
 const SESSIONS = "/v1/testing/sessions";
 
@@ -23,7 +23,7 @@ describe("test sessions with a login token", () => {
   });
   afterEach(() => h.close());
 
-  const rows = () => JSON.stringify([h.sqlite.query("SELECT * FROM test_sessions ORDER BY id").all(), h.sqlite.query("SELECT * FROM session_overrides ORDER BY session_id").all()]);
+  const rows = async () => JSON.stringify([(await rawRows(h.ctx, "SELECT * FROM test_sessions ORDER BY id")), (await rawRows(h.ctx, "SELECT * FROM session_overrides ORDER BY session_id"))]);
 
   test("an editor creates, overrides, lists, removes and destroys; the override reaches evaluation with the token", async () => {
     await json(await h.request("POST", "/v1/projects/default/flags", { headers: admin, body: { key: "checkout", name: "Checkout" } }), 201);
@@ -47,7 +47,7 @@ describe("test sessions with a login token", () => {
   test("a viewer reads but writes nothing (403 naming the role); bad project names and a missing projectId change nothing", async () => {
     const s = await json(await h.request("POST", SESSIONS, { headers: editor, body: { projectId: "default" } }), 201);
     expect(await json(await h.request("GET", `${SESSIONS}/${s.id}`, { headers: viewer }), 200)).toEqual(s);
-    const stored = rows();
+    const stored = await rows();
     const refused = { error: "FORBIDDEN", message: "The role viewer does not have access to this endpoint" };
     expect(await json(await h.request("POST", SESSIONS, { headers: viewer, body: { projectId: "default" } }), 403)).toEqual(refused);
     expect(await json(await h.request("PUT", `${SESSIONS}/${s.id}/overrides/a`, { headers: viewer, body: { value: true } }), 403)).toEqual(refused);
@@ -58,6 +58,6 @@ describe("test sessions with a login token", () => {
       message: "Invalid request",
       details: [{ path: "query.projectId", message: "Required with a login token: the project's id or slug" }],
     });
-    expect(rows()).toBe(stored);
+    expect((await rows())).toBe(stored);
   });
 });

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createApp, createContext, dispatcher } from "../../src/server";
 import { createLogger } from "../../src/lib/log";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, rawRows, countRows } from "../helpers";
 
 const SESSIONS = "/v1/testing/sessions";
 const HOUR = 3_600_000;
@@ -31,7 +31,7 @@ for (const edition of ["ce", "pro"] as const) {
     const ids = async (query?: string, headers?: Record<string, string>) => (await json(await list(query, headers), 200)).sessions.map((s: { id: string }) => s.id);
     const open = async (body: Record<string, unknown> = {}, headers = testKey) => json(await h.request("POST", SESSIONS, { body: { projectId: "default", ...body }, headers }), 201);
     /** The stored sessions and overrides, to show that a refused request changed nothing. */
-    const rows = () => JSON.stringify([h.sqlite.query("SELECT * FROM test_sessions ORDER BY id").all(), h.sqlite.query("SELECT * FROM session_overrides ORDER BY session_id, flag_key").all()]);
+    const rows = async () => JSON.stringify([(await rawRows(h.ctx, "SELECT * FROM test_sessions ORDER BY id")), (await rawRows(h.ctx, "SELECT * FROM session_overrides ORDER BY session_id, flag_key"))]);
 
     test("each live session as GET on it answers, overrides and token included, oldest first; destroyed ones leave", async () => {
       expect(await json(await list(), 200)).toEqual({ sessions: [] });
@@ -98,7 +98,7 @@ for (const edition of ["ce", "pro"] as const) {
       at(HOUR);
       expect(new Date(h.clock.now()).toISOString()).toBe(old.expiresAt);
       expect(await ids()).toEqual([young.id]);
-      expect(h.sqlite.query("SELECT count(*) AS n FROM test_sessions").get()).toEqual({ n: pro ? 3 : 2 }); // not swept yet
+      expect({ n: await countRows(h.ctx, "test_sessions") }).toEqual({ n: pro ? 3 : 2 }); // not swept yet
       at(HOUR + HOUR / 2);
       expect(await json(await list(), 200)).toEqual({ sessions: [] });
     });
@@ -122,10 +122,10 @@ for (const edition of ["ce", "pro"] as const) {
 
     test("a bad query is 400 and changes nothing", async () => {
       await open();
-      const stored = rows();
+      const stored = await rows();
       expect((await json(await list("?projectId="), 400)).details).toEqual([{ path: "query.projectId", message: "Must be a non-empty string: the project's id or slug" }]);
       expect((await json(await list("?projectId=default&label=x"), 400)).details).toEqual([{ path: "query.label", message: "Unknown field" }]);
-      expect(rows()).toBe(stored);
+      expect((await rows())).toBe(stored);
     });
 
     test("access: test and full keys; eval and mgmt keys and admin keys 403; no credential 401", async () => {

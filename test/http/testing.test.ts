@@ -5,17 +5,14 @@
  * expiry with the injected clock, the sweep, restarts and project deletion.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { loadConfig } from "../../src/config";
-import { DB_FILE } from "../../src/db/client";
 import { MESSAGES } from "../../src/http/access";
 import { PRO_REQUIRED_MESSAGE } from "../../src/http/edition";
 import { createLogger } from "../../src/lib/log";
 import { MAX_OVERRIDES } from "../../src/modules/testing/model";
 import { createApp, createContext, dispatcher, startServer, type App } from "../../src/server";
-import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, TestClock, tick, type TestApp, ISO_TIMESTAMP, sqliteOf } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, tempDir, testApp, TestClock, tick, type TestApp, ISO_TIMESTAMP, sqliteOf, onPostgres, rawRows, sqliteOnly } from "../helpers";
 
 const SESSIONS = "/v1/testing/sessions";
 const RAISED_LIMITS = "test:1000000,eval:1000000,full:1000000,mgmt:1000000,admin:1000000,user:1000000";
@@ -87,17 +84,14 @@ for (const edition of ["ce", "pro"] as const) {
      * The rows of the two tables: this test's project only, or (`all`) every row, to show that a
      * refused write changed nothing anywhere.
      */
-    function dump(all = false): { sessions: unknown[]; overrides: unknown[] } {
-      const db = new Database(join(h.dir, DB_FILE), { readonly: true });
+    async function dump(all = false): Promise<{ sessions: unknown[]; overrides: Record<string, unknown>[] }> {
       const where = all ? "" : `WHERE s.project_id = '${projectId}'`;
-      try {
-        return {
-          sessions: db.query(`SELECT s.* FROM test_sessions s ${where} ORDER BY s.id`).all(),
-          overrides: db.query(`SELECT o.* FROM session_overrides o JOIN test_sessions s ON s.id = o.session_id ${where} ORDER BY o.session_id, o.flag_key`).all(),
-        };
-      } finally {
-        db.close();
-      }
+      const overrides = await rawRows(h.ctx, `SELECT o.* FROM session_overrides o JOIN test_sessions s ON s.id = o.session_id ${where} ORDER BY o.session_id, o.flag_key`);
+      return {
+        sessions: await rawRows(h.ctx, `SELECT s.* FROM test_sessions s ${where} ORDER BY s.id`),
+        // An override's value as SQLite stores it, JSON text (PostgreSQL's jsonb arrives parsed).
+        overrides: onPostgres ? overrides.map((o) => ({ ...o, value: JSON.stringify(o.value) })) : overrides,
+      };
     }
 
     /** Flags of this test's project: `checkout` (boolean, a rule, enabled), `theme` (variants, enabled), `dark` (disabled). */
@@ -129,7 +123,7 @@ for (const edition of ["ce", "pro"] as const) {
         expect(s.createdAt).toMatch(ISO_TIMESTAMP);
         if (pro) expect(s.token).not.toBe(s.id);
         expect(await json(await get(s.id), 200)).toEqual(s);
-        expect(dump().sessions).toEqual([{ id: s.id, project_id: projectId, token: s.token, label: null, created_at: s.createdAt, expires_at: s.expiresAt }]);
+        expect((await dump()).sessions).toEqual([{ id: s.id, project_id: projectId, token: s.token, label: null, created_at: s.createdAt, expires_at: s.expiresAt }]);
       });
 
       test("every session gets its own id and token", async () => {
@@ -168,7 +162,7 @@ for (const edition of ["ce", "pro"] as const) {
               details: [{ path: "body.ttl", message: "Must be an integer from 1 to 86400 (seconds)" }],
             });
           }
-          expect(dump().sessions).toEqual([]);
+          expect((await dump()).sessions).toEqual([]);
         });
       }
 
@@ -190,17 +184,17 @@ for (const edition of ["ce", "pro"] as const) {
         }
         expect((await json(await h.request("POST", SESSIONS, { body: "{nope", headers: testKey }), 400)).message).toBe("Request body is not valid JSON");
         expect((await json(await h.request("POST", SESSIONS, { headers: testKey }), 400)).error).toBe("VALIDATION_ERROR");
-        expect(dump().sessions).toEqual([]);
+        expect((await dump()).sessions).toEqual([]);
       });
 
       test("a projectId other than the key's own (another project, unknown, by id or slug): 403 FORBIDDEN, nothing stored", async () => {
-        const otherId = (h.sqlite.query("SELECT id FROM projects WHERE slug = 'other'").get() as { id: string }).id;
+        const otherId = (await h.ctx.stores.projects.bySlug("other"))!.id;
         for (const value of [otherId, "other", "proj_doesNotExist0000000000", "nope"]) {
           expect(await json(await create({ projectId: value }), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });
         }
         // The project check comes before the ttl check.
         expect((await json(await create({ projectId: otherId, ttl: 0 }), 403)).error).toBe("FORBIDDEN");
-        expect(dump().sessions).toEqual([]);
+        expect((await dump()).sessions).toEqual([]);
       });
     });
 
@@ -223,7 +217,7 @@ for (const edition of ["ce", "pro"] as const) {
         expect(await json(await put(id, "a", { value: true }), 404)).toEqual(expected);
         expect(await json(await unset(id, "a"), 404)).toEqual(expected);
         if (pro) expect(await json(await putBatch(id, { overrides: { a: true } }), 404)).toEqual(expected);
-        expect(dump()).toEqual({ sessions: [], overrides: [] });
+        expect(await dump()).toEqual({ sessions: [], overrides: [] });
       });
 
       test("DELETE: 204, the session and its overrides are gone at once (404 after, rows removed)", async () => {
@@ -236,7 +230,7 @@ for (const edition of ["ce", "pro"] as const) {
         expect((await json(await destroy(s.id), 404)).error).toBe("NOT_FOUND");
         expect((await json(await put(s.id, "a", { value: true }), 404)).error).toBe("NOT_FOUND");
         expect((await json(await unset(s.id, "a"), 404)).error).toBe("NOT_FOUND");
-        const rows = dump();
+        const rows = await dump();
         expect(rows.sessions.map((r: any) => r.id)).toEqual([kept.id]);
         expect(rows.overrides).toEqual([{ session_id: kept.id, flag_key: "a", value: "true", updated_at: expect.stringMatching(ISO_TIMESTAMP) }]);
         expect((await json(await get(kept.id), 200)).overrides).toEqual({ a: true });
@@ -245,14 +239,14 @@ for (const edition of ["ce", "pro"] as const) {
       test("another project's session: 403 FORBIDDEN on every endpoint, and nothing changes", async () => {
         const theirs = await json(await create({ projectId: "other" }, otherKey), 201);
         await json(await put(theirs.id, "a", { value: true }, otherKey), 200);
-        const before = dump(true);
+        const before = await dump(true);
         const forbidden = { error: "FORBIDDEN", message: MESSAGES.otherProject };
         expect(await json(await get(theirs.id), 403)).toEqual(forbidden);
         expect(await json(await destroy(theirs.id), 403)).toEqual(forbidden);
         expect(await json(await put(theirs.id, "a", { value: false }), 403)).toEqual(forbidden);
         expect(await json(await unset(theirs.id, "a"), 403)).toEqual(forbidden);
         if (pro) expect(await json(await putBatch(theirs.id, { overrides: { b: true } }), 403)).toEqual(forbidden);
-        expect(dump(true)).toEqual(before);
+        expect(await dump(true)).toEqual(before);
         expect((await json(await get(theirs.id, otherKey), 200)).overrides).toEqual({ a: true });
       });
     });
@@ -268,7 +262,7 @@ for (const edition of ["ce", "pro"] as const) {
         expect(await json(await put(s.id, "theme", { value: false }), 200)).toEqual({ id: s.id, overrides: { checkout: "Variant_B-2", theme: false } });
         // A flag that does not exist (yet) may be overridden.
         expect((await json(await put(s.id, "not-a-flag-yet", { value: true }), 200)).overrides["not-a-flag-yet"]).toBe(true);
-        expect(dump().overrides.map((r: any) => [r.flag_key, JSON.parse(r.value)])).toEqual([
+        expect((await dump()).overrides.map((r: any) => [r.flag_key, JSON.parse(r.value)])).toEqual([
           ["checkout", "Variant_B-2"],
           ["not-a-flag-yet", true],
           ["theme", false],
@@ -278,7 +272,7 @@ for (const edition of ["ce", "pro"] as const) {
       test("bad values, bodies and flag keys: 400 with details, nothing changed", async () => {
         const s = await session();
         await json(await put(s.id, "kept", { value: true }), 200);
-        const before = dump(true);
+        const before = await dump(true);
         const VALUE = "Must be true, false, or a variant key (1 to 64 characters of A-Z, a-z, 0-9, _ or -)";
         const cases: [string, unknown, string, string][] = [
           ["a", {}, "body.value", VALUE],
@@ -299,7 +293,7 @@ for (const edition of ["ce", "pro"] as const) {
           expect({ key, body, res }).toEqual({ key, body, res: { error: "VALIDATION_ERROR", message: "Invalid request", details: [{ path, message }] } });
         }
         expect((await json(await h.request("PUT", `${SESSIONS}/${s.id}/overrides/a`, { body: "true", headers: testKey }), 400)).error).toBe("VALIDATION_ERROR");
-        expect(dump(true)).toEqual(before);
+        expect(await dump(true)).toEqual(before);
       });
 
       test("DELETE: 204 whether or not the override existed; a bad flag key is 400", async () => {
@@ -312,7 +306,7 @@ for (const edition of ["ce", "pro"] as const) {
           { path: "params.flagKey", message: "Must be kebab-case (a-z, 0-9, single hyphens between), 1 to 128 characters" },
         ]);
         expect((await json(await get(s.id), 200)).overrides).toEqual({ b: "x" });
-        expect(dump().overrides.map((r: any) => r.flag_key)).toEqual(["b"]);
+        expect((await dump()).overrides.map((r: any) => r.flag_key)).toEqual(["b"]);
       });
 
       test(`at most ${MAX_OVERRIDES} overrides a session: the write past it is 400 and changes nothing; replacing still works`, async () => {
@@ -321,8 +315,8 @@ for (const edition of ["ce", "pro"] as const) {
         if (pro) await json(await putBatch(s.id, { overrides: Object.fromEntries(keys.map((k) => [k, true])) }), 200);
         else for (const k of keys) await json(await put(s.id, k, { value: true }), 200);
         expect(Object.keys((await json(await get(s.id), 200)).overrides)).toHaveLength(MAX_OVERRIDES);
-        expect(dump().overrides).toHaveLength(MAX_OVERRIDES);
-        const before = dump(true);
+        expect((await dump()).overrides).toHaveLength(MAX_OVERRIDES);
+        const before = await dump(true);
 
         expect(await json(await put(s.id, "one-more", { value: true }), 400)).toEqual({
           error: "VALIDATION_ERROR",
@@ -335,14 +329,14 @@ for (const edition of ["ce", "pro"] as const) {
           expect(refused.message).toContain("would add 1");
           expect(refused.details).toEqual([{ path: "body.overrides", message: `At most ${MAX_OVERRIDES} overrides a session` }]);
         }
-        expect(dump(true)).toEqual(before);
+        expect(await dump(true)).toEqual(before);
         // Replacing an existing override adds nothing: allowed at the cap.
         expect((await json(await put(s.id, "flag-0", { value: "on" }), 200)).overrides["flag-0"]).toBe("on");
         if (pro) expect((await json(await putBatch(s.id, { overrides: { "flag-1": "on", "flag-2": false } }), 200)).overrides["flag-2"]).toBe(false);
         // After a removal there is room for one more.
         await json(await unset(s.id, "flag-999"), 204);
         expect((await json(await put(s.id, "one-more", { value: true }), 200)).overrides["one-more"]).toBe(true);
-        expect(dump().overrides).toHaveLength(MAX_OVERRIDES);
+        expect((await dump()).overrides).toHaveLength(MAX_OVERRIDES);
       });
     });
 
@@ -357,7 +351,7 @@ for (const edition of ["ce", "pro"] as const) {
           expect(await json(await putBatch(s.id, { overrides: { swap: "green", added: false } }), 200)).toEqual({ id: s.id, overrides: { added: false, keep: true, swap: "green" } });
           expect(await json(await putBatch(s.id, { overrides: { another: true } }), 200)).toEqual({ id: s.id, overrides: { added: false, another: true, keep: true, swap: "green" } });
           expect((await json(await get(s.id), 200)).overrides).toEqual({ added: false, another: true, keep: true, swap: "green" });
-          expect(dump().overrides).toHaveLength(4);
+          expect((await dump()).overrides).toHaveLength(4);
         });
 
         test("always the batch endpoint: a flag named `batch` is set through its body, and DELETE .../overrides/batch removes it", async () => {
@@ -375,7 +369,7 @@ for (const edition of ["ce", "pro"] as const) {
         test("bad bodies: 400 with details, all or nothing", async () => {
           const s = await session();
           await json(await put(s.id, "kept", { value: true }), 200);
-          const before = dump(true);
+          const before = await dump(true);
           const VALUE = "Must be true, false, or a variant key (1 to 64 characters of A-Z, a-z, 0-9, _ or -)";
           const NON_EMPTY = "Must be a non-empty object mapping flag keys to true, false or a variant key";
           const KEY = "Must be a flag key: kebab-case (a-z, 0-9, single hyphens between), 1 to 128 characters";
@@ -392,7 +386,7 @@ for (const edition of ["ce", "pro"] as const) {
             const res = await json(await putBatch(s.id, body), 400);
             expect({ body, res }).toEqual({ body, res: { error: "VALIDATION_ERROR", message: "Invalid request", details } });
           }
-          expect(dump(true)).toEqual(before);
+          expect(await dump(true)).toEqual(before);
         });
       } else {
         test("CE: 403 PRO_EDITION_REQUIRED, for any body and any session, after the credential checks; nothing changes", async () => {
@@ -406,7 +400,7 @@ for (const edition of ["ce", "pro"] as const) {
           // Credential and scope come first.
           expect((await json(await putBatch(s.id, { overrides: { a: true } }, {}), 401)).error).toBe("UNAUTHORIZED");
           expect(await json(await putBatch(s.id, { overrides: { a: true } }, evalKey), 403)).toEqual({ error: "FORBIDDEN", message: MESSAGES.scope, details: [{ path: "headers.authorization", message: "This key has scope eval; this endpoint takes a key of scope test or full" }] });
-          expect(dump().overrides).toEqual([]);
+          expect((await dump()).overrides).toEqual([]);
           // One call per flag is the CE way.
           expect((await json(await put(s.id, "a", { value: true }), 200)).overrides).toEqual({ a: true });
         });
@@ -626,7 +620,7 @@ for (const edition of ["ce", "pro"] as const) {
         await json(await h.request("DELETE", "/v1/projects/doomed", { headers: admin }), 204);
         expect(h.ctx.testSessions.overridesFor(s.token, s.projectId, h.clock.now())).toBeUndefined();
         expect(h.ctx.testSessions.live(s.id, h.clock.now())).toBeUndefined();
-        expect(dump()).toEqual({ sessions: [expect.objectContaining({ id: kept.id })], overrides: [] });
+        expect(await dump()).toEqual({ sessions: [expect.objectContaining({ id: kept.id })], overrides: [] });
         expect((await json(await get(kept.id), 200)).id).toBe(kept.id);
       });
     });
@@ -651,7 +645,7 @@ for (const edition of ["ce", "pro"] as const) {
         expect((await json(await destroy(s.id), 404)).error).toBe("NOT_FOUND");
         expect((await evaluate("checkout", s.token)).reason).toBe("TARGETING_RULE_MATCH");
         // Still on disk until the sweep, unchanged by the refused writes.
-        expect(dump().overrides).toEqual([{ session_id: s.id, flag_key: "checkout", value: "false", updated_at: expect.any(String) }]);
+        expect((await dump()).overrides).toEqual([{ session_id: s.id, flag_key: "checkout", value: "false", updated_at: expect.any(String) }]);
       });
 
       test("the sweep removes expired sessions and their overrides from the database and memory, and keeps live ones", async () => {
@@ -664,10 +658,10 @@ for (const edition of ["ce", "pro"] as const) {
         const young = await session(pro ? { ttl: 60 } : {});
         await override(young.id, { a: true });
         expect(await h.services.testing.sweep()).toBe(0);
-        expect(dump().sessions).toHaveLength(2);
+        expect((await dump()).sessions).toHaveLength(2);
         h.clock.advance(pro ? 30_000 : HOUR / 2);
         expect(await h.services.testing.sweep()).toBe(1);
-        const rows = dump();
+        const rows = await dump();
         expect(rows.sessions.map((r: any) => r.id)).toEqual([young.id]);
         expect(rows.overrides.map((r: any) => r.session_id)).toEqual([young.id]);
         expect(h.ctx.testSessions.size).toBe(1);
@@ -743,7 +737,7 @@ describe("the listening server", () => {
   const dir = tempDir();
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  test("start-up sweeps expired sessions from the database and schedules the hourly sweep", async () => {
+  sqliteOnly("start-up sweeps expired sessions from the database and schedules the hourly sweep", async () => {
     const clock = new TestClock();
     const config = loadConfig({ SVC_DATA_DIR: dir, SVC_PORT: "0", SVC_HOST: "127.0.0.1", SVC_LOG_LEVEL: "error" });
     const quiet = createLogger({ level: "error", format: "json", write: () => {} });

@@ -8,7 +8,7 @@ import { settings, users } from "../../src/db/schema";
 import { tokensValidFrom } from "../../src/http/credentials";
 import { createLogger } from "../../src/lib/log";
 import { createContext } from "../../src/server";
-import { bearer, seedAdminKey, seedApiKey, TestClock, tempDir, testApp, type TestApp, sqliteOf } from "../helpers";
+import { bearer, seedAdminKey, seedApiKey, TestClock, tempDir, testApp, type TestApp, sqliteOf, sqliteOnly } from "../helpers";
 
 const PASSWORD = "correct horse battery";
 
@@ -92,7 +92,7 @@ describe("create and list", () => {
     await createOk(h, admin, "ten@example.com", "viewer", "1234567890");
   });
 
-  test("passwords and their hashes are never returned or logged", async () => {
+  sqliteOnly("passwords and their hashes are never returned or logged", async () => {
     await createOk(h, admin, "secret@example.com", "viewer", "my very secret password");
     const res = await h.request("GET", "/v1/users", { headers: bearer(admin) });
     const text = await res.text();
@@ -263,7 +263,7 @@ describe("bootstrap: the first admin user and admin key", () => {
     return { ctx, result: await bootstrap(ctx) };
   }
 
-  test("first start prints a generated password and key once; both work; the next start prints nothing", async () => {
+  sqliteOnly("first start prints a generated password and key once; both work; the next start prints nothing", async () => {
     const dir = tempDir();
     try {
       const first = await start(dir);
@@ -286,7 +286,7 @@ describe("bootstrap: the first admin user and admin key", () => {
     }
   });
 
-  test("configured SVC_ADMIN_EMAIL, SVC_ADMIN_PASSWORD and SVC_ADMIN_KEY are used and never printed", async () => {
+  sqliteOnly("configured SVC_ADMIN_EMAIL, SVC_ADMIN_PASSWORD and SVC_ADMIN_KEY are used and never printed", async () => {
     const dir = tempDir();
     const key = `svc_admin_${"Ab3".repeat(12)}`;
     try {
@@ -306,7 +306,7 @@ describe("bootstrap: the first admin user and admin key", () => {
     }
   });
 
-  test("an instance bootstrapped before identity existed (no user, no key) gets both on its next start", async () => {
+  sqliteOnly("an instance bootstrapped before identity existed (no user, no key) gets both on its next start", async () => {
     const dir = tempDir();
     try {
       const first = await start(dir);
@@ -323,7 +323,7 @@ describe("bootstrap: the first admin user and admin key", () => {
     }
   });
 
-  test("a later start creates a configured SVC_ADMIN_KEY again when no admin key exists, printing no secret", async () => {
+  sqliteOnly("a later start creates a configured SVC_ADMIN_KEY again when no admin key exists, printing no secret", async () => {
     const dir = tempDir();
     const key = `svc_admin_${"Xy9".repeat(12)}`;
     try {
@@ -343,7 +343,7 @@ describe("bootstrap: the first admin user and admin key", () => {
     }
   });
 
-  test("later starts do not generate a key for a deleted one, nor a user, while another way in exists", async () => {
+  sqliteOnly("later starts do not generate a key for a deleted one, nor a user, while another way in exists", async () => {
     const dir = tempDir();
     try {
       const first = await start(dir);

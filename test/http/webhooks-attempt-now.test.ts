@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { MESSAGES } from "../../src/http/access";
 import type { DeliveryDispatcher } from "../../src/modules/webhooks/dispatcher";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, rawRows, sqliteOnly } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 const FLAGS = "/v1/projects/default/flags";
@@ -34,7 +34,7 @@ const settle = () => h.ctx.deliveries.drain();
 const at = (ms: number) => new Date(ms).toISOString();
 const fail500 = () => new Response("nope", { status: 500 });
 /** Every delivery row as stored: what a refused request must leave alone. */
-const rows = () => h.sqlite.query("SELECT * FROM webhook_deliveries ORDER BY id").all();
+const rows = async () => (await rawRows(h.ctx, "SELECT * FROM webhook_deliveries ORDER BY id"));
 
 /** A flag.enabled delivery whose first attempt got a 500: pending, retry due in a minute. */
 async function pendingDelivery() {
@@ -93,12 +93,12 @@ describe("attempt-now", () => {
       expect(rx.received.length).toBe(n);
     }
     expect(await latest(hook.id)).toMatchObject({ status: "failed", attempts: 5, nextAttemptAt: null, responseStatus: 500 });
-    const before = rows();
+    const before = await rows();
     expect(await attemptNow(delivery.id, 409)).toEqual({
       error: "CONFLICT",
       message: `Delivery ${delivery.id} has failed and is not attempted again: redeliver it (POST /v1/webhook-deliveries/${delivery.id}/redeliver)`,
     });
-    expect(rows()).toEqual(before);
+    expect((await rows())).toEqual(before);
     await settle();
     expect(rx.received.length).toBe(5);
   });
@@ -106,31 +106,31 @@ describe("attempt-now", () => {
   test("409 on a succeeded delivery and on a disabled webhook; 404 unknown; nothing changes", async () => {
     const { hook, delivery } = await pendingDelivery();
     await call("PATCH", `/v1/webhooks/${hook.id}`, { enabled: false });
-    let before = rows();
+    let before = await rows();
     expect(await attemptNow(delivery.id, 409)).toEqual({ error: "CONFLICT", message: `Webhook ${hook.id} is disabled: enable it to resume its pending deliveries` });
-    expect(rows()).toEqual(before);
+    expect((await rows())).toEqual(before);
     expect(await attemptNow("del_nope", 404)).toMatchObject({ error: "NOT_FOUND" });
-    expect(rows()).toEqual(before);
+    expect((await rows())).toEqual(before);
 
     rx.answer = () => new Response("ok");
     await call("PATCH", `/v1/webhooks/${hook.id}`, { enabled: true });
     h.clock.advance(60_000);
     await settle();
     expect(await latest(hook.id)).toMatchObject({ status: "succeeded", attempts: 2 });
-    before = rows();
+    before = await rows();
     expect(await attemptNow(delivery.id, 409)).toEqual({ error: "CONFLICT", message: `Delivery ${delivery.id} has succeeded: nothing is left to attempt` });
-    expect(rows()).toEqual(before);
+    expect((await rows())).toEqual(before);
     expect(rx.received.length).toBe(2);
   });
 
   test("who may: as redeliver (an API key of another project 403, a viewer 403, an editor and a mgmt key of the project 202)", async () => {
     const { delivery } = await pendingDelivery();
-    const before = rows();
+    const before = await rows();
     await call("POST", "/v1/projects", { slug: "other", name: "Other" }, 201);
     expect(await attemptNow(delivery.id, 403, bearer((await seedApiKey(h.ctx, "mgmt", "other")).secret))).toEqual({ error: "FORBIDDEN", message: MESSAGES.otherProject });
     expect((await attemptNow(delivery.id, 403, await userToken(h.ctx, "viewer"))).error).toBe("FORBIDDEN");
     expect((await attemptNow(delivery.id, 403, bearer((await seedApiKey(h.ctx, "eval")).secret))).error).toBe("FORBIDDEN");
-    expect(rows()).toEqual(before);
+    expect((await rows())).toEqual(before);
     expect((await attemptNow(delivery.id, 202, await userToken(h.ctx, "editor"))).id).toBe(delivery.id);
     expect((await attemptNow(delivery.id, 202, bearer((await seedApiKey(h.ctx, "mgmt")).secret))).id).toBe(delivery.id);
     await settle();
@@ -148,17 +148,18 @@ describe("attempt-now", () => {
 describe("attempt-now while an attempt of it is in flight", () => {
   beforeEach(() => start(5_000));
 
-  test("202 as it is, and no second attempt", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("202 as it is, and no second attempt", async () => {
     const { hook, delivery } = await pendingDelivery();
     h.clock.advance(60_000); // retry 1 due: its attempt starts and hangs until the test answers
     let answer!: (r: Response) => void;
     rx.answer = () => new Promise<Response>((resolve) => (answer = resolve));
     h.ctx.deliveries.kick();
     await rx.waitFor(2);
-    const stored = rows();
+    const stored = await rows();
     expect(await attemptNow(delivery.id)).toEqual({ ...delivery, nextAttemptAt: at(h.clock.now()) }); // due since this moment
     expect(await attemptNow(delivery.id)).toEqual({ ...delivery, nextAttemptAt: at(h.clock.now()) });
-    expect(rows()).toEqual(stored); // nothing written
+    expect((await rows())).toEqual(stored); // nothing written
     for (let i = 0; i < 5; i++) (h.ctx.deliveries as DeliveryDispatcher).pump();
     await Bun.sleep(50);
     expect(rx.received.length).toBe(2);

@@ -9,7 +9,7 @@ import { MESSAGES } from "../../src/http/access";
 import { PER_WEBHOOK_IN_FLIGHT, type DeliveryDispatcher } from "../../src/modules/webhooks/dispatcher";
 import { SqliteDeliveryQueue } from "../../src/modules/webhooks/store";
 import { VERSION } from "../../src/version";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, ISO_TIMESTAMP } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, ISO_TIMESTAMP, rawRows, sqliteOnly, countRows } from "../helpers";
 import { signatureMatches, startReceiver, type Receiver } from "../webhook-receiver";
 
 const SECRET = "a-webhook-secret-of-some-length";
@@ -52,7 +52,7 @@ const createFlag = (key: string) => call("POST", FLAGS, { key, name: key }, 201)
 const putState = (key: string, env: string, body: unknown) => call("PUT", `${FLAGS}/${key}/states/${env}`, body);
 const deliveries = async (webhookId: string, query = "") => (await call("GET", `/v1/webhooks/${webhookId}/deliveries${query}`)).deliveries as Record<string, any>[];
 /** Rows of a table, counted. */
-const count = (table: string, t = h) => (t.sqlite.query(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+const count = (table: string, t = h) => countRows(t.ctx, table);
 /** Runs every due delivery and waits for the attempts to finish. */
 const settle = (t = h) => t.ctx.deliveries.drain();
 /** What arrived so far: [event, environment, previous, current]. */
@@ -127,7 +127,7 @@ describe("events: which change emits what", () => {
       ["flag.disabled", "production", true, false],
     ]);
     expect(rx.received.every((m) => m.json.data.flagKey === "checkout")).toBe(true);
-    expect(count("webhook_events")).toBe(4);
+    expect((await count("webhook_events"))).toBe(4);
   });
 
   test("PATCH: flag.updated per environment with that environment's state; a PATCH that changes nothing: no event", async () => {
@@ -263,21 +263,22 @@ describe("outbox: events exist exactly for committed changes", () => {
     await json(await h.request("PUT", `${FLAGS}/checkout/states/production`, { body: { enabled: true, rolloutPercentage: 1.2345 }, headers: admin }), 400);
     await json(await h.request("DELETE", `${FLAGS}/missing`, { headers: admin }), 404);
     await putState("checkout", "production", { enabled: true }); // 1 event x 2 webhooks
-    expect(count("webhook_events")).toBe(4);
-    expect(count("webhook_deliveries")).toBe(5);
+    expect((await count("webhook_events"))).toBe(4);
+    expect((await count("webhook_deliveries"))).toBe(5);
     await settle();
   });
 
-  test("when storing the deliveries fails, the state change is rolled back with them", async () => {
+  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+  sqliteOnly("when storing the deliveries fails, the state change is rolled back with them", async () => {
     await register();
     await createFlag("checkout");
-    h.sqlite.run("CREATE TEMP TRIGGER refuse_deliveries BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+    await rawRows(h.ctx, "CREATE TEMP TRIGGER refuse_deliveries BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
     const res = await h.request("PUT", `${FLAGS}/checkout/states/production`, { body: { enabled: true }, headers: admin });
     expect(res.status).toBe(500);
-    h.sqlite.run("DROP TRIGGER refuse_deliveries");
+    await rawRows(h.ctx, "DROP TRIGGER refuse_deliveries");
     expect((await call("GET", `${FLAGS}/checkout/states/production`)).enabled).toBe(false);
-    expect(count("flag_states")).toBe(0);
-    expect(count("webhook_events")).toBe(3); // the created events only
+    expect((await count("flag_states"))).toBe(0);
+    expect((await count("webhook_events"))).toBe(3); // the created events only
   });
 });
 
@@ -322,9 +323,9 @@ describe("endpoints", () => {
     const hook = await register();
     await createFlag("checkout");
     await settle();
-    expect(count("webhook_deliveries")).toBe(3);
+    expect((await count("webhook_deliveries"))).toBe(3);
     await call("DELETE", `/v1/webhooks/${hook.id}`, undefined, 204);
-    expect(count("webhook_deliveries")).toBe(0);
+    expect((await count("webhook_deliveries"))).toBe(0);
   });
 
   const invalid: [string, Record<string, unknown>, string, string | RegExp][] = [
@@ -349,7 +350,7 @@ describe("endpoints", () => {
       expect({ what, error: res.error }).toEqual({ what, error: "VALIDATION_ERROR" });
       expect(res.details).toContainEqual({ path, message: typeof message === "string" ? message : expect.stringMatching(message) });
     }
-    expect(count("webhooks")).toBe(0);
+    expect((await count("webhooks"))).toBe(0);
   });
 
   test("PATCH is validated like registration and a refused PATCH changes nothing", async () => {
@@ -511,10 +512,10 @@ describe("failures, retries and redelivery", () => {
     const { hook, delivery } = await oneDelivery();
     const pending = await call("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, undefined, 409);
     expect(pending).toEqual({ error: "CONFLICT", message: `Delivery ${delivery.id} is still pending: it will be attempted again on its schedule` });
-    h.sqlite.run("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL");
+    await rawRows(h.ctx, "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL");
     await call("PATCH", `/v1/webhooks/${hook.id}`, { enabled: false });
     expect((await call("POST", `/v1/webhook-deliveries/${delivery.id}/redeliver`, undefined, 409)).message).toMatch(/disabled/);
-    expect(count("webhook_deliveries")).toBe(1);
+    expect((await count("webhook_deliveries"))).toBe(1);
   });
 
   test("a disabled webhook's pending deliveries wait, and go out when it is enabled again", async () => {
@@ -595,10 +596,10 @@ describe("failures, retries and redelivery", () => {
     expect(new Set(all.map((m) => m.headers.get("x-service-delivery"))).size).toBe(90); // none twice
     expect(new Set(all.map((m) => m.json.id)).size).toBe(30); // each event to the 3 webhooks
     expect(peak).toBeLessThanOrEqual(2 * PER_WEBHOOK_IN_FLIGHT);
-    expect(count("webhook_deliveries WHERE status = 'succeeded'")).toBe(90);
+    expect((await count("webhook_deliveries WHERE status = 'succeeded'"))).toBe(90);
   });
 
-  test("retention: deliveries older than 30 days are removed with their events", async () => {
+  sqliteOnly("retention: deliveries older than 30 days are removed with their events", async () => {
     const hook = await register({ events: ["flag.created"] });
     await createFlag("old");
     h.clock.advance(29 * 86_400_000);
@@ -607,7 +608,7 @@ describe("failures, retries and redelivery", () => {
     h.clock.advance(1 * 86_400_000 + 1);
     expect(await new SqliteDeliveryQueue(h.sqlite).prune(h.clock.now())).toEqual({ deliveries: 3, events: 3 });
     expect((await deliveries(hook.id)).length).toBe(3);
-    expect(count("webhook_events")).toBe(3);
+    expect((await count("webhook_events"))).toBe(3);
   });
 });
 
@@ -651,7 +652,7 @@ describe("outbound guard (default SVC_OUTBOUND_ALLOWED_HOSTS=external)", () => {
 });
 
 describe("secrets at rest", () => {
-  test("a webhook's replaced or deleted secret does not stay readable in the database file", async () => {
+  sqliteOnly("a webhook's replaced or deleted secret does not stay readable in the database file", async () => {
     const app = await testApp();
     try {
       const admin = bearer(await seedAdminKey(app.ctx));

@@ -1,7 +1,7 @@
 /** `ApiKeyStore` on PostgreSQL (store.ts has the interface and the SQLite implementation). */
 import { asc, eq } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
-import type { Written } from "../../changes/log";
+import type { Tx, Written } from "../../changes/log";
 import { pgTx, type PgChangeLog } from "../../changes/pg";
 import type { PgQueries } from "../../db/pg/client";
 import { apiKeys, environments, projects } from "../../db/pg/schema";
@@ -44,9 +44,13 @@ export class PgApiKeyStore implements ApiKeyStore {
     return row;
   }
 
+  async insert(tx: Tx, row: NewApiKeyRow): Promise<void> {
+    await pgTx(tx).insert(apiKeys).values(row);
+  }
+
   async create(author: Author, row: NewApiKeyRow, change: ChangeDraft): Promise<void> {
     await this.log.commit(author, async (tx) => {
-      await pgTx(tx).insert(apiKeys).values(row);
+      await this.insert(tx, row);
       return { result: undefined, changes: [change] };
     });
   }

@@ -6,7 +6,8 @@
 import { asc, eq } from "drizzle-orm";
 import { nextSeq } from "../../db/client";
 import type { Author, ChangeDraft } from "../../changes/entry";
-import type { SqliteChangeLog, Written } from "../../changes/sqlite";
+import { sqliteTx, type SqliteChangeLog, type Written } from "../../changes/sqlite";
+import type { Tx } from "../../changes/log";
 import { apiKeys, environments, projects } from "../../db/schema";
 import type { Scope } from "../../http/access";
 
@@ -50,6 +51,8 @@ export interface ApiKeyStore {
   /** A project's keys, oldest first, then in the order they were added. */
   list(projectId: string): Promise<ApiKeyRecord[]>;
   find(id: string): Promise<StoredApiKey | undefined>;
+  /** Inside a commit: the row alone; that commit appends the entry (or none: a test's fixture). */
+  insert(tx: Tx, row: NewApiKeyRow): Promise<void>;
   create(author: Author, row: NewApiKeyRow, change: ChangeDraft): Promise<void>;
   /** `decide` refuses (throws) or gives the new secrets; read and written in one transaction. */
   rotate(author: Author, id: string, decide: (current: StoredApiKey | undefined) => Written<Secrets>): Promise<StoredApiKey>;
@@ -94,9 +97,13 @@ export class SqliteApiKeyStore implements ApiKeyStore {
       .get();
   }
 
+  async insert(tx: Tx, row: NewApiKeyRow): Promise<void> {
+    sqliteTx(tx).db.insert(apiKeys).values({ ...row, seq: nextSeq(apiKeys) }).run();
+  }
+
   async create(author: Author, row: NewApiKeyRow, change: ChangeDraft): Promise<void> {
-    await this.log.commit(author, async () => {
-      this.log.store.db.insert(apiKeys).values({ ...row, seq: nextSeq(apiKeys) }).run();
+    await this.log.commit(author, async (tx) => {
+      await this.insert(tx, row);
       return { result: undefined, changes: [change] };
     });
   }
