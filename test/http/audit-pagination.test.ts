@@ -89,7 +89,8 @@ function check({ existing, mark, seen, written }: Awaited<ReturnType<typeof walk
   const newer = seen.filter((e) => e.position > mark);
   expect(seen.slice(0, newer.length)).toEqual(newer);
   // The writers did write meanwhile.
-  expect(written).toBeGreaterThan(onPostgres ? 20 : 50); // a commit costs ~10x more on PostgreSQL
+  // (A commit costs ~10x more on PostgreSQL, and a loaded machine slows it more: there, that some were written is the point.)
+  expect(written).toBeGreaterThan(onPostgres ? 0 : 50);
 }
 
 test("the project's log, 7 a page, while 8 writers write: every entry that existed, once, newest first", async () => {

@@ -269,7 +269,7 @@ export function pluginService({ plugins, projects, catalog, host, runtime, lease
         const pkg = packageOf(p);
         if (!pkg) {
           const errorMessage = `package ${p.packageName} ${p.version} is no longer in the catalog`;
-          runtime.setStatus(p.id, { status: "error", errorMessage });
+          await runtime.setStatus(p.id, { status: "error", errorMessage });
           log.warn("plugin not activated", { plugin: p.id, error: errorMessage });
           continue;
         }
