@@ -18,7 +18,7 @@ import { generateSecret } from "../src/lib/secrets";
 import type { ChangeLogRow } from "../src/modules/audit/store";
 import { describe, spyOn, test } from "bun:test";
 import { SQL } from "bun";
-import { SYSTEM, type ChangeEntry } from "../src/changes/entry";
+import { SYSTEM, type Author, type ChangeDraft, type ChangeEntry } from "../src/changes/entry";
 import type { Tx } from "../src/changes/log";
 import { migratePg } from "../src/db/pg/migrate";
 import { createDatabase, databaseName, dropDatabase } from "./pg";
@@ -186,6 +186,24 @@ export const countRows = async (ctx: AppContext, table: string): Promise<number>
  * as a fixture seeds: the change log stays as the test left it.
  */
 const seed = (ctx: AppContext, write: (tx: Tx) => Promise<void>) => ctx.changeLog.commit(SYSTEM, async (tx) => ({ result: await write(tx), changes: [] }));
+
+/**
+ * Appends entries to the change log through its commit (either backend), as `author` wrote them
+ * at `at` (the test clock is set there for the commit, then put back), for the audit log's paging,
+ * filter and retention edge cases: the positions given, in order. Nothing else is written.
+ */
+export async function appendEntries(h: Pick<TestApp, "ctx" | "clock">, drafts: ChangeDraft[], author: Author = SYSTEM, at?: string): Promise<number[]> {
+  const mark = await lastPosition(h.ctx);
+  const now = h.clock.ms;
+  if (at !== undefined) h.clock.ms = Date.parse(at);
+  try {
+    // Commits of at most 1,000 entries: PostgreSQL takes at most 65,535 parameters a statement.
+    for (let i = 0; i < drafts.length; i += 1000) await h.ctx.changeLog.commit(author, async () => ({ result: undefined, changes: drafts.slice(i, i + 1000) }));
+  } finally {
+    h.clock.ms = now;
+  }
+  return (await entriesAfter(h.ctx, mark)).map((e) => e.position);
+}
 
 /** Stores an admin key (through its store, no entry) and returns its secret, once the registry knows it. */
 export async function seedAdminKey(ctx: AppContext, name = "test admin"): Promise<string> {
