@@ -175,6 +175,17 @@ export async function rawRows(ctx: AppContext, query: string, params: (string | 
   return sqliteOf(ctx).sqlite.query(query).all(...params) as Record<string, unknown>[];
 }
 
+/** The database's own tables (not the migrator's), by name. */
+export const tableNames = async (ctx: AppContext): Promise<string[]> =>
+  (
+    await rawRows(
+      ctx,
+      onPostgres ? "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1" : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )
+  )
+    .map((r) => String(r.name))
+    .filter((name) => !name.startsWith("__drizzle"));
+
 /** Every row of `table`, each as JSON, sorted. */
 export const tableRows = async (ctx: AppContext, table: string): Promise<string[]> => (await rawRows(ctx, `SELECT * FROM "${table}"`)).map((r) => JSON.stringify(r)).sort();
 

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cliAuthor, SECRET } from "../../src/changes/entry";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesAfter, lastPosition, runCli, rawRows, onPostgres, seedUser, sqliteOnly } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesAfter, lastPosition, runCli, rawRows, onPostgres, seedUser, sqliteOnly, tableNames } from "../helpers";
 
 /**
  * Write routes that append no entry, each with its reason. Pro-only stubs are checked to still
@@ -514,15 +514,12 @@ async function world(): Promise<World> {
 
 /** Every table's rows: what a refused call must leave as it was. */
 async function dump(): Promise<Record<string, string[]>> {
-  const tables = (await rawRows(
-    h.ctx,
-    onPostgres ? "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1" : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-  )) as { name: string }[];
+  const tables = await tableNames(h.ctx);
   // A plugin's status, position and counters are the host's runtime state, settled off the request.
   const columns = (name: string) => (name === "plugins" ? "id, project_id, package_name, version, enabled, config, installed_at, updated_at" : "*");
   const rows = async (name: string) => (await rawRows(h.ctx, `SELECT ${columns(name)} FROM "${name}"`)).map((r) => JSON.stringify(r)).sort();
   // Leases are renewed by the node's keeper every few seconds, whatever the requests do.
-  return Object.fromEntries(await Promise.all(tables.filter(({ name }) => !name.startsWith("__drizzle") && name !== "leases").map(async ({ name }) => [name, await rows(name)])));
+  return Object.fromEntries(await Promise.all(tables.filter((name) => name !== "leases").map(async (name) => [name, await rows(name)])));
 }
 
 /** Every secret the database holds (hashes, webhook secrets): none may appear in an entry. */
