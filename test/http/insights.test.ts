@@ -41,8 +41,7 @@ const insights = (key: string, query = "environment=production", status = 200, a
 const current = (body: Record<string, any>) => body.points.at(-1);
 
 describe("counts", () => {
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("equal the evaluations made, by variant and reason: single, batch and OFREP; shown before they are flushed", async () => {
+  test("equal the evaluations made, by variant and reason: single, batch and OFREP; shown before they are flushed", async () => {
     for (let i = 0; i < 3; i++) await evaluate("theme", { userId: `u${i}`, plan: "beta" }); // b, TARGETING_RULE_MATCH
     for (let i = 0; i < 2; i++) await evaluate("theme", { userId: `v${i}` }); // a, FLAG_ENABLED
     await evaluate("dark"); // off, FLAG_DISABLED
@@ -77,8 +76,7 @@ describe("counts", () => {
     expect((await rawRows(h.ctx, "SELECT sum(count) AS n FROM flag_insights"))[0]).toEqual({ n: 12 });
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("each flush is one batch: nothing is written by an evaluation, a flush with nothing new writes nothing", async () => {
+  test("each flush is one batch: nothing is written by an evaluation, a flush with nothing new writes nothing", async () => {
     await evaluate("theme");
     expect({ n: await countRows(h.ctx, "flag_insights") }).toEqual({ n: 0 });
     expect(h.ctx.insightsFlusher.flush()).toBe(1);
@@ -145,8 +143,7 @@ describe("lastEvaluatedAt on states", () => {
 });
 
 describe("across a restart", () => {
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("a context closed and reopened on the same SQLite file keeps the flushed counts and lastEvaluatedAt", async () => {
+  test("a context closed and reopened on the same SQLite file keeps the flushed counts and lastEvaluatedAt", async () => {
     for (let i = 0; i < 7; i++) await evaluate("theme", { userId: `u${i}`, plan: i < 3 ? "beta" : "free" });
     h.ctx.insightsFlusher.flush();
     await evaluate("dark"); // not flushed by hand: closing the context flushes it
@@ -177,8 +174,7 @@ describe("across a restart", () => {
 });
 
 describe("rollup and retention (test clock)", () => {
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("hourly buckets older than 30 days become daily ones; daily ones older than a year are removed", async () => {
+  test("hourly buckets older than 30 days become daily ones; daily ones older than a year are removed", async () => {
     // Two hours of one day: 10:00 and 13:00.
     await evaluate("theme");
     h.ctx.insightsFlusher.flush();
