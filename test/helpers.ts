@@ -349,13 +349,39 @@ export async function entriesAfter(ctx: AppContext, position: number): Promise<C
  * Runs `flagsvc ARGS --data-dir DIR` in this process, as the CLI runs beside a server on the same
  * data dir: its exit code and what it printed on each stream.
  */
-export async function runCli(dataDir: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runCli(dataDir: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return cli([...args, "--data-dir", dataDir]);
+}
+
+/** `runCli` beside a test app: on its data dir, and on its PostgreSQL database (`--database-url`) when it has one. */
+export function runCliBeside(h: Pick<TestApp, "ctx" | "dir">, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const url = h.ctx.config.databaseUrl?.url;
+  return runCli(h.dir, ...args, ...(url === undefined ? [] : ["--database-url", url]));
+}
+
+/**
+ * Whether the app has taken in a change another process (the CLI) made to credentials since the
+ * last call: its poll (the credentials-reload job) finds it, or on PostgreSQL the change feed
+ * brought the entry first (a reload since the last call: then the poll has nothing left).
+ */
+export function externalChanges(ctx: AppContext): () => Promise<boolean> {
+  let reloads = 0;
+  ctx.credentials.onReload(() => reloads++);
+  return async () => {
+    const polled = await ctx.credentials.pollExternalChanges();
+    const fed = reloads > 0;
+    reloads = 0;
+    return polled || (onPostgres && fed);
+  };
+}
+
+async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
   const log = spyOn(console, "log").mockImplementation((...a: unknown[]) => void (stdout += `${a.join(" ")}\n`));
   const error = spyOn(console, "error").mockImplementation((...a: unknown[]) => void (stderr += `${a.join(" ")}\n`));
   try {
-    return { code: await main([...args, "--data-dir", dataDir]), stdout, stderr };
+    return { code: await main(argv), stdout, stderr };
   } finally {
     log.mockRestore();
     error.mockRestore();
