@@ -201,7 +201,7 @@ const seed = (ctx: AppContext, write: (tx: Tx) => Promise<void>) => ctx.changeLo
 /**
  * Appends entries to the change log through its commit (either backend), as `author` wrote them
  * at `at` (the test clock is set there for the commit, then put back), for the audit log's paging,
- * filter and retention edge cases: the positions given, in order. Nothing else is written.
+ * filter and retention edge cases: the positions given, in order.
  */
 export async function appendEntries(h: Pick<TestApp, "ctx" | "clock">, drafts: ChangeDraft[], author: Author = SYSTEM, at?: string): Promise<number[]> {
   const mark = await lastPosition(h.ctx);
@@ -349,8 +349,17 @@ export async function entriesAfter(ctx: AppContext, position: number): Promise<C
  * Runs `flagsvc ARGS --data-dir DIR` in this process, as the CLI runs beside a server on the same
  * data dir: its exit code and what it printed on each stream.
  */
-export function runCli(dataDir: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return cli([...args, "--data-dir", dataDir]);
+export async function runCli(dataDir: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = "";
+  let stderr = "";
+  const log = spyOn(console, "log").mockImplementation((...a: unknown[]) => void (stdout += `${a.join(" ")}\n`));
+  const error = spyOn(console, "error").mockImplementation((...a: unknown[]) => void (stderr += `${a.join(" ")}\n`));
+  try {
+    return { code: await main([...args, "--data-dir", dataDir]), stdout, stderr };
+  } finally {
+    log.mockRestore();
+    error.mockRestore();
+  }
 }
 
 /** `runCli` beside a test app: on its data dir, and on its PostgreSQL database (`--database-url`) when it has one. */
@@ -373,19 +382,6 @@ export function externalChanges(ctx: AppContext): () => Promise<boolean> {
     reloads = 0;
     return polled || (onPostgres && fed);
   };
-}
-
-async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const log = spyOn(console, "log").mockImplementation((...a: unknown[]) => void (stdout += `${a.join(" ")}\n`));
-  const error = spyOn(console, "error").mockImplementation((...a: unknown[]) => void (stderr += `${a.join(" ")}\n`));
-  try {
-    return { code: await main(argv), stdout, stderr };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-  }
 }
 
 /**
