@@ -18,7 +18,7 @@ import { generateSecret } from "../src/lib/secrets";
 import type { ChangeLogRow } from "../src/modules/audit/store";
 import { describe, spyOn, test } from "bun:test";
 import { SQL } from "bun";
-import { SYSTEM, type ChangeEntry } from "../src/changes/entry";
+import { SYSTEM, type Author, type ChangeDraft, type ChangeEntry } from "../src/changes/entry";
 import type { Tx } from "../src/changes/log";
 import { migratePg } from "../src/db/pg/migrate";
 import { createDatabase, databaseName, dropDatabase } from "./pg";
@@ -175,6 +175,17 @@ export async function rawRows(ctx: AppContext, query: string, params: (string | 
   return sqliteOf(ctx).sqlite.query(query).all(...params) as Record<string, unknown>[];
 }
 
+/** The database's own tables (not the migrator's), by name. */
+export const tableNames = async (ctx: AppContext): Promise<string[]> =>
+  (
+    await rawRows(
+      ctx,
+      onPostgres ? "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1" : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )
+  )
+    .map((r) => String(r.name))
+    .filter((name) => !name.startsWith("__drizzle"));
+
 /** Every row of `table`, each as JSON, sorted. */
 export const tableRows = async (ctx: AppContext, table: string): Promise<string[]> => (await rawRows(ctx, `SELECT * FROM "${table}"`)).map((r) => JSON.stringify(r)).sort();
 
@@ -186,6 +197,24 @@ export const countRows = async (ctx: AppContext, table: string): Promise<number>
  * as a fixture seeds: the change log stays as the test left it.
  */
 const seed = (ctx: AppContext, write: (tx: Tx) => Promise<void>) => ctx.changeLog.commit(SYSTEM, async (tx) => ({ result: await write(tx), changes: [] }));
+
+/**
+ * Appends entries to the change log through its commit (either backend), as `author` wrote them
+ * at `at` (the test clock is set there for the commit, then put back), for the audit log's paging,
+ * filter and retention edge cases: the positions given, in order.
+ */
+export async function appendEntries(h: Pick<TestApp, "ctx" | "clock">, drafts: ChangeDraft[], author: Author = SYSTEM, at?: string): Promise<number[]> {
+  const mark = await lastPosition(h.ctx);
+  const now = h.clock.ms;
+  if (at !== undefined) h.clock.ms = Date.parse(at);
+  try {
+    // Commits of at most 1,000 entries: PostgreSQL takes at most 65,535 parameters a statement.
+    for (let i = 0; i < drafts.length; i += 1000) await h.ctx.changeLog.commit(author, async () => ({ result: undefined, changes: drafts.slice(i, i + 1000) }));
+  } finally {
+    h.clock.ms = now;
+  }
+  return (await entriesAfter(h.ctx, mark)).map((e) => e.position);
+}
 
 /** Stores an admin key (through its store, no entry) and returns its secret, once the registry knows it. */
 export async function seedAdminKey(ctx: AppContext, name = "test admin"): Promise<string> {
@@ -331,6 +360,28 @@ export async function runCli(dataDir: string, ...args: string[]): Promise<{ code
     log.mockRestore();
     error.mockRestore();
   }
+}
+
+/** `runCli` beside a test app: on its data dir, and on its PostgreSQL database (`--database-url`) when it has one. */
+export function runCliBeside(h: Pick<TestApp, "ctx" | "dir">, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const url = h.ctx.config.databaseUrl?.url;
+  return runCli(h.dir, ...args, ...(url === undefined ? [] : ["--database-url", url]));
+}
+
+/**
+ * Whether the app has taken in a change another process (the CLI) made to credentials since the
+ * last call: its poll (the credentials-reload job) finds it, or on PostgreSQL the change feed
+ * brought the entry first (a reload since the last call: then the poll has nothing left).
+ */
+export function externalChanges(ctx: AppContext): () => Promise<boolean> {
+  let reloads = 0;
+  ctx.credentials.onReload(() => reloads++);
+  return async () => {
+    const polled = await ctx.credentials.pollExternalChanges();
+    const fed = reloads > 0;
+    reloads = 0;
+    return polled || (onPostgres && fed);
+  };
 }
 
 /**

@@ -6,22 +6,24 @@
  * real time, which the command uses.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bearer, json, seedAdminKey, testApp, type TestApp, runCli, rawRows, sqliteOnly } from "../helpers";
+import { bearer, json, seedAdminKey, testApp, type TestApp, runCliBeside, rawRows, externalChanges } from "../helpers";
 
 const OLD = "the old password";
 
 let h: TestApp;
 let admin: Record<string, string>;
+let noticed: () => Promise<boolean>;
 
 beforeEach(async () => {
   h = await testApp();
   h.clock.ms = Date.now();
   admin = bearer(await seedAdminKey(h.ctx));
   await json(await h.request("POST", "/v1/users", { headers: admin, body: { email: "ops@example.com", password: OLD, role: "editor" } }), 201);
+  noticed = externalChanges(h.ctx);
 });
 afterEach(() => h.close());
 
-const flagsvc = (...args: string[]) => runCli(h.dir, ...args);
+const flagsvc = (...args: string[]) => runCliBeside(h, ...args);
 const login = (email: string, password: string) => h.request("POST", "/v1/auth/login", { body: { email, password } });
 const tokenOf = async (password: string) => bearer((await json(await login("ops@example.com", password), 200)).token);
 const me = async (headers: Record<string, string>) => (await h.request("GET", "/v1/auth/me", { headers })).status;
@@ -29,8 +31,7 @@ const me = async (headers: Record<string, string>) => (await h.request("GET", "/
 const rows = async () => (await rawRows(h.ctx, "SELECT * FROM users ORDER BY id"));
 
 describe("admin reset-password beside a running app", () => {
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("without --password: a generated password on stdout alone (the note on stderr); the old tokens are refused once the app polls; the new password logs in, the old one does not", async () => {
+  test("without --password: a generated password on stdout alone (the note on stderr); the old tokens are refused once the app polls; the new password logs in, the old one does not", async () => {
     const old = await tokenOf(OLD);
     expect(await me(old)).toBe(200);
     const r = await flagsvc("admin", "reset-password", "--email", "Ops@Example.com");
@@ -41,15 +42,14 @@ describe("admin reset-password beside a running app", () => {
     expect(r.stderr).toMatch(/^password of user usr_\S+ ops@example\.com reset; .*shown only this once\n$/);
     expect(r.stderr).not.toContain(password);
 
-    expect(await h.ctx.credentials.pollExternalChanges()).toBe(true); // what the credentials-reload job runs
+    expect(await noticed()).toBe(true); // what the credentials-reload job runs (or PostgreSQL's change feed)
     expect(await me(old)).toBe(401);
     expect((await login("ops@example.com", OLD)).status).toBe(401);
     const fresh = await tokenOf(password);
     expect(await me(fresh)).toBe(200);
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("with --password: that password; a login right after it (before the job's poll, in the same second) gets a token that works", async () => {
+  test("with --password: that password; a login right after it (before the job's poll, in the same second) gets a token that works", async () => {
     const old = await tokenOf(OLD);
     const r = await flagsvc("admin", "reset-password", "--email", "ops@example.com", "--password", "the new password");
     expect(r).toEqual({ code: 0, stdout: expect.stringMatching(/^password of user usr_\S+ ops@example\.com reset; /), stderr: "" });
@@ -61,8 +61,7 @@ describe("admin reset-password beside a running app", () => {
     expect((await login("ops@example.com", OLD)).status).toBe(401);
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("refusals change nothing: unknown email exit 1; short password, missing --email, a stray argument exit 2; one line each", async () => {
+  test("refusals change nothing: unknown email exit 1; short password, missing --email, a stray argument exit 2; one line each", async () => {
     const old = await tokenOf(OLD);
     const before = await rows();
     const cases: [string[], number, string][] = [

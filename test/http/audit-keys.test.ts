@@ -7,7 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { ChangeLogRow } from "../../src/modules/audit/store";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition, runCli, rawRows, tableRows, sqliteOnly } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition, runCliBeside, rawRows, tableRows, externalChanges } from "../helpers";
 
 const MASKED = { before: "********", after: "********", changed: true };
 
@@ -262,17 +262,18 @@ describe("users", () => {
 });
 
 describe("flagsvc admin (the CLI, beside the running app)", () => {
+  let noticed: () => Promise<boolean>;
   beforeEach(async () => {
     h = await testApp();
     h.clock.ms = Date.now();
+    noticed = externalChanges(h.ctx);
   });
 
-  const flagsvc = (...args: string[]) => runCli(h.dir, ...args);
+  const flagsvc = (...args: string[]) => runCliBeside(h, ...args);
 
   const cli = { actor_type: "cli", actor_id: expect.stringMatching(/^cli:.+/), request_id: null };
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("create-user, create-key and reset-password each append one entry by the cli actor, which the app notices; no secret in them", async () => {
+  test("create-user, create-key and reset-password each append one entry by the cli actor, which the app notices; no secret in them", async () => {
     const password = "a password from the cli";
     const user = await oneEntry(async () => expect((await flagsvc("admin", "create-user", "--email", "ops@example.com", "--password", password, "--role", "editor")).code).toBe(0), {
       ...cli,
@@ -281,7 +282,7 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
       action: "created",
     }, () => [password]);
     expect(user.passwordHash).toEqual({ before: null, after: "********", changed: true });
-    expect(await h.ctx.credentials.pollExternalChanges()).toBe(true);
+    expect(await noticed()).toBe(true);
 
     let key = "";
     await oneEntry(
@@ -293,7 +294,7 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
       { ...cli, resource_type: "admin_key", resource_key: "from cli", action: "created" },
       () => [key],
     );
-    expect(await h.ctx.credentials.pollExternalChanges()).toBe(true);
+    expect(await noticed()).toBe(true);
     expect((await h.request("GET", "/v1/admin-keys", { headers: bearer(key) })).status).toBe(200);
 
     let generated = "";
@@ -307,7 +308,7 @@ describe("flagsvc admin (the CLI, beside the running app)", () => {
       () => [password, generated],
     );
     expect(reset).toEqual({ password: MASKED });
-    expect(await h.ctx.credentials.pollExternalChanges()).toBe(true);
+    expect(await noticed()).toBe(true);
   });
 
   test("a refused command appends nothing and changes nothing", async () => {

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cliAuthor, SECRET } from "../../src/changes/entry";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesAfter, lastPosition, runCli, rawRows, onPostgres, seedUser, sqliteOnly } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, entriesAfter, lastPosition, runCliBeside, rawRows, onPostgres, seedUser, tableNames } from "../helpers";
 
 /**
  * Write routes that append no entry, each with its reason. Pro-only stubs are checked to still
@@ -514,15 +514,12 @@ async function world(): Promise<World> {
 
 /** Every table's rows: what a refused call must leave as it was. */
 async function dump(): Promise<Record<string, string[]>> {
-  const tables = (await rawRows(
-    h.ctx,
-    onPostgres ? "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1" : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-  )) as { name: string }[];
+  const tables = await tableNames(h.ctx);
   // A plugin's status, position and counters are the host's runtime state, settled off the request.
   const columns = (name: string) => (name === "plugins" ? "id, project_id, package_name, version, enabled, config, installed_at, updated_at" : "*");
   const rows = async (name: string) => (await rawRows(h.ctx, `SELECT ${columns(name)} FROM "${name}"`)).map((r) => JSON.stringify(r)).sort();
   // Leases are renewed by the node's keeper every few seconds, whatever the requests do.
-  return Object.fromEntries(await Promise.all(tables.filter(({ name }) => !name.startsWith("__drizzle") && name !== "leases").map(async ({ name }) => [name, await rows(name)])));
+  return Object.fromEntries(await Promise.all(tables.filter((name) => name !== "leases").map(async (name) => [name, await rows(name)])));
 }
 
 /** Every secret the database holds (hashes, webhook secrets): none may appear in an entry. */
@@ -638,13 +635,12 @@ for (const [route, c] of Object.entries(CASES)) {
   });
 }
 
-const flagsvc = (...args: string[]) => runCli(h.dir, ...args);
+const flagsvc = (...args: string[]) => runCliBeside(h, ...args);
 
 describe("the CLI", () => {
   const cli = { type: "cli", id: `cli:${cliAuthor().actor.label}`, label: cliAuthor().actor.label };
 
-  // SQLite-only: the CLI runs on the data dir (runCli passes no database URL).
-  sqliteOnly("admin create-key: one admin_key created entry by the cli actor, without the key", async () => {
+  test("admin create-key: one admin_key created entry by the cli actor, without the key", async () => {
     const mark = await lastPosition(h.ctx);
     const r = await flagsvc("admin", "create-key", "--name", "from the cli");
     expect(r.code).toBe(0);
@@ -658,8 +654,7 @@ describe("the CLI", () => {
     for (const s of [secret, ...(await storedSecrets())]) expect(JSON.stringify(entries).includes(s)).toBe(false);
   });
 
-  // SQLite-only: the CLI runs on the data dir (runCli passes no database URL).
-  sqliteOnly("admin reset-password: one user updated entry by the cli actor, the password masked; an unknown email appends nothing", async () => {
+  test("admin reset-password: one user updated entry by the cli actor, the password masked; an unknown email appends nothing", async () => {
     const id = await insertUser("viewer", "cli-target@example.com");
     const mark = await lastPosition(h.ctx);
     const r = await flagsvc("admin", "reset-password", "--email", "cli-target@example.com", "--password", PASSWORD);

@@ -74,7 +74,7 @@ sqliteOnly("the server sends from the background thread, and the main connection
   await until(() => frames().checkpointed === frames().log);
 });
 
-// Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+// SQLite-only: the background thread is SQLite's (a PostgreSQL node sends from its main thread), and this file's server runs on a SQLite data dir whatever the backend.
 sqliteOnly("a worker that dies is started again; meanwhile the main connection checkpoints, and nothing is lost", async () => {
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: `${rx.url}/again`, events: ["flag.disabled"], secret: "background-thread-secret" });
   const first = worker()!;
@@ -96,7 +96,7 @@ sqliteOnly("a worker that dies is started again; meanwhile the main connection c
   expect(body!.deliveries).toEqual([expect.objectContaining({ status: "succeeded", attempts: 1 })]);
 });
 
-// Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
+// SQLite-only: the background thread is SQLite's (a PostgreSQL node sends from its main thread), and this file's server runs on a SQLite data dir whatever the backend.
 sqliteOnly("the worker's log lines are written by the main thread's logger", async () => {
   const hook = await call("POST", "/v1/projects/default/webhooks", { url: "http://127.0.0.1:9/refused", events: ["flag.enabled"], secret: "background-thread-secret" });
   expect((await call("PUT", "/v1/projects/default/flags/threaded/states/production", { enabled: true })).status).toBe(200);

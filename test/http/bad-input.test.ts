@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createApp } from "../../src/server";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, sqliteOnly } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, tableNames, tableRows } from "../helpers";
 
 let h: TestApp;
 let admin: Record<string, string>;
@@ -24,10 +24,10 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-/** Every table's rows, as one comparable value. */
-function rows(): Record<string, unknown[]> {
-  const tables = h.sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[];
-  return Object.fromEntries(tables.map(({ name }) => [name, h.sqlite.query(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
+/** Every table's rows, as one comparable value (leases left out: the node's keeper renews them whatever the requests do). */
+async function rows(): Promise<Record<string, string[]>> {
+  const tables = (await tableNames(h.ctx)).filter((name) => name !== "leases");
+  return Object.fromEntries(await Promise.all(tables.map(async (name) => [name, await tableRows(h.ctx, name)])));
 }
 
 /**
@@ -64,20 +64,18 @@ function asAnswered(path: string, ours: { message: string; details: { path: stri
 const NOT_UTF8 = { error: "VALIDATION_ERROR", message: "Request body is not valid UTF-8", details: [{ path: "body", message: "Not valid UTF-8" }] };
 
 describe("a body that is not UTF-8", () => {
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("the fuzzer's case: a project name ending in 0xFF 0xFE is 400, nothing stored", async () => {
-    const before = rows();
+  test("the fuzzer's case: a project name ending in 0xFF 0xFE is 400, nothing stored", async () => {
+    const before = await rows();
     const res = await raw("POST", "/v1/projects", bytes('{"slug":"oops","name":"ok', [0xff, 0xfe], '"}'), admin);
     expect(await json(res, 400)).toEqual(NOT_UTF8);
     expect(res.headers.get("x-request-id")).toBeTruthy();
-    expect(rows()).toEqual(before);
+    expect(await rows()).toEqual(before);
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("400 on every route that reads a body, after the caller is judged; nothing changes", async () => {
+  test("400 on every route that reads a body, after the caller is judged; nothing changes", async () => {
     const routes = bodyRoutes();
     expect(routes.length).toBeGreaterThanOrEqual(30);
-    const before = rows();
+    const before = await rows();
     for (const { method, path, caller } of routes) {
       for (const body of [bytes('{"name":"ok', [0xff, 0xfe], '"}'), bytes([0xc3, 0x28]), bytes('{"a":"', [0xed, 0xa0, 0x80], '"}'), bytes('{"a":"', [0xf0, 0x9f, 0x98], '"}')]) {
         const res = await raw(method, path, body, caller);
@@ -86,7 +84,7 @@ describe("a body that is not UTF-8", () => {
       // The caller first: without a credential, the spec's 401.
       if (path !== "/v1/auth/login" && !(method === "POST" && path === "/v1/auth/session")) expect({ route: `${method} ${path}`, status: (await raw(method, path, bytes([0xff]), {})).status }).toEqual({ route: `${method} ${path}`, status: 401 });
     }
-    expect(rows()).toEqual(before);
+    expect(await rows()).toEqual(before);
   });
 
   test("the native evaluation routes: 401 without a key, 403 for another scope, then 400", async () => {
@@ -98,9 +96,8 @@ describe("a body that is not UTF-8", () => {
     }
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("a chunked body (no Content-Length) is judged alike", async () => {
-    const before = rows();
+  test("a chunked body (no Content-Length) is judged alike", async () => {
+    const before = await rows();
     const stream = new ReadableStream<Uint8Array>({
       start(c) {
         c.enqueue(bytes('{"slug":"chunked","name":"ok'));
@@ -110,7 +107,7 @@ describe("a body that is not UTF-8", () => {
       },
     });
     expect(await json(await raw("POST", "/v1/projects", stream, admin), 400)).toEqual(NOT_UTF8);
-    expect(rows()).toEqual(before);
+    expect(await rows()).toEqual(before);
   });
 
   test("U+FFFD sent as UTF-8 is text like any other; a leading byte-order mark is dropped as before", async () => {
@@ -127,30 +124,28 @@ describe("a body that is not UTF-8", () => {
 describe("a __proto__ member", () => {
   const UNKNOWN = { error: "VALIDATION_ERROR", message: "Invalid request", details: [{ path: "body.__proto__", message: "Unknown field" }] };
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("rotating a key with __proto__ in the body is 400, like any unknown field; the key is not rotated", async () => {
-    const before = rows();
+  test("rotating a key with __proto__ in the body is 400, like any unknown field; the key is not rotated", async () => {
+    const before = await rows();
     for (const body of ['{"__proto__":1}', '{"__proto__":{}}', '{"__proto__":null}', '{"gracePeriodSeconds":5,"__proto__":{"gracePeriodSeconds":86400}}', '{"\\u005f_proto__":{}}']) {
       const res = await h.request("POST", `/v1/api-keys/${rotated.id}/rotate`, { body, headers: admin });
       expect({ body, status: res.status, answer: await res.json() }).toEqual({ body, status: 400, answer: UNKNOWN });
     }
-    expect(rows()).toEqual(before);
+    expect(await rows()).toEqual(before);
     // The old secret still works: nothing rotated.
     expect((await h.request("POST", "/v1/evaluate", { body: { flagKey: "a" }, headers: bearer(rotated.secret) })).status).toBe(200);
     // An unknown field of another name was already refused, with the same shape.
     expect((await json(await h.request("POST", `/v1/api-keys/${rotated.id}/rotate`, { body: '{"x":1}', headers: admin }), 400)).details).toEqual([{ path: "body.x", message: "Unknown field" }]);
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("400 on every route that reads a body, with or without the route's own fields; nothing changes", async () => {
-    const before = rows();
+  test("400 on every route that reads a body, with or without the route's own fields; nothing changes", async () => {
+    const before = await rows();
     for (const { method, path, caller } of bodyRoutes()) {
       for (const body of ['{"__proto__":{}}', '{"name":"x","__proto__":{"name":"y"}}']) {
         const res = await h.request(method, path, { body, headers: caller });
         expect({ route: `${method} ${path}`, body, status: res.status, answer: await res.json() }).toEqual({ route: `${method} ${path}`, body, status: 400, answer: asAnswered(path, UNKNOWN) });
       }
     }
-    expect(rows()).toEqual(before);
+    expect(await rows()).toEqual(before);
   });
 
   test("inside a free-form map (an evaluation context) it is an attribute name like any other", async () => {

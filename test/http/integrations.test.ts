@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SECRET } from "../../src/changes/entry";
-import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, rawRows, sqliteOnly } from "../helpers";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, userToken, rawRows } from "../helpers";
 
 const ENDPOINTS: [string, string, unknown?][] = [
   ["GET", "/v1/integrations/types"],
@@ -93,8 +93,7 @@ describe("Pro", () => {
     }
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("create, read, merge, mask, delete; every write in the change log with the secret masked", async () => {
+  test("create, read, merge, mask, delete; every write in the change log with the secret masked", async () => {
     const before = await lastPosition(h.ctx);
     const created = await json(await h.request("POST", base, { headers: admin, body: { type: "braze", config: { apiKey: "braze-secret-key-1", attributePrefix: "ff_" } } }), 201);
     expect(created).toMatchObject({ type: "braze", enabled: true, config: { apiKey: SECRET, attributePrefix: "ff_" }, stats: { sent: 0, failed: 0, lastError: null, lastSentAt: null } });
@@ -105,8 +104,9 @@ describe("Pro", () => {
     // "********" keeps the secret; null removes an optional key; a new key merges in.
     const kept = await json(await h.request("PATCH", path, { headers: admin, body: { config: { apiKey: SECRET, attributePrefix: null, environment: "staging" } } }), 200);
     expect(kept.config).toEqual({ apiKey: SECRET, environment: "staging" });
-    const stored = (await rawRows(h.ctx, "SELECT config FROM integrations WHERE id = ?", [created.id]))[0] as { config: string };
-    expect(JSON.parse(stored.config)).toEqual({ apiKey: "braze-secret-key-1", environment: "staging" });
+    // JSON text on SQLite, parsed already on PostgreSQL.
+    const stored = (await rawRows(h.ctx, "SELECT config FROM integrations WHERE id = ?", [created.id]))[0] as { config: unknown };
+    expect(typeof stored.config === "string" ? JSON.parse(stored.config) : stored.config).toEqual({ apiKey: "braze-secret-key-1", environment: "staging" });
     const same = await json(await h.request("PATCH", path, { headers: admin, body: { enabled: true } }), 200);
     expect(same.updatedAt).toBe(kept.updatedAt);
     await json(await h.request("PATCH", path, { headers: admin, body: { config: { apiKey: "braze-secret-key-2" }, enabled: false } }), 200);
@@ -118,8 +118,7 @@ describe("Pro", () => {
     expect(JSON.stringify(entries)).not.toContain("braze-secret-key");
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("bad input: unknown type 400 at body.type, config against the type's schema 400 with details, unknown fields 400; nothing stored", async () => {
+  test("bad input: unknown type 400 at body.type, config against the type's schema 400 with details, unknown fields 400; nothing stored", async () => {
     const unknown = await json(await h.request("POST", base, { headers: admin, body: { type: "mixpanel2", config: {} } }), 400);
     expect(unknown.details[0].path).toBe("body.type");
     const bad = await json(await h.request("POST", base, { headers: admin, body: { type: "braze", config: { attributePrefix: 5 } } }), 400);
@@ -129,8 +128,7 @@ describe("Pro", () => {
     await json(await h.request("GET", "/v1/projects/nope/integrations", { headers: admin }), 404);
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("config errors say what to send: Required, the known fields for an unknown one, the values of a choice (Datadog's site, a region)", async () => {
+  test("config errors say what to send: Required, the known fields for an unknown one, the values of a choice (Datadog's site, a region)", async () => {
     const datadog = await json(await h.request("POST", base, { headers: admin, body: { type: "datadog", config: { site: "datadoghq.de", host: "x" } } }), 400);
     expect(datadog).toEqual({
       error: "VALIDATION_ERROR",
@@ -146,8 +144,7 @@ describe("Pro", () => {
     expect((await json(await h.request("GET", base, { headers: admin }), 200)).integrations).toEqual([]);
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("a URL of a config is checked against SVC_OUTBOUND_ALLOWED_HOSTS as webhook URLs are; an admin login writes as itself", async () => {
+  test("a URL of a config is checked against SVC_OUTBOUND_ALLOWED_HOSTS as webhook URLs are; an admin login writes as itself", async () => {
     const refused = await json(await h.request("POST", base, { headers: admin, body: { type: "datadog", config: { apiKey: "k", apiHost: "http://127.0.0.1:9000" } } }), 400);
     expect(refused.details).toEqual([{ path: "body.config.apiHost", message: expect.stringContaining("127.0.0.1") }]);
     const slack = await json(await h.request("POST", base, { headers: admin, body: { type: "slack", config: { webhookUrl: "http://169.254.169.254/services/T/B/X" } } }), 400);

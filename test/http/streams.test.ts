@@ -7,9 +7,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { SYSTEM } from "../../src/changes/entry";
 import type { ApiKeyPrincipal } from "../../src/http/access";
 import { pruneAuditLog } from "../../src/modules/audit/retention";
-import { SqliteDefinitionsStore } from "../../src/modules/streams/store";
 import { StreamTokens } from "../../src/modules/streams/tokens";
-import { bearer, json, lastPosition, seedAdminKey, testApp, type TestApp, sqliteOnly } from "../helpers";
+import { bearer, json, lastPosition, seedAdminKey, testApp, type TestApp } from "../helpers";
 import { DefinitionsModel, SseReader, type SseEvent } from "../sse";
 
 let h: TestApp;
@@ -296,8 +295,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     expect((await h.request("HEAD", "/ofrep/v1/events?token=nope")).status).toBe(401);
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("lastChange and waitFor: where each environment stands, as the change log says after a restart", async () => {
+  test("lastChange and waitFor: where each environment stands, as the change log says after a restart", async () => {
     const { admin, key } = await setup();
     await key("eval");
     await flag("a");
@@ -314,7 +312,7 @@ describe("OFREP change stream: GET /ofrep/v1/events", () => {
     expect(hub.lastChange(await environmentId("production", "shop")).position).toBe(shopCreated);
     expect(hub.lastChange("env_unknown")).toEqual({ position: 0, at: 0 });
     // What a restarted server reads from the change log is what the hub kept.
-    const { environments } = await new SqliteDefinitionsStore(h).lastChanges();
+    const { environments } = await h.ctx.stores.definitions.lastChanges();
     for (const e of environments) expect({ id: e.id, ...hub.lastChange(e.id) }).toEqual({ id: e.id, position: e.position, at: e.at });
     expect(environments.length).toBe(7);
     expect(await hub.waitFor((await lastPosition(h.ctx)), 10)).toBe(true);

@@ -9,7 +9,7 @@ import { MESSAGES } from "../../src/http/access";
 import { PER_WEBHOOK_IN_FLIGHT, type DeliveryDispatcher } from "../../src/modules/webhooks/dispatcher";
 import { SqliteDeliveryQueue } from "../../src/modules/webhooks/store";
 import { VERSION } from "../../src/version";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, ISO_TIMESTAMP, rawRows, sqliteOnly, countRows } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, ISO_TIMESTAMP, rawRows, onPostgres, sqliteOnly, countRows } from "../helpers";
 import { signatureMatches, startReceiver, type Receiver } from "../webhook-receiver";
 
 const SECRET = "a-webhook-secret-of-some-length";
@@ -268,14 +268,17 @@ describe("outbox: events exist exactly for committed changes", () => {
     await settle();
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("when storing the deliveries fails, the state change is rolled back with them", async () => {
+  test("when storing the deliveries fails, the state change is rolled back with them", async () => {
     await register();
     await createFlag("checkout");
-    await rawRows(h.ctx, "CREATE TEMP TRIGGER refuse_deliveries BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+    // A trigger refuses every new delivery, in each dialect.
+    if (onPostgres) {
+      await rawRows(h.ctx, "CREATE FUNCTION refuse_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$");
+      await rawRows(h.ctx, "CREATE TRIGGER refuse_deliveries BEFORE INSERT ON webhook_deliveries FOR EACH ROW EXECUTE FUNCTION refuse_deliveries()");
+    } else await rawRows(h.ctx, "CREATE TEMP TRIGGER refuse_deliveries BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
     const res = await h.request("PUT", `${FLAGS}/checkout/states/production`, { body: { enabled: true }, headers: admin });
     expect(res.status).toBe(500);
-    await rawRows(h.ctx, "DROP TRIGGER refuse_deliveries");
+    await rawRows(h.ctx, onPostgres ? "DROP TRIGGER refuse_deliveries ON webhook_deliveries" : "DROP TRIGGER refuse_deliveries");
     expect((await call("GET", `${FLAGS}/checkout/states/production`)).enabled).toBe(false);
     expect((await count("flag_states"))).toBe(0);
     expect((await count("webhook_events"))).toBe(3); // the created events only
