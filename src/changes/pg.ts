@@ -25,6 +25,8 @@ import { createThrough, type ChangeLog, type Effect, type Participant, type Tx, 
 
 /** The channel every commit notifies, with its last position as the payload. */
 export const CHANGES_CHANNEL = "flagsvc_changes";
+/** Change-log rows per INSERT: 14 parameters each, well under PostgreSQL's 65,535 a statement. */
+const ENTRIES_PER_INSERT = 1000;
 /** The advisory lock every write transaction takes ("flagsvc" + 2; the migrations take + 1). */
 const WRITE_LOCK = 0x666c6167737663_02n.toString();
 
@@ -137,29 +139,34 @@ export class PgChangeLog implements ChangeLog {
     const at = iso(ms);
     const { actor, requestId } = author;
     const drafts = changes.map((c) => ({ id: sortableId("aud", ms), c }));
-    const rows = await db
-      .insert(changeLog)
-      .values(
-        drafts.map(({ id, c }) => ({
-          id,
-          at,
-          actorType: actor.type,
-          actorId: actor.id,
-          actorLabel: actor.label,
-          requestId,
-          projectId: c.project?.id ?? null,
-          projectSlug: c.project?.slug ?? null,
-          environment: c.environment,
-          resourceType: c.resource.type,
-          resourceId: c.resource.id,
-          resourceKey: c.resource.key,
-          action: c.action,
-          changes: c.changes,
-        })),
-      )
-      .returning({ position: changeLog.position });
-    // The identity numbers the rows in the order of VALUES.
-    const positions = rows.map((r) => r.position).sort((a, b) => a - b);
+    const positions: number[] = [];
+    // PostgreSQL takes at most 65,535 parameters a statement (14 a row): a large write (an import)
+    // is inserted in chunks, in order, within the one transaction.
+    for (let from = 0; from < drafts.length; from += ENTRIES_PER_INSERT) {
+      const rows = await db
+        .insert(changeLog)
+        .values(
+          drafts.slice(from, from + ENTRIES_PER_INSERT).map(({ id, c }) => ({
+            id,
+            at,
+            actorType: actor.type,
+            actorId: actor.id,
+            actorLabel: actor.label,
+            requestId,
+            projectId: c.project?.id ?? null,
+            projectSlug: c.project?.slug ?? null,
+            environment: c.environment,
+            resourceType: c.resource.type,
+            resourceId: c.resource.id,
+            resourceKey: c.resource.key,
+            action: c.action,
+            changes: c.changes,
+          })),
+        )
+        .returning({ position: changeLog.position });
+      // The identity numbers the rows in the order of VALUES.
+      positions.push(...rows.map((r) => r.position).sort((a, b) => a - b));
+    }
     return drafts.map(({ id, c }, i) => ({ position: positions[i]!, id, at, actor, requestId, ...c }));
   }
 }

@@ -22,6 +22,18 @@ export function describeChangeLogContract(makeBackend: MakeBackend) {
       });
     });
 
+    test("a commit of 5,000 entries (an import) appends them all, in order, in one publication", async () => {
+      await onFresh(makeBackend, async (b, { published }) => {
+        const many = Array.from({ length: 5000 }, (_, i) => change("flag", `f${i}`, `flag-${i}`));
+        await b.changeLog.commit(AUTHOR, async () => ({ result: undefined, changes: many }));
+        expect(published).toHaveLength(1);
+        expect(published[0]!.map((e) => e.resource.id)).toEqual(many.map((c) => c.resource.id));
+        const positions = published[0]!.map((e) => e.position);
+        for (let i = 1; i < positions.length; i++) expect(positions[i]!).toBeGreaterThan(positions[i - 1]!);
+        expect((await b.stores.audit.page({}, 1)).entries[0]).toMatchObject({ position: positions.at(-1), resource: { id: "f4999" } });
+      });
+    });
+
     test("a commit without changes appends nothing and publishes nothing", async () => {
       await onFresh(makeBackend, async (b, { published }) => {
         expect(await b.changeLog.commit(AUTHOR, async () => ({ result: 7, changes: [] }))).toBe(7);
