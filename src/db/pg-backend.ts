@@ -66,7 +66,6 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
     const changeLog = new PgChangeLog(store, bus, clock);
     const users = new PgUserStore(changeLog);
     const insights = new PgInsightsStore(changeLog);
-    await insights.load();
     const audit = new PgAuditStore(store.sql);
     const feed = new PgChangeFeed({ sql: store.sql, audit, changeLog, bus, log });
     const testSessions = new PgTestSessionStore(changeLog.db);

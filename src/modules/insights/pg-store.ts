@@ -4,9 +4,8 @@
  * `json_each`/`json_group_array`, numbers cast from bigint/numeric (which arrive as text), and
  * the byte order of SQLite for the candidates (`COLLATE "C"`).
  *
- * Two members are synchronous in the interface: `writeNow` returns the write's promise here
- * (the flusher gives the counts back if it fails), and `observedSinceNow` answers from the
- * value `load()` read when the backend opened (the first start stores it, first writer wins).
+ * `writeNow` is synchronous in the interface: it returns the write's promise here (the flusher
+ * gives the counts back if it fails).
  */
 import { sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
@@ -24,16 +23,7 @@ type CandidateRow = Omit<StaleCandidate, "states" | "stale"> & {
 };
 
 export class PgInsightsStore implements InsightsStore {
-  /** The stored `insights_observed_since` (null: none yet), read by `load`. */
-  private observedSince: string | null = null;
-
   constructor(private readonly log: PgChangeLog) {}
-
-  /** Reads what `observedSinceNow` answers from (once, when the backend opens). */
-  async load(): Promise<void> {
-    const [row] = await rowsOf<{ value: string }>(this.log.db, sql`SELECT value FROM settings WHERE key = ${OBSERVED_SINCE}`);
-    this.observedSince = row?.value ?? null;
-  }
 
   writeNow(bucket: number, batch: readonly CounterBatch[]): Promise<void> {
     if (batch.length === 0) return Promise.resolve();
@@ -125,13 +115,13 @@ export class PgInsightsStore implements InsightsStore {
     }));
   }
 
-  observedSinceNow(now: string): string {
-    if (this.observedSince !== null) return this.observedSince;
-    this.observedSince = now;
-    // Stored for the next start, first writer wins (another node starting at the same moment may
-    // keep its own `now` until it restarts); a failed write is tried again at the next start.
-    void this.log.db.execute(sql`INSERT INTO settings (key, value, updated_at) VALUES (${OBSERVED_SINCE}, ${now}, ${now}) ON CONFLICT DO NOTHING`).catch(() => undefined);
-    return now;
+  /** Stored if none is (first writer wins, on every node), then read back: the stored value. */
+  async observedSinceNow(now: string): Promise<string> {
+    const { db } = this.log;
+    await db.execute(sql`INSERT INTO settings (key, value, updated_at) VALUES (${OBSERVED_SINCE}, ${now}, ${now}) ON CONFLICT DO NOTHING`);
+    // A statement of its own: it sees the row of a node whose insert won at the same moment.
+    const [row] = await rowsOf<{ value: string }>(db, sql`SELECT value FROM settings WHERE key = ${OBSERVED_SINCE}`);
+    return row!.value;
   }
 
   setStale(author: Author, changes: readonly StaleChange[]): Promise<void> {

@@ -135,7 +135,7 @@ export interface InsightsServiceDeps {
   projects: ProjectReader;
   flags: Pick<FlagStore, "find">;
   snapshot: Pick<Snapshot, "environment">;
-  flusher: Pick<InsightsFlusher, "flushLogged">;
+  flusher: Pick<InsightsFlusher, "flushLogged" | "pending">;
   clock: Clock;
   log: Logger;
 }
@@ -160,7 +160,16 @@ function addCells(point: InsightsPoint, cells: Iterable<{ variant: string; reaso
 }
 
 export function insightsService({ store, projects, flags, snapshot, flusher, clock, log }: InsightsServiceDeps) {
-  const observedSince = Date.parse(store.observedSinceNow(iso(clock.now())));
+  // Since when evaluations are counted (ms): stored at start, awaited by what depends on it (a
+  // failed store or read is tried again on the next use).
+  const startedAt = iso(clock.now());
+  let observing: Promise<number> | null = null;
+  const observedSince = (): Promise<number> =>
+    (observing ??= store.observedSinceNow(startedAt).then(Date.parse, (e: unknown) => {
+      observing = null;
+      throw e;
+    }));
+  observedSince().catch(() => undefined);
   /** What the flag's counter holds and has not flushed, and its last production evaluation (ms; 0: none since start). */
   const unflushed = (environmentId: string, flagKey: string): { cells: CountCell[]; lastAt: number } => {
     const counter = snapshot.environment(environmentId)?.get(flagKey)?.counter;
@@ -282,10 +291,13 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
      */
     async detectStale(): Promise<StaleChange[]> {
       flusher.flushLogged();
+      // PostgreSQL writes the counts asynchronously: the candidates are read once they are stored.
+      await flusher.pending;
       const now = clock.now();
       const changes: StaleChange[] = [];
+      const since = await observedSince();
       for (const c of await store.staleCandidates()) {
-        const next = stalenessOf(c, now, observedSince);
+        const next = stalenessOf(c, now, since);
         // A change of reason is recorded too; `flag.stale` goes out only when a flag turns stale (events.ts).
         const same = c.stale === null ? next === null : next !== null && next.reason === c.stale.reason;
         if (same) continue;
