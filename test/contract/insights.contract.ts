@@ -62,8 +62,8 @@ export function describeInsightsStoreContract(makeBackend: MakeBackend) {
         await seedFlag(b.stores.flags, p, flag("f1", "a"));
         await seedFlag(b.stores.flags, p, flag("f2", "b"));
         await b.stores.flags.putState(AUTHOR, p.id, "b", "p1-e2", () => ({ result: { enabled: true, rolloutPercentage: 100, updatedAt: T1 }, changes: [change("flag_state", "f2", "b", p, "enabled")] }));
-        expect(await insights.observedSinceNow(T0)).toBe(T0);
-        expect(await insights.observedSinceNow(T1)).toBe(T0);
+        expect(insights.observedSinceNow(T0)).toBe(T0);
+        expect(insights.observedSinceNow(T1)).toBe(T0);
         const stale = { reason: "not_evaluated" as const, since: T1 };
         await insights.setStale(AUTHOR, [
           { project: p, flagId: "f1", key: "a", before: null, after: stale },

@@ -4,8 +4,9 @@
  * `json_each`/`json_group_array`, numbers cast from bigint/numeric (which arrive as text), and
  * the byte order of SQLite for the candidates (`COLLATE "C"`).
  *
- * `writeNow` is synchronous in the interface: it returns the write's promise here (the flusher
- * gives the counts back if it fails).
+ * Two members are synchronous in the interface: `writeNow` returns the write's promise here
+ * (the flusher gives the counts back if it fails), and `observedSinceNow` answers the value
+ * `load()` stored or read when the backend opened.
  */
 import { sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
@@ -23,7 +24,22 @@ type CandidateRow = Omit<StaleCandidate, "states" | "stale"> & {
 };
 
 export class PgInsightsStore implements InsightsStore {
+  /** The stored `insights_observed_since`, set by `load`. */
+  private observedSince: string | null = null;
+
   constructor(private readonly log: PgChangeLog) {}
+
+  /**
+   * When the backend opens: stores `now` as `insights_observed_since` if none is (first writer
+   * wins), then reads the stored value back (a statement of its own: it sees the row of a node
+   * whose insert won at the same moment). Awaited, so every node answers from the stored value.
+   */
+  async load(now: string): Promise<void> {
+    const { db } = this.log;
+    await db.execute(sql`INSERT INTO settings (key, value, updated_at) VALUES (${OBSERVED_SINCE}, ${now}, ${now}) ON CONFLICT DO NOTHING`);
+    const [row] = await rowsOf<{ value: string }>(db, sql`SELECT value FROM settings WHERE key = ${OBSERVED_SINCE}`);
+    this.observedSince = row!.value;
+  }
 
   writeNow(bucket: number, batch: readonly CounterBatch[]): Promise<void> {
     if (batch.length === 0) return Promise.resolve();
@@ -115,13 +131,9 @@ export class PgInsightsStore implements InsightsStore {
     }));
   }
 
-  /** Stored if none is (first writer wins, on every node), then read back: the stored value. */
-  async observedSinceNow(now: string): Promise<string> {
-    const { db } = this.log;
-    await db.execute(sql`INSERT INTO settings (key, value, updated_at) VALUES (${OBSERVED_SINCE}, ${now}, ${now}) ON CONFLICT DO NOTHING`);
-    // A statement of its own: it sees the row of a node whose insert won at the same moment.
-    const [row] = await rowsOf<{ value: string }>(db, sql`SELECT value FROM settings WHERE key = ${OBSERVED_SINCE}`);
-    return row!.value;
+  observedSinceNow(): string {
+    if (this.observedSince === null) throw new Error("PgInsightsStore: load() first");
+    return this.observedSince;
   }
 
   setStale(author: Author, changes: readonly StaleChange[]): Promise<void> {

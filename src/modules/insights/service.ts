@@ -160,16 +160,7 @@ function addCells(point: InsightsPoint, cells: Iterable<{ variant: string; reaso
 }
 
 export function insightsService({ store, projects, flags, snapshot, flusher, clock, log }: InsightsServiceDeps) {
-  // Since when evaluations are counted (ms): stored at start, awaited by what depends on it (a
-  // failed store or read is tried again on the next use).
-  const startedAt = iso(clock.now());
-  let observing: Promise<number> | null = null;
-  const observedSince = (): Promise<number> =>
-    (observing ??= store.observedSinceNow(startedAt).then(Date.parse, (e: unknown) => {
-      observing = null;
-      throw e;
-    }));
-  observedSince().catch(() => undefined);
+  const observedSince = Date.parse(store.observedSinceNow(iso(clock.now())));
   /**
    * Stored plus not flushed is every count, except while a flush's write is under way (PostgreSQL:
    * its counts left the counters and are not stored yet): the reads wait for it first.
@@ -303,9 +294,8 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
       await flushed();
       const now = clock.now();
       const changes: StaleChange[] = [];
-      const since = await observedSince();
       for (const c of await store.staleCandidates()) {
-        const next = stalenessOf(c, now, since);
+        const next = stalenessOf(c, now, observedSince);
         // A change of reason is recorded too; `flag.stale` goes out only when a flag turns stale (events.ts).
         const same = c.stale === null ? next === null : next !== null && next.reason === c.stale.reason;
         if (same) continue;

@@ -108,11 +108,11 @@ export interface InsightsStore {
   staleCandidates(): Promise<StaleCandidate[]>;
   /**
    * Since when evaluations are counted on this instance (ISO): stored as `now` on the first call
-   * (the first start with insights), read afterwards; resolves once stored, with the stored value
-   * (on PostgreSQL the first node's, on every node). A flag older than that is judged "not
+   * (the first start with insights), read afterwards (on PostgreSQL: stored and read back when the
+   * backend opens, the first node's on every node). A flag older than that is judged "not
    * evaluated" from then on, not from its creation: before it, nothing was counted.
    */
-  observedSinceNow(now: string): Promise<string>;
+  observedSinceNow(now: string): string;
   /** Records the changes with their entries (one commit). */
   setStale(author: Author, changes: readonly StaleChange[]): Promise<void>;
 }
@@ -226,7 +226,7 @@ export class SqliteInsightsStore implements InsightsStore {
       }));
   }
 
-  async observedSinceNow(now: string): Promise<string> {
+  observedSinceNow(now: string): string {
     this.sqlite.query(OBSERVED_INSERT_SQL).run(OBSERVED_SINCE, now);
     return this.sqlite.query<{ value: string }, [string]>(OBSERVED_SQL).get(OBSERVED_SINCE)!.value;
   }
