@@ -11,7 +11,7 @@ import { PgChangeFeed } from "../changes/pg-feed";
 import { PgChangeEventStore } from "../modules/change-events/pg-store";
 import { PgCredentialStore } from "../modules/credentials/pg-store";
 import type { Stores } from "../context";
-import type { Clock } from "../lib/clock";
+import { iso, type Clock } from "../lib/clock";
 import type { Logger } from "../lib/log";
 import { PgAdminKeyStore } from "../modules/admin-keys/pg-store";
 import { PgApiKeyStore } from "../modules/api-keys/pg-store";
@@ -66,7 +66,7 @@ export async function openPostgresBackend(url: string, opts: PgOptions, bus: Cha
     const changeLog = new PgChangeLog(store, bus, clock);
     const users = new PgUserStore(changeLog);
     const insights = new PgInsightsStore(changeLog);
-    await insights.load();
+    await insights.load(iso(clock.now()));
     const audit = new PgAuditStore(store.sql);
     const feed = new PgChangeFeed({ sql: store.sql, audit, changeLog, bus, log });
     const testSessions = new PgTestSessionStore(changeLog.db);

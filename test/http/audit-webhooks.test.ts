@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { SYSTEM } from "../../src/changes/entry";
-import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition, rawRows, countRows, sqliteOnly } from "../helpers";
+import { bearer, json, seedAdminKey, seedApiKey, testApp, userToken, type TestApp, entriesAfter, lastPosition, rawRows, countRows } from "../helpers";
 
 const SECRET = "first-secret-of-the-webhook-0001";
 const NEW_SECRET = "second-secret-of-the-webhook-002";
@@ -102,8 +102,7 @@ describe("webhook writes append one entry each", () => {
     }
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("delete (mgmt key): the whole record, the secret masked; its project's key is the actor", async () => {
+  test("delete (mgmt key): the whole record, the secret masked; its project's key is the actor", async () => {
     const mgmt = await seedApiKey(h.ctx, "mgmt");
     const { answer: hook } = await register(bearer(mgmt.secret));
     const { entries } = await write("DELETE", `/v1/webhooks/${hook.id}`, undefined, 204, bearer(mgmt.secret));

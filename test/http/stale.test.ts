@@ -5,7 +5,7 @@
  * receiver for a webhook that lists it, never to one that lists the events of before.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, countRows, sqliteOnly } from "../helpers";
+import { bearer, entriesAfter, json, lastPosition, seedAdminKey, seedApiKey, testApp, type TestApp, countRows, rawRows } from "../helpers";
 import { startReceiver, type Receiver } from "../webhook-receiver";
 
 const FLAGS = "/v1/projects/default/flags";
@@ -36,6 +36,12 @@ const enableEverywhere = async (key: string, rolloutPercentage: number | null = 
 };
 
 describe("not_evaluated", () => {
+  test("since when evaluations are counted is stored by the first start, before a detection uses it", async () => {
+    toDay(40);
+    expect(await detect()).toEqual([]);
+    expect(await rawRows(h.ctx, "SELECT value FROM settings WHERE key = 'insights_observed_since'")).toEqual([{ value: at(0) }]);
+  });
+
   test("a flag never evaluated is stale N days after its creation; a new flag never is", async () => {
     await call("POST", FLAGS, { key: "unused", name: "Unused" }, 201);
     expect(await stale("unused")).toBeNull();
@@ -57,8 +63,7 @@ describe("not_evaluated", () => {
     expect((await call("GET", `${FLAGS}?stale=maybe`, undefined, 400)).details[0].path).toBe("query.stale");
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("counted from the last production evaluation in any environment; test-session overrides do not count", async () => {
+  test("counted from the last production evaluation in any environment; test-session overrides do not count", async () => {
     await call("POST", FLAGS, { key: "checkout", name: "Checkout" }, 201);
     // Half the users in production: not one value to everyone (that would be fully_rolled_out).
     await call("PUT", `${FLAGS}/checkout/states/production`, { enabled: true, rolloutPercentage: 50 });
@@ -111,8 +116,7 @@ describe("fully_rolled_out", () => {
     }
   };
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("one value to everyone in every environment, unchanged for N days", async () => {
+  test("one value to everyone in every environment, unchanged for N days", async () => {
     await call("POST", FLAGS, { key: "everyone", name: "Everyone" }, 201);
     await enableEverywhere("everyone");
     await call("POST", FLAGS, { key: "half", name: "Half" }, 201);
@@ -138,8 +142,7 @@ describe("fully_rolled_out", () => {
     });
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("a change of a state or of the rules restarts the count", async () => {
+  test("a change of a state or of the rules restarts the count", async () => {
     await call("POST", FLAGS, { key: "everyone", name: "Everyone" }, 201);
     await enableEverywhere("everyone");
     toDay(10);
@@ -175,8 +178,7 @@ describe("flag.stale", () => {
     old.stop();
   });
 
-  // Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
-  sqliteOnly("once per turn to stale, to a webhook that lists it, never to one that lists the events of before", async () => {
+  test("once per turn to stale, to a webhook that lists it, never to one that lists the events of before", async () => {
     await call("POST", "/v1/projects/default/webhooks", { url: stale.url, events: ["flag.stale"], secret: "a-webhook-secret-of-some-length", environments: ["production"] }, 201);
     await call("POST", "/v1/projects/default/webhooks", { url: old.url, events: OLD_EVENTS, secret: "a-webhook-secret-of-some-length" }, 201);
     await call("POST", FLAGS, { key: "checkout", name: "Checkout" }, 201);

@@ -11,7 +11,7 @@
  *   records for equality across backends. timestamptz would arrive as a Date and have to be
  *   mapped back in every store, with a time zone and a precision (microseconds) to get wrong
  *   and nothing gained: the text sorts as it compares. (Bucket times in ms stay numbers.)
- * - JSON columns are `jsonb`; booleans are `boolean`; SQLite's `real` is `double precision`.
+ * - JSON columns are `json` (the text as written, as SQLite keeps it: see `json` below); booleans are `boolean`; SQLite's `real` is `double precision`.
  * - `change_log.position` and `change_events.position` are `bigint` identities (mode number):
  *   the rowid/AUTOINCREMENT of SQLite. Positions stored elsewhere (`event_position`) are bigint.
  * - The `seq` ordering columns are identities (by default: an import may give them), so the
@@ -22,16 +22,20 @@ import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, 
 import type { Condition, Prerequisite, Rule, Variant } from "../../evaluation/types";
 
 /**
- * A jsonb column. Not drizzle's own `jsonb`: with Bun's driver it stringifies the value and Bun
- * encodes that string again, storing a jsonb *string* (`jsonb_typeof` = 'string'), and Bun
- * refuses a bare boolean for a jsonb parameter. So the JSON text is sent as text and cast:
- * every value (object, array, string, boolean, number) is stored as the jsonb it is, and Bun
- * hands it back parsed.
+ * A JSON column: `json`, not `jsonb`. `jsonb` normalises objects (keys reordered by length then
+ * bytes, duplicates dropped), so a record read back would answer its keys in another order than
+ * it was written and than SQLite (which keeps the text) answers them: API answers, ETags (hashes
+ * of the record as answered) and `diff`s (compared as JSON text) would differ by backend. `json`
+ * keeps the text as written. Not drizzle's own `json`/`jsonb`: with Bun's driver it stringifies
+ * the value and Bun encodes that string again, storing a JSON *string*, and Bun refuses a bare
+ * boolean for a JSON parameter. So the JSON text is sent as text and cast: every value (object,
+ * array, string, boolean, number) is stored as the JSON it is, and Bun hands it back parsed.
+ * Queries into it use the `json_*` functions (or cast to jsonb where an operator needs it).
  */
-const jsonb = <T>(name: string) =>
+const json = <T>(name: string) =>
   customType<{ data: T; driverData: unknown }>({
-    dataType: () => "jsonb",
-    toDriver: (value) => sql`${JSON.stringify(value)}::text::jsonb`,
+    dataType: () => "json",
+    toDriver: (value) => sql`${JSON.stringify(value)}::text::json`,
     fromDriver: (value) => value as T,
   })(name);
 
@@ -128,10 +132,10 @@ export const flags = pgTable(
     key: text("key").notNull(),
     name: text("name").notNull(),
     description: text("description"),
-    variants: jsonb<Variant[]>("variants").notNull(),
-    rules: jsonb<Rule[]>("rules").notNull(),
+    variants: json<Variant[]>("variants").notNull(),
+    rules: json<Rule[]>("rules").notNull(),
     bucketBy: text("bucket_by"),
-    prerequisites: jsonb<Prerequisite[]>("prerequisites"),
+    prerequisites: json<Prerequisite[]>("prerequisites"),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -148,9 +152,9 @@ export const segments = pgTable(
     key: text("key").notNull(),
     name: text("name").notNull(),
     description: text("description"),
-    conditions: jsonb<Condition[]>("conditions").notNull(),
-    included: jsonb<string[]>("included").notNull(),
-    excluded: jsonb<string[]>("excluded").notNull(),
+    conditions: json<Condition[]>("conditions").notNull(),
+    included: json<string[]>("included").notNull(),
+    excluded: json<string[]>("excluded").notNull(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -200,7 +204,7 @@ export const sessionOverrides = pgTable(
       .notNull()
       .references(() => testSessions.id, { onDelete: "cascade" }),
     flagKey: text("flag_key").notNull(),
-    value: jsonb<boolean | string>("value").notNull(),
+    value: json<boolean | string>("value").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
   (table) => [primaryKey({ columns: [table.sessionId, table.flagKey] })],
@@ -214,8 +218,8 @@ export const webhooks = pgTable(
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
     url: text("url").notNull(),
-    events: jsonb<string[]>("events").notNull(),
-    environments: jsonb<string[]>("environments").notNull(),
+    events: json<string[]>("events").notNull(),
+    environments: json<string[]>("environments").notNull(),
     secret: text("secret").notNull(),
     description: text("description"),
     enabled: boolean("enabled").notNull(),
@@ -275,7 +279,7 @@ export const webhookDeliveries = pgTable(
 /**
  * The change log (src/db/schema.ts, docs/audit.md). `position`: a bigint identity, taken in the
  * write's transaction; PostgreSQL does not serialise writers, so the change log (src/changes/pg.ts)
- * does what makes positions commit in order. `changes` is jsonb.
+ * does what makes positions commit in order. `changes` is json (its keys in the order written).
  */
 export const changeLog = pgTable(
   "change_log",
@@ -294,7 +298,7 @@ export const changeLog = pgTable(
     resourceId: text("resource_id").notNull(),
     resourceKey: text("resource_key"),
     action: text("action").notNull(),
-    changes: jsonb<Record<string, unknown>>("changes").notNull(),
+    changes: json<Record<string, unknown>>("changes").notNull(),
   },
   (table) => [index("change_log_key").on(table.resourceKey, table.position)],
 );
@@ -310,8 +314,8 @@ export const plugins = pgTable(
     version: text("version").notNull(),
     enabled: boolean("enabled").notNull(),
     status: text("status").notNull(),
-    config: jsonb<Record<string, unknown>>("config").notNull(),
-    secretKeys: jsonb<string[]>("secret_keys").notNull().default(sql`'[]'::jsonb`),
+    config: json<Record<string, unknown>>("config").notNull(),
+    secretKeys: json<string[]>("secret_keys").notNull().default(sql`'[]'::json`),
     errorMessage: text("error_message"),
     eventPosition: position("event_position").notNull().default(0),
     eventsHandled: integer("events_handled").notNull().default(0),
@@ -352,7 +356,7 @@ export const integrations = pgTable(
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
     type: text("type").notNull(),
-    config: jsonb<Record<string, unknown>>("config").notNull(),
+    config: json<Record<string, unknown>>("config").notNull(),
     enabled: boolean("enabled").notNull(),
     sent: integer("sent").notNull().default(0),
     failed: integer("failed").notNull().default(0),
@@ -378,7 +382,7 @@ export const schedules = pgTable(
     environmentId: text("environment_id").notNull(),
     environment: text("environment").notNull(),
     at: text("at").notNull(),
-    state: jsonb<{ enabled?: boolean; rolloutPercentage?: number | null }>("state").notNull(),
+    state: json<{ enabled?: boolean; rolloutPercentage?: number | null }>("state").notNull(),
     status: text("status").notNull(),
     createdByType: text("created_by_type").notNull(),
     createdById: text("created_by_id").notNull(),

@@ -92,7 +92,7 @@ export interface ChangeLogRow {
   changes: string;
 }
 
-/** A `change_log` row as Bun's `SQL` returns it from PostgreSQL: `changes` (jsonb) arrives parsed. */
+/** A `change_log` row as Bun's `SQL` returns it from PostgreSQL: `changes` (json) arrives parsed. */
 export type PgChangeLogRow = Omit<ChangeLogRow, "changes"> & { changes: Changes };
 
 /** The filters' conditions; `before` is the page's own bound, placed by `page`. */

@@ -61,7 +61,9 @@ export class InsightsFlusher {
     }
     // PostgreSQL's write is asynchronous: a failure gives the counts back and is logged.
     if (writing) {
-      const settled: Promise<void> = writing.then(done, (e: unknown) => (giveBack(), this.logFailure(e))).finally(() => {
+      // Settled once the writes before it are too: `pending` covers every write under way.
+      const before = this.writing;
+      const settled: Promise<void> = writing.then(done, (e: unknown) => (giveBack(), this.logFailure(e))).then(() => before).finally(() => {
         if (this.writing === settled) this.writing = undefined;
       });
       this.writing = settled;
@@ -69,7 +71,7 @@ export class InsightsFlusher {
     return batch.length;
   }
 
-  /** The write under way, if any (only PostgreSQL's is asynchronous); it never rejects. */
+  /** The writes under way, if any (only PostgreSQL's are asynchronous); it never rejects. */
   get pending(): Promise<void> | undefined {
     return this.writing;
   }

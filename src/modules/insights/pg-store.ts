@@ -5,8 +5,8 @@
  * the byte order of SQLite for the candidates (`COLLATE "C"`).
  *
  * Two members are synchronous in the interface: `writeNow` returns the write's promise here
- * (the flusher gives the counts back if it fails), and `observedSinceNow` answers from the
- * value `load()` read when the backend opened (the first start stores it, first writer wins).
+ * (the flusher gives the counts back if it fails), and `observedSinceNow` answers the value
+ * `load()` stored or read when the backend opened.
  */
 import { sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
@@ -24,15 +24,21 @@ type CandidateRow = Omit<StaleCandidate, "states" | "stale"> & {
 };
 
 export class PgInsightsStore implements InsightsStore {
-  /** The stored `insights_observed_since` (null: none yet), read by `load`. */
+  /** The stored `insights_observed_since`, set by `load`. */
   private observedSince: string | null = null;
 
   constructor(private readonly log: PgChangeLog) {}
 
-  /** Reads what `observedSinceNow` answers from (once, when the backend opens). */
-  async load(): Promise<void> {
-    const [row] = await rowsOf<{ value: string }>(this.log.db, sql`SELECT value FROM settings WHERE key = ${OBSERVED_SINCE}`);
-    this.observedSince = row?.value ?? null;
+  /**
+   * When the backend opens: stores `now` as `insights_observed_since` if none is (first writer
+   * wins), then reads the stored value back (a statement of its own: it sees the row of a node
+   * whose insert won at the same moment). Awaited, so every node answers from the stored value.
+   */
+  async load(now: string): Promise<void> {
+    const { db } = this.log;
+    await db.execute(sql`INSERT INTO settings (key, value, updated_at) VALUES (${OBSERVED_SINCE}, ${now}, ${now}) ON CONFLICT DO NOTHING`);
+    const [row] = await rowsOf<{ value: string }>(db, sql`SELECT value FROM settings WHERE key = ${OBSERVED_SINCE}`);
+    this.observedSince = row!.value;
   }
 
   writeNow(bucket: number, batch: readonly CounterBatch[]): Promise<void> {
@@ -125,13 +131,9 @@ export class PgInsightsStore implements InsightsStore {
     }));
   }
 
-  observedSinceNow(now: string): string {
-    if (this.observedSince !== null) return this.observedSince;
-    this.observedSince = now;
-    // Stored for the next start, first writer wins (another node starting at the same moment may
-    // keep its own `now` until it restarts); a failed write is tried again at the next start.
-    void this.log.db.execute(sql`INSERT INTO settings (key, value, updated_at) VALUES (${OBSERVED_SINCE}, ${now}, ${now}) ON CONFLICT DO NOTHING`).catch(() => undefined);
-    return now;
+  observedSinceNow(): string {
+    if (this.observedSince === null) throw new Error("PgInsightsStore: load() first");
+    return this.observedSince;
   }
 
   setStale(author: Author, changes: readonly StaleChange[]): Promise<void> {

@@ -135,7 +135,7 @@ export interface InsightsServiceDeps {
   projects: ProjectReader;
   flags: Pick<FlagStore, "find">;
   snapshot: Pick<Snapshot, "environment">;
-  flusher: Pick<InsightsFlusher, "flushLogged">;
+  flusher: Pick<InsightsFlusher, "flushLogged" | "pending">;
   clock: Clock;
   log: Logger;
 }
@@ -161,6 +161,11 @@ function addCells(point: InsightsPoint, cells: Iterable<{ variant: string; reaso
 
 export function insightsService({ store, projects, flags, snapshot, flusher, clock, log }: InsightsServiceDeps) {
   const observedSince = Date.parse(store.observedSinceNow(iso(clock.now())));
+  /**
+   * Stored plus not flushed is every count, except while a flush's write is under way (PostgreSQL:
+   * its counts left the counters and are not stored yet): the reads wait for it first.
+   */
+  const flushed = () => flusher.pending;
   /** What the flag's counter holds and has not flushed, and its last production evaluation (ms; 0: none since start). */
   const unflushed = (environmentId: string, flagKey: string): { cells: CountCell[]; lastAt: number } => {
     const counter = snapshot.environment(environmentId)?.get(flagKey)?.counter;
@@ -172,6 +177,7 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
       return (await flagInsights.lastEvaluatedOf([{ id: flagId, key: flagKey }], environmentIds)).get(flagId)!;
     },
     async lastEvaluatedOf(flags, environmentIds) {
+      await flushed();
       const stored = new Map<string, number>();
       for (const r of await store.lastEvaluated(flags.map((f) => f.id))) stored.set(`${r.flagId} ${r.environmentId}`, r.at);
       const out = new Map<string, Map<string, string>>();
@@ -224,6 +230,7 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
         points.push(point);
         byStart.set(start, point);
       }
+      await flushed();
       const rows: BucketCount[] = await store.counts(flag.id, env.id, interval, first, to);
       for (const row of rows) {
         const point = byStart.get(row.bucket);
@@ -253,6 +260,7 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
       const today = now - (now % DAY_MS);
       const from = today - (days - 1) * DAY_MS;
       const byKey = new Map<string, number[]>();
+      await flushed();
       for (const row of await store.dailyTotals(project.id, keys, q.environment === undefined ? null : envs[0]!.id, from, today + DAY_MS)) {
         let totals = byKey.get(row.flagKey);
         if (totals === undefined) byKey.set(row.flagKey, (totals = new Array<number>(days).fill(0)));
@@ -282,6 +290,8 @@ export function insightsService({ store, projects, flags, snapshot, flusher, clo
      */
     async detectStale(): Promise<StaleChange[]> {
       flusher.flushLogged();
+      // PostgreSQL writes the counts asynchronously: the candidates are read once they are stored.
+      await flushed();
       const now = clock.now();
       const changes: StaleChange[] = [];
       for (const c of await store.staleCandidates()) {

@@ -108,7 +108,8 @@ export interface InsightsStore {
   staleCandidates(): Promise<StaleCandidate[]>;
   /**
    * Since when evaluations are counted on this instance (ISO): stored as `now` on the first call
-   * (the first start with insights), read afterwards. A flag older than that is judged "not
+   * (the first start with insights), read afterwards (on PostgreSQL: stored and read back when the
+   * backend opens, the first node's on every node). A flag older than that is judged "not
    * evaluated" from then on, not from its creation: before it, nothing was counted.
    */
   observedSinceNow(now: string): string;

@@ -27,8 +27,8 @@ const COLUMNS = {
 /** The rules (enabled or not) of the project's flags whose conditions name the segment, by flag key then rule position. */
 const usesOf = (projectId: string, key: string) => sql`SELECT f.key AS "flagKey", r.value->>'id' AS "ruleId"
   FROM flags f
-  CROSS JOIN LATERAL jsonb_array_elements(f.rules) WITH ORDINALITY AS r(value, n)
-  CROSS JOIN LATERAL jsonb_array_elements(r.value->'conditions') AS c(value)
+  CROSS JOIN LATERAL json_array_elements(f.rules) WITH ORDINALITY AS r(value, n)
+  CROSS JOIN LATERAL json_array_elements(r.value->'conditions') AS c(value)
   WHERE f.project_id = ${projectId} AND c.value->>'operator' IN ('in_segment', 'not_in_segment') AND c.value->>'value' = ${key}
   GROUP BY f.key, r.value->>'id'
   ORDER BY f.key COLLATE "C", min(r.n)`;

@@ -100,9 +100,9 @@ export class PgDefinitionsStore implements DefinitionsStore {
   /** The keys of the project's flags whose rules name one of `segmentKeys`. */
   private async using(db: PgQueries, projectId: string, segmentKeys: readonly string[]): Promise<string[]> {
     const rows = await db.execute<{ key: string }>(sql`
-      SELECT DISTINCT f.key AS key FROM flags f, jsonb_array_elements(f.rules) r, jsonb_array_elements(r.value -> 'conditions') c
+      SELECT DISTINCT f.key AS key FROM flags f, json_array_elements(f.rules) r, json_array_elements(r.value -> 'conditions') c
       WHERE f.project_id = ${projectId} AND c.value ->> 'operator' IN ('in_segment', 'not_in_segment')
-      AND jsonb_typeof(c.value -> 'value') = 'string' AND c.value ->> 'value' IN (${sql.join(segmentKeys.map((k) => sql`${k}`), sql`, `)})`);
+      AND json_typeof(c.value -> 'value') = 'string' AND c.value ->> 'value' IN (${sql.join(segmentKeys.map((k) => sql`${k}`), sql`, `)})`);
     return [...rows].map((r) => r.key);
   }
 
