@@ -181,8 +181,11 @@ describe.skipIf(!pgAvailable())("PostgreSQL backend", () => {
       expect(await qa.due("w1", T1, 10)).toEqual([ids[2]!, ids[1]!]); // the unsettled lease ran out before T1
       const again = await a.stores.webhooks.redeliver(ids[0]!, () => T1);
       expect(again).toMatchObject({ webhookId: "w1", eventId: listed.find((d) => d.id === ids[0])!.eventId, status: "pending", attempts: 0, redeliveryOf: ids[0], nextAttemptAt: T1 });
+      // Attempt-now on a delivery a node's claim holds (its attempt in flight): the claim stays, no other node takes it meanwhile.
       expect((await a.stores.webhooks.attemptNow(ids[2]!, () => T0)).nextAttemptAt).toBe(T0);
-      expect(await qa.due("w1", T0, 10)).toEqual([ids[2]!]);
+      expect(await qa.due("w1", T0, 10)).toEqual([]);
+      expect(await qb.claim(ids[2]!, T0)).toBeNull();
+      expect(await qa.due("w1", lease, 10)).toEqual([ids[2]!]); // once the claim has run out
       expect(await qa.prune(Date.parse(T0))).toEqual({ deliveries: 0, events: 0 });
       expect(await qa.prune(Date.parse(T1) + 31 * 86_400_000)).toEqual({ deliveries: 4, events: 3 });
     } finally {

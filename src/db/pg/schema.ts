@@ -266,6 +266,11 @@ export const webhookDeliveries = pgTable(
     redeliveryOf: text("redelivery_of"),
     createdAt: text("created_at").notNull(),
     seq: seq(),
+    /**
+     * PostgreSQL only: until when a node's claim holds the delivery (its attempt in flight), null
+     * once the outcome is stored; no other node takes it meanwhile (src/modules/webhooks/pg-store.ts).
+     */
+    claimedUntil: text("claimed_until"),
   },
   (table) => [
     index("webhook_deliveries_due").on(table.webhookId, table.status, table.nextAttemptAt, table.id),

@@ -4,12 +4,14 @@
  * sender's queue shared by every node.
  *
  * Several nodes send from one table, so `claim` is exclusive: a conditional UPDATE ... RETURNING
- * takes the delivery only if it is still pending and due, and leases it by moving its
- * `next_attempt_at` `leaseMs` ahead. No other node's `due` or `claim` sees it until the lease
- * runs out; the outcome (`record`) replaces that time. A node that dies mid-attempt leaves it
- * pending: another sends it once the lease is over (at-least-once, as on SQLite after a crash).
+ * takes the delivery only if it is still pending, due and not claimed, and sets its
+ * `claimed_until` `leaseMs` ahead (`next_attempt_at` keeps the time it was due, as the API shows
+ * it on SQLite). No other node's `due` or `claim` sees it until the claim runs out; the outcome
+ * (`record`) clears it. A node that dies mid-attempt leaves it pending: another sends it once the
+ * claim is over (at-least-once, as on SQLite after a crash). Attempt-now leaves a claimed
+ * delivery as it is: its attempt is in flight.
  */
-import { and, asc, desc, eq, inArray, lt, lte, gt, min, notExists, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, lt, lte, gt, min, notExists, or, sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import type { Tx, Written } from "../../changes/log";
 import { pgTx, type PgChangeLog } from "../../changes/pg";
@@ -229,6 +231,9 @@ const PRUNE_CHUNK = 1000;
 /** Ids in bytewise order, as SQLite orders them (sortable ids made in one ms follow each other only so), whatever the database's locale. */
 const bytewise = (column: typeof webhooks.id | typeof webhookDeliveries.id) => asc(sql`${column} COLLATE "C"`);
 
+/** Not held by a node's claim (none, or one that has run out). */
+const unclaimed = (now: string) => or(isNull(webhookDeliveries.claimedUntil), lte(webhookDeliveries.claimedUntil, now));
+
 /** The sender's queue on the pool, shared by every node (see the top of this file for `claim`). */
 export class PgDeliveryQueue implements DeliveryQueue {
   /** `leaseMs`: longer than an attempt (SVC_WEBHOOK_TIMEOUT_MS) and the store of its outcome. */
@@ -247,7 +252,7 @@ export class PgDeliveryQueue implements DeliveryQueue {
     const rows = await this.db
       .select({ id: webhookDeliveries.id })
       .from(webhookDeliveries)
-      .where(and(eq(webhookDeliveries.webhookId, webhookId), eq(webhookDeliveries.status, "pending"), lte(webhookDeliveries.nextAttemptAt, now)))
+      .where(and(eq(webhookDeliveries.webhookId, webhookId), eq(webhookDeliveries.status, "pending"), lte(webhookDeliveries.nextAttemptAt, now), unclaimed(now)))
       .orderBy(asc(webhookDeliveries.nextAttemptAt), bytewise(webhookDeliveries.id))
       .limit(limit);
     return rows.map((r) => r.id);
@@ -262,9 +267,9 @@ export class PgDeliveryQueue implements DeliveryQueue {
   async claim(deliveryId: string, now: string): Promise<ClaimedDelivery | null> {
     const [row] = await this.db
       .update(webhookDeliveries)
-      .set({ nextAttemptAt: iso(Date.parse(now) + this.leaseMs) })
+      .set({ claimedUntil: iso(Date.parse(now) + this.leaseMs) })
       .from(webhookEvents)
-      .where(and(eq(webhookEvents.id, webhookDeliveries.eventId), eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending"), lte(webhookDeliveries.nextAttemptAt, now)))
+      .where(and(eq(webhookEvents.id, webhookDeliveries.eventId), eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending"), lte(webhookDeliveries.nextAttemptAt, now), unclaimed(now)))
       .returning({ id: webhookDeliveries.id, attempts: webhookDeliveries.attempts, event: webhookEvents.event, payload: webhookEvents.payload });
     return row ?? null;
   }
@@ -276,17 +281,19 @@ export class PgDeliveryQueue implements DeliveryQueue {
       for (const { id, ...o } of outcomes) {
         await db
           .update(webhookDeliveries)
-          .set({ status: o.status, attempts: o.attempts, lastAttemptAt: o.lastAttemptAt, nextAttemptAt: o.nextAttemptAt, responseStatus: o.responseStatus, error: o.error, durationMs: o.durationMs })
+          .set({ status: o.status, attempts: o.attempts, lastAttemptAt: o.lastAttemptAt, nextAttemptAt: o.nextAttemptAt, responseStatus: o.responseStatus, error: o.error, durationMs: o.durationMs, claimedUntil: null })
           .where(and(eq(webhookDeliveries.id, id), eq(webhookDeliveries.status, "pending")));
       }
     });
   }
 
+  /** The next time a delivery becomes takeable: its retry comes due, or the claim on it runs out. */
   async nextDue(now: string): Promise<string | null> {
+    const takeable = sql<string>`greatest(${webhookDeliveries.nextAttemptAt}, coalesce(${webhookDeliveries.claimedUntil}, ${webhookDeliveries.nextAttemptAt}))`;
     const [row] = await this.db
-      .select({ at: min(webhookDeliveries.nextAttemptAt) })
+      .select({ at: min(takeable) })
       .from(webhooks)
-      .innerJoin(webhookDeliveries, and(eq(webhookDeliveries.webhookId, webhooks.id), eq(webhookDeliveries.status, "pending"), gt(webhookDeliveries.nextAttemptAt, now)))
+      .innerJoin(webhookDeliveries, and(eq(webhookDeliveries.webhookId, webhooks.id), eq(webhookDeliveries.status, "pending"), gt(takeable, now)))
       .where(eq(webhooks.enabled, true));
     return row?.at ?? null;
   }

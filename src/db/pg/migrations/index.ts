@@ -5,6 +5,7 @@ import m1 from "./0001_pg_schedule_claims.sql" with { type: "text" };
 import m2 from "./0002_pg_coord_login_failures_sessions.sql" with { type: "text" };
 import m3 from "./0003_pg_leases.sql" with { type: "text" };
 import m4 from "./0004_pg_json_keeps_key_order.sql" with { type: "text" };
+import m5 from "./0005_pg_delivery_claims.sql" with { type: "text" };
 
 export { journal };
 /** SQL text of each migration, by journal tag. */
@@ -14,4 +15,5 @@ export const migrationSql: Record<string, string> = {
   "0002_pg_coord_login_failures_sessions": m2,
   "0003_pg_leases": m3,
   "0004_pg_json_keeps_key_order": m4,
+  "0005_pg_delivery_claims": m5,
 };
