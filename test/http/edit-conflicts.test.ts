@@ -42,7 +42,6 @@ test("a flag's ETag: on create, GET and PATCH; the same for the same flag; it mo
   expect((await h.request("GET", "/v1/projects/default/flags/other", { headers: admin })).headers.get("etag")).toBe(patched.headers.get("etag"));
 });
 
-// Not on PostgreSQL yet (to convert or fix: see the pgsuite report).
 test("PATCH with the current ETag: 200 and the new ETag; with a stale one: 412 naming the other user and the fields, nothing written", async () => {
   await setup();
   const alice = await userToken(h.ctx, "editor");
