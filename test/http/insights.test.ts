@@ -152,8 +152,8 @@ describe("lastEvaluatedAt on states", () => {
 });
 
 describe("across a restart", () => {
-  // Not on PostgreSQL yet: the reopened context would need the database URL, and the close's
-  // last flush is written in the background there (to convert with a wait for it).
+  // SQLite's file reopened. On PostgreSQL the same promise (a closed node's last counts written
+  // before its pool closes, read by another) is tested in test/pg-nodes.test.ts, through HTTP.
   sqliteOnly("a context closed and reopened on the same SQLite file keeps the flushed counts and lastEvaluatedAt", async () => {
     for (let i = 0; i < 7; i++) await evaluate("theme", { userId: `u${i}`, plan: i < 3 ? "beta" : "free" });
     await flush();
