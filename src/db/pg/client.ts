@@ -3,6 +3,7 @@
  * `bun-sql` over it, with the pg-core schema.
  */
 import { SQL } from "bun";
+import type { SQL as Query } from "drizzle-orm";
 import type { PgDatabase } from "drizzle-orm/pg-core";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import type { BunSQLQueryResultHKT } from "drizzle-orm/bun-sql/session";
@@ -21,4 +22,9 @@ export interface PgStore {
 export function openPg(url: string, options: Omit<SQL.PostgresOrMySQLOptions, "url"> = {}): PgStore {
   const sql = new SQL(url, options);
   return { sql, db: drizzle({ client: sql, schema }) };
+}
+
+/** Rows of a raw query, as Bun's driver returns them: what the stores' hand-written statements read. */
+export async function rowsOf<T>(db: PgQueries, query: Query): Promise<T[]> {
+  return (await db.execute(query)) as unknown as T[];
 }

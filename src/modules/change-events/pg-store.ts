@@ -4,9 +4,9 @@
  * pruned high-water mark in `settings` as on SQLite. Built on whichever handle it is given: the
  * pool (the readers) or a transaction (the writes of a flag change, in its commit).
  */
-import { sql, type SQL } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { Actor } from "../../changes/entry";
-import type { PgQueries } from "../../db/pg/client";
+import { rowsOf, type PgQueries } from "../../db/pg/client";
 import { changeEvents } from "../../db/pg/schema";
 import { sortableId } from "../../lib/ids";
 import { eventPayload, type FlagChange } from "../webhooks/events";
@@ -18,10 +18,6 @@ const HIGH_WATER_KEY = "change_events.position";
 export const LATEST = sql`SELECT greatest(coalesce((SELECT max(position) FROM change_events), 0),
   coalesce((SELECT value::bigint FROM settings WHERE key = ${HIGH_WATER_KEY}), 0))::float8 AS position`;
 
-/** Rows of a query as Bun returns them. */
-export async function rowsOf<T>(db: PgQueries, query: SQL): Promise<T[]> {
-  return (await db.execute(query)) as unknown as T[];
-}
 
 export class PgChangeEventStore implements ChangeEventStore, ChangeEventWrites {
   constructor(private readonly db: PgQueries) {}

@@ -8,7 +8,7 @@ import { eq, gt, lt, sql } from "drizzle-orm";
 import type { PgQueries } from "../../db/pg/client";
 import { adminKeys, apiKeys, environments, projects, revokedTokens, settings, users } from "../../db/pg/schema";
 import { iso } from "../../lib/clock";
-import { rowsOf } from "../change-events/pg-store";
+import { rowsOf } from "../../db/pg/client";
 import type { Credentials, CredentialStore, KeyUse } from "./store";
 
 const JWT_SECRET_SETTING = "jwt_secret";

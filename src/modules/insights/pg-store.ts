@@ -11,7 +11,7 @@
 import { sql } from "drizzle-orm";
 import type { Author, ChangeDraft } from "../../changes/entry";
 import { pgTx, type PgChangeLog } from "../../changes/pg";
-import { rowsOf } from "../change-events/pg-store";
+import { rowsOf } from "../../db/pg/client";
 import type { Prerequisite, Rule, Variant } from "../../evaluation/types";
 import { DAY_MS, type BucketCount, type CounterBatch, type DailyTotal, type InsightsStore, type Stale, type StaleCandidate, type StaleChange, type StaleReason } from "./store";
 

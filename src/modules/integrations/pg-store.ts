@@ -8,7 +8,8 @@ import type { Written } from "../../changes/log";
 import { pgTx, type PgChangeLog } from "../../changes/pg";
 import type { PgQueries } from "../../db/pg/client";
 import { integrations, projects } from "../../db/pg/schema";
-import { PgChangeEventStore, rowsOf } from "../change-events/pg-store";
+import { PgChangeEventStore } from "../change-events/pg-store";
+import { rowsOf } from "../../db/pg/client";
 import type { QueuedEvent } from "../change-events/store";
 import type { EnabledIntegration, IntegrationRuntimeStore, IntegrationStore, StatsDelta, StoredIntegration } from "./store";
 

@@ -1,7 +1,7 @@
 /** `LeaseStore` on PostgreSQL (store.ts has the interface): one statement each, by the database's clock. */
 import { sql } from "drizzle-orm";
 import type { PgQueries } from "../../db/pg/client";
-import { rowsOf } from "../change-events/pg-store";
+import { rowsOf } from "../../db/pg/client";
 import type { LeaseStore } from "./store";
 
 /** Now in ms since the epoch, by the database's clock (clock_timestamp: not the transaction's start). */

@@ -1,7 +1,7 @@
 /** `MetricsStore` on PostgreSQL (store.ts has the interface and the SQLite implementation); counts and sums as float8 (bigint arrives as text). */
 import { sql, type SQL } from "drizzle-orm";
 import type { PgQueries } from "../../db/pg/client";
-import { rowsOf } from "../change-events/pg-store";
+import { rowsOf } from "../../db/pg/client";
 import type { MetricsStore } from "./store";
 
 export class PgMetricsStore implements MetricsStore {
